@@ -1,0 +1,60 @@
+# Two commands matter: `make run` and `make test` (see README.md). Everything else is a step of them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+NODE_BIN := node_modules/.bin
+TSX := $(NODE_BIN)/tsx
+TEST_FILES = $(shell find test -name '*.test.ts' | sort)
+
+.PHONY: help install generate check-generated lint typecheck build run test test-sqlite test-postgres bench seed
+
+help:
+	@echo "make run     install, build, migrate + seed the embedded database, start the server"
+	@echo "make test    install, check generated/ drift, lint openapi.yaml, typecheck, run every test"
+
+# Installs only when node_modules is missing or older than the lock file.
+node_modules/.install-stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+install: node_modules/.install-stamp
+
+generate: install
+	$(TSX) scripts/generate.ts
+
+# Fails when generated/ differs from what openapi.yaml produces.
+check-generated: install
+	@tmp=$$(mktemp -d) && $(TSX) scripts/generate.ts --out $$tmp >/dev/null && \
+	if ! diff -r -q $$tmp generated >/dev/null; then \
+	  echo "generated/ is out of date with openapi.yaml: run 'make generate' and commit" >&2; diff -r $$tmp generated | head -40 >&2; rm -rf $$tmp; exit 1; \
+	fi; rm -rf $$tmp; echo "generated/ matches openapi.yaml"
+
+lint: install
+	$(NODE_BIN)/redocly lint openapi.yaml --config .redocly.yaml --format stylish
+
+typecheck: install
+	$(NODE_BIN)/tsc -p tsconfig.json --noEmit
+
+build: install
+	rm -rf dist && $(NODE_BIN)/tsc -p tsconfig.build.json
+
+run: build
+	npm start
+
+seed: install
+	$(TSX) db/seed/cli.ts
+
+test-sqlite: install
+	TEST_ENGINE=sqlite node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES)
+
+# Runs the same suite on PostgreSQL when TEST_POSTGRES_URL is set (CI sets it).
+test-postgres: install
+	@if [ -n "$$TEST_POSTGRES_URL" ]; then \
+	  TEST_ENGINE=postgres node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
+	else echo "TEST_POSTGRES_URL not set: PostgreSQL suite skipped"; fi
+
+test: install check-generated lint typecheck
+	$(MAKE) --no-print-directory test-sqlite
+	$(MAKE) --no-print-directory test-postgres
+
+bench: build
+	$(TSX) bench/run.ts

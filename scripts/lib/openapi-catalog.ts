@@ -1,0 +1,150 @@
+/**
+ * Compiles the storage extensions of openapi.yaml into the entity catalog, and strips them
+ * from the public document. Conventions (documented in docs/decisions.md):
+ *   record schema:  x-entity (path segment), x-table, x-change-stamps {lastUpdated, createdSince},
+ *                   x-match-fields [published names]
+ *   property:       x-column (storage column), x-scale (decimal places of a number, default 2)
+ *   child schema:   x-table, x-parent-column (default _idref), x-order-column (default linnum);
+ *                   referenced from an array property of the record schema, whose name is the
+ *                   collection name.
+ */
+import type { Catalog, ChildDef, EntityDef, FieldDef, FieldKind, OperationInfo } from '../../src/catalog/types';
+
+type Json = Record<string, any>;
+
+const PUBLIC_EXTENSIONS = new Set(['x-tagGroups', 'x-logo']);
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head'];
+
+export function stripStorageExtensions<T>(node: T): T {
+  if (Array.isArray(node)) return node.map((item) => stripStorageExtensions(item)) as T;
+  if (node && typeof node === 'object') {
+    const out: Json = {};
+    for (const [key, value] of Object.entries(node as Json)) {
+      if (key.startsWith('x-') && !PUBLIC_EXTENSIONS.has(key)) continue;
+      out[key] = stripStorageExtensions(value);
+    }
+    return out as T;
+  }
+  return node;
+}
+
+function refName(ref: unknown): string | undefined {
+  return typeof ref === 'string' && ref.startsWith('#/components/schemas/') ? ref.slice('#/components/schemas/'.length) : undefined;
+}
+
+function fieldKind(schemaName: string, prop: string, def: Json): { kind: FieldKind; nullable: boolean } {
+  const types: string[] = Array.isArray(def.type) ? def.type : def.type ? [def.type] : [];
+  const nullable = types.includes('null');
+  const type = types.find((t) => t !== 'null');
+  switch (type) {
+    case 'integer':
+      return { kind: 'integer', nullable };
+    case 'number':
+      return { kind: 'decimal', nullable };
+    case 'boolean':
+      return { kind: 'boolean', nullable };
+    case 'string':
+      if (def.format === 'uuid') return { kind: 'uuid', nullable };
+      if (def.format === 'date') return { kind: 'date', nullable };
+      if (def.format === 'date-time') return { kind: 'datetime', nullable };
+      return { kind: 'string', nullable };
+    default:
+      throw new Error(`${schemaName}.${prop}: a stored field needs a scalar type (got ${JSON.stringify(def.type)})`);
+  }
+}
+
+function compileFields(schemas: Json, schemaName: string): { fields: Record<string, FieldDef>; collections: Array<[string, string]> } {
+  const schema = schemas[schemaName];
+  if (!schema) throw new Error(`schema ${schemaName} not found`);
+  const fields: Record<string, FieldDef> = {};
+  const collections: Array<[string, string]> = [];
+  for (const [prop, raw] of Object.entries<Json>(schema.properties ?? {})) {
+    if (raw.type === 'array') {
+      const child = refName(raw.items?.$ref);
+      if (!child || !schemas[child]?.['x-table']) throw new Error(`${schemaName}.${prop}: arrays must reference a child schema with x-table`);
+      collections.push([prop, child]);
+      continue;
+    }
+    const column = raw['x-column'];
+    if (typeof column !== 'string' || !column) throw new Error(`${schemaName}.${prop}: missing x-column`);
+    const { kind, nullable } = fieldKind(schemaName, prop, raw);
+    const field: FieldDef = { name: prop, column, kind, nullable };
+    if (kind === 'decimal') field.scale = typeof raw['x-scale'] === 'number' ? raw['x-scale'] : 2;
+    fields[prop] = field;
+  }
+  return { fields, collections };
+}
+
+export interface CompiledCatalog {
+  entities: Catalog;
+  operations: OperationInfo[];
+}
+
+export function buildCatalog(doc: Json): CompiledCatalog {
+  const schemas: Json = doc.components?.schemas ?? {};
+  const paths: Json = doc.paths ?? {};
+  const entities: Catalog = {};
+
+  for (const [schemaName, schema] of Object.entries<Json>(schemas)) {
+    const entity = schema['x-entity'];
+    if (!entity) continue;
+    if (entities[entity]) throw new Error(`x-entity ${entity} declared twice`);
+    const table = schema['x-table'];
+    if (typeof table !== 'string') throw new Error(`${schemaName}: x-entity needs x-table`);
+    const { fields, collections } = compileFields(schemas, schemaName);
+    for (const required of ['id', 'recordNumber']) {
+      if (!fields[required]) throw new Error(`${schemaName}: every record needs ${required}`);
+    }
+    const children: Record<string, ChildDef> = {};
+    for (const [name, childSchema] of collections) {
+      const child = schemas[childSchema];
+      children[name] = {
+        name,
+        schema: childSchema,
+        table: child['x-table'],
+        parentColumn: child['x-parent-column'] ?? '_idref',
+        orderColumn: child['x-order-column'] ?? 'linnum',
+        fields: compileFields(schemas, childSchema).fields,
+      };
+    }
+    const stamps: Json = schema['x-change-stamps'] ?? {};
+    const matchFields: string[] = schema['x-match-fields'] ?? [];
+    for (const f of matchFields) if (!fields[f]) throw new Error(`${schemaName}: x-match-fields names unknown field ${f}`);
+
+    const op = paths[`/${entity}/query`]?.post;
+    if (!op) throw new Error(`${schemaName}: no POST /${entity}/query operation for x-entity ${entity}`);
+    const requestSchema = refName(op.requestBody?.content?.['application/json']?.schema?.$ref);
+    if (!requestSchema) throw new Error(`/${entity}/query: request body must $ref a component schema`);
+
+    const def: EntityDef = {
+      entity,
+      schema: schemaName,
+      table,
+      tag: op.tags?.[0] ?? 'Untagged',
+      queryOperationId: op.operationId,
+      requestSchema,
+      keyColumn: fields.id!.column,
+      fields,
+      children,
+      changeStamps: {
+        ...(stamps.lastUpdated ? { lastUpdated: String(stamps.lastUpdated) } : {}),
+        ...(stamps.createdSince ? { createdSince: String(stamps.createdSince) } : {}),
+      },
+      matchFields,
+    };
+    entities[entity] = def;
+  }
+
+  const operations: OperationInfo[] = [];
+  for (const [p, item] of Object.entries<Json>(paths)) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (!op) continue;
+      if (!op.operationId) throw new Error(`${method.toUpperCase()} ${p}: missing operationId`);
+      operations.push({ operationId: op.operationId, method: method.toUpperCase(), path: p, tag: op.tags?.[0] ?? 'Untagged' });
+    }
+  }
+  const sorted: Catalog = {};
+  for (const key of Object.keys(entities).sort()) sorted[key] = entities[key]!;
+  return { entities: sorted, operations };
+}

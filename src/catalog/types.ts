@@ -1,0 +1,58 @@
+/**
+ * Shape of the entity catalog compiled from openapi.yaml's storage extensions
+ * (generated/catalog.ts). It is the one mapping between published JSON names and the
+ * legacy storage names: nothing else in the code spells a table or column of an entity.
+ */
+export type FieldKind = 'uuid' | 'integer' | 'string' | 'date' | 'datetime' | 'decimal' | 'boolean';
+
+export interface FieldDef {
+  /** Published camelCase JSON name. */
+  name: string;
+  /** Storage column. */
+  column: string;
+  kind: FieldKind;
+  /** Decimal places of a `decimal` field (its DECIMAL(p, scale) column). */
+  scale?: number;
+  nullable: boolean;
+}
+
+export interface ChildDef {
+  /** Collection name as requested in `children` (e.g. lines, parts). */
+  name: string;
+  schema: string;
+  table: string;
+  /** Column of the child table holding the parent's key (`_idref`). */
+  parentColumn: string;
+  /** Column that orders the child rows (`linnum`). */
+  orderColumn: string;
+  fields: Record<string, FieldDef>;
+}
+
+export interface EntityDef {
+  /** Path segment, e.g. `ap-invoices`. */
+  entity: string;
+  /** Record schema name in openapi.yaml, e.g. `ApInvoice`. */
+  schema: string;
+  table: string;
+  tag: string;
+  /** operationId of POST /{entity}/query. */
+  queryOperationId: string;
+  /** Request schema of the query (BaseQueryRequest or an entity-specific one). */
+  requestSchema: string;
+  /** Unique key column used as the ordering tiebreak and to attach children (`_idnum`). */
+  keyColumn: string;
+  fields: Record<string, FieldDef>;
+  children: Record<string, ChildDef>;
+  changeStamps: { lastUpdated?: string; createdSince?: string };
+  /** Fields `match` may use; empty where match is not offered. */
+  matchFields: string[];
+}
+
+export type Catalog = Record<string, EntityDef>;
+
+export interface OperationInfo {
+  operationId: string;
+  method: string;
+  path: string;
+  tag: string;
+}

@@ -1,0 +1,79 @@
+import type { Response } from 'express';
+import { PROBLEM_CODES, type ProblemCode, problemTypeUri } from './registry';
+
+/** One input field to blame: a JSON path such as `lines[2].debitAmount`, and a per-field code. */
+export interface FieldError {
+  field: string;
+  code: string;
+  message?: string;
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  correlationId: string;
+  errors?: FieldError[];
+  [extension: string]: unknown;
+}
+
+export interface ProblemOptions {
+  errors?: FieldError[];
+  /** Response headers to add, e.g. Retry-After, Allow. */
+  headers?: Record<string, string>;
+  /** Extension members of the problem document (RFC 9457 section 3.2), e.g. lockUser. */
+  extensions?: Record<string, unknown>;
+}
+
+/**
+ * Throw this from anywhere (engines included) to answer with a problem document.
+ * Engines stay free of Express: they throw ApiProblem, the HTTP layer renders it.
+ */
+export class ApiProblem extends Error {
+  readonly code: ProblemCode;
+  readonly status: number;
+  readonly detail: string;
+  readonly errors?: FieldError[];
+  readonly headers: Record<string, string>;
+  readonly extensions: Record<string, unknown>;
+
+  constructor(code: ProblemCode, detail: string, options: ProblemOptions = {}) {
+    super(detail);
+    this.name = 'ApiProblem';
+    this.code = code;
+    this.status = PROBLEM_CODES[code].status;
+    this.detail = detail;
+    if (options.errors && options.errors.length > 0) this.errors = options.errors;
+    this.headers = options.headers ?? {};
+    this.extensions = options.extensions ?? {};
+  }
+}
+
+export function problemBody(problem: ApiProblem, instance: string, correlationId: string): ProblemBody {
+  const spec = PROBLEM_CODES[problem.code];
+  const body: ProblemBody = {
+    ...problem.extensions,
+    type: problemTypeUri(problem.code),
+    title: spec.title,
+    status: spec.status,
+    detail: problem.detail,
+    instance,
+    correlationId,
+  };
+  if (problem.errors) body.errors = problem.errors;
+  return body;
+}
+
+/** Writes a problem document with X-Error-Code and X-Correlation-Id. */
+export function sendProblem(res: Response, problem: ApiProblem, instance: string): void {
+  const correlationId = String(res.getHeader('X-Correlation-Id') ?? res.locals.correlationId ?? '');
+  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
+  res.setHeader('X-Error-Code', problem.code);
+  res.setHeader('X-Correlation-Id', correlationId);
+  res.locals.errorCode = problem.code;
+  res.status(problem.status);
+  res.type('application/problem+json');
+  res.send(JSON.stringify(problemBody(problem, instance, correlationId)));
+}

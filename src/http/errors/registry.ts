@@ -1,0 +1,62 @@
+/**
+ * The one registry of problem codes. Append-only: a code, once published, keeps its
+ * status and meaning forever and is never reused (spec, Errors). docs/errors.md is kept
+ * equal to this table by test/errors-registry.test.ts.
+ */
+export const PROBLEM_TYPE_BASE = 'https://accounting-integration.example/problems/';
+
+export interface ProblemCodeSpec {
+  readonly status: number;
+  readonly title: string;
+  /** When an integrator sees it; shown in docs/errors.md. */
+  readonly when: string;
+}
+
+export const PROBLEM_CODES = {
+  VALIDATION_FAILED: { status: 400, title: 'Request validation failed', when: 'A body field, query parameter or header breaks its rule; errors[] names each field.' },
+  MALFORMED_JSON: { status: 400, title: 'Malformed JSON body', when: 'The body is not parseable JSON.' },
+  FILTER_TOO_DEEP: { status: 400, title: 'Filter tree too deep', when: 'The and/or nesting of filters exceeds the documented bound.' },
+  UNKNOWN_FIELD: { status: 400, title: 'Unknown field', when: 'A select, orderBy, filter or match field name is not a published field of the entity.' },
+  UNKNOWN_CHILD_COLLECTION: { status: 400, title: 'Unknown child collection', when: 'A children name is not a collection of the entity; detail lists the valid ones.' },
+  V2_FIELD_REJECTED: { status: 400, title: 'v2 field not accepted in v3', when: 'A v2 request field (withChildren, offset, filter, selectFields) was sent; detail names the v3 replacement.' },
+  IDEMPOTENCY_KEY_INVALID: { status: 400, title: 'Invalid Idempotency-Key', when: 'The Idempotency-Key header is empty, longer than 128 characters or not printable ASCII, or missing where required.' },
+  UNAUTHORIZED: { status: 401, title: 'Unauthorized', when: 'x-api-key is missing, not a UUID, or not a recognised key.' },
+  FORBIDDEN: { status: 403, title: 'Forbidden', when: 'The API key is valid but its role may not call this operation.' },
+  ROUTE_NOT_FOUND: { status: 404, title: 'Route not found', when: 'No operation exists at this path.' },
+  UNKNOWN_ENTITY: { status: 404, title: 'Unknown entity', when: 'A read names an entity that the API does not publish.' },
+  REFERENCE_NOT_FOUND: { status: 404, title: 'Referenced record not found', when: 'A write refers to a record (account, vendor, job, source, ...) that does not exist; errors[] names the field.' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', when: 'The path exists but not for this HTTP method; the Allow header lists the methods.' },
+  IDEMPOTENCY_KEY_REUSED: { status: 409, title: 'Idempotency-Key reused', when: 'The key was used before with a different body or route.' },
+  IDEMPOTENCY_KEY_IN_FLIGHT: { status: 409, title: 'Idempotent request in flight', when: 'A request with the same key is still being processed; retry after Retry-After.' },
+  TRANSACTION_NUMBER_CONFLICT: { status: 409, title: 'Transaction number already posted', when: 'A journal with this transactionNumber was already posted with different lines.' },
+  LOCK_HELD: { status: 409, title: 'Maintenance lock held by another user', when: 'un-lock was called by someone other than the holder without override.' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large', when: 'The body exceeds the documented size limit.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', when: 'Content-Type is missing or is not application/json.' },
+  PERIOD_CLOSED: { status: 422, title: 'Posting period closed', when: 'The resolved posting period is later than the open period; detail names both.' },
+  PERIOD_INVALID: { status: 422, title: 'Invalid posting period', when: 'An explicit period and year pair is not a valid period of the ledger setup.' },
+  JOURNAL_UNBALANCED: { status: 422, title: 'Journal does not balance', when: 'Total debits differ from total credits.' },
+  JOURNAL_LINE_INVALID: { status: 422, title: 'Journal line invalid', when: 'A line carries both a debit and a credit, or neither.' },
+  TOTALS_DISAGREE: { status: 422, title: 'Totals disagree with lines', when: 'A document total differs from the sum of its lines.' },
+  COLUMN_UNAVAILABLE: { status: 422, title: 'Column not available', when: 'A requested column does not exist in the installed accounting database build.' },
+  BUSINESS_RULE_VIOLATED: { status: 422, title: 'Business rule violated', when: 'The document is well-formed but cannot be applied (for example more received than ordered, stock below zero).' },
+  MAINTENANCE_LOCK: { status: 423, title: 'Database locked for maintenance', when: 'The accounting database is locked for maintenance; the body names the holder. Retry after Retry-After.' },
+  RATE_LIMITED: { status: 429, title: 'Rate limit exceeded', when: 'The API key exceeded its request rate; retry after Retry-After.' },
+  INTERNAL_ERROR: { status: 500, title: 'Internal server error', when: 'An unexpected failure; the body is redacted and correlationId is the handle to the full log record.' },
+  CHANGE_STAMP_UNSUPPORTED: { status: 501, title: 'Change stamp not supported', when: 'lastUpdated or createdSince was sent to an entity without that stamp; the body names the field.' },
+  NOT_IMPLEMENTED: { status: 501, title: 'Not implemented', when: 'The posting path is not wired up in this build.' },
+  DATABASE_REFUSED: { status: 502, title: 'Accounting database refused the request', when: 'The database refused (constraint, deadlock, permission, dropped connection). Retry with backoff.' },
+  SERVICE_DISABLED: { status: 503, title: 'Service switched off for this key', when: 'The operator switched the service off for the API key; the body carries the reason. Retry-After 300.' },
+  SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable', when: 'The server is starting or shutting down.' },
+  UPSTREAM_TIMEOUT: { status: 504, title: 'Accounting database did not answer in time', when: 'The deadline passed; a write outcome is unknown. Retry with the same Idempotency-Key only.' },
+} as const satisfies Record<string, ProblemCodeSpec>;
+
+export type ProblemCode = keyof typeof PROBLEM_CODES;
+
+/** `PERIOD_CLOSED` -> `period-closed`: the last segment of the type URI. */
+export function codeSlug(code: string): string {
+  return code.toLowerCase().replace(/_/g, '-');
+}
+
+export function problemTypeUri(code: ProblemCode): string {
+  return PROBLEM_TYPE_BASE + codeSlug(code);
+}

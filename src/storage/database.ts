@@ -1,0 +1,86 @@
+import path from 'node:path';
+import fs from 'node:fs';
+import knexFactory, { type Knex } from 'knex';
+
+export type Engine = 'sqlite' | 'postgres' | 'mssql';
+
+export interface DatabaseTarget {
+  engine: Engine;
+  /** knex configuration for this target. */
+  config: Knex.Config;
+  /** Printable form without password. */
+  display: string;
+  /** For sqlite: the database file (created on first start). */
+  file?: string;
+}
+
+export const DEFAULT_DATABASE_URL = 'sqlite://./data/books.sqlite';
+
+/** Parses DATABASE_URL: sqlite://PATH, postgres://..., mssql://user:pass@host:port/db?encrypt=true */
+export function parseDatabaseUrl(url: string, pool: { min: number; max: number } = { min: 0, max: 10 }): DatabaseTarget {
+  if (url.startsWith('sqlite://') || url.startsWith('sqlite:')) {
+    const file = url.replace(/^sqlite:(\/\/)?/, '');
+    if (!file) throw new Error('DATABASE_URL: sqlite URL needs a file path, e.g. sqlite://./data/books.sqlite');
+    const resolved = file === ':memory:' ? file : path.resolve(file);
+    return {
+      engine: 'sqlite',
+      file: resolved,
+      display: `sqlite://${resolved}`,
+      config: {
+        client: 'better-sqlite3',
+        connection: { filename: resolved },
+        useNullAsDefault: true,
+        pool: {
+          min: 1,
+          max: 1,
+          // WAL so readers do not block the writer; foreign keys are off by default in SQLite.
+          afterCreate(conn: any, done: (err: Error | null, conn: unknown) => void) {
+            try {
+              conn.pragma('journal_mode = WAL');
+              conn.pragma('foreign_keys = ON');
+              conn.pragma('synchronous = NORMAL');
+              conn.pragma('busy_timeout = 5000');
+              done(null, conn);
+            } catch (err) {
+              done(err as Error, conn);
+            }
+          },
+        },
+      },
+    };
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    const u = new URL(url);
+    return {
+      engine: 'postgres',
+      display: `postgres://${u.username}@${u.host}${u.pathname}`,
+      config: { client: 'pg', connection: url, pool: { ...pool } },
+    };
+  }
+  if (url.startsWith('mssql://') || url.startsWith('sqlserver://')) {
+    const u = new URL(url.replace(/^sqlserver:/, 'mssql:'));
+    const encrypt = u.searchParams.get('encrypt') !== 'false';
+    return {
+      engine: 'mssql',
+      display: `mssql://${u.username}@${u.host}${u.pathname}`,
+      config: {
+        client: 'mssql',
+        connection: {
+          server: u.hostname,
+          port: u.port ? Number(u.port) : 1433,
+          user: decodeURIComponent(u.username),
+          password: decodeURIComponent(u.password),
+          database: u.pathname.replace(/^\//, ''),
+          options: { encrypt, trustServerCertificate: u.searchParams.get('trustServerCertificate') === 'true' },
+        },
+        pool: { ...pool },
+      },
+    };
+  }
+  throw new Error(`DATABASE_URL: unsupported scheme in "${url.split(':')[0]}": use sqlite://PATH, postgres://... or mssql://...`);
+}
+
+export function openDatabase(target: DatabaseTarget): Knex {
+  if (target.file && target.file !== ':memory:') fs.mkdirSync(path.dirname(target.file), { recursive: true });
+  return knexFactory(target.config);
+}
