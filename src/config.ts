@@ -1,0 +1,77 @@
+import { DEFAULT_DATABASE_URL } from './storage/database';
+
+/**
+ * All configuration comes from environment variables, validated once at start; a bad value
+ * stops the server with a message naming the variable. README.md has the table.
+ */
+export interface Config {
+  port: number;
+  databaseUrl: string;
+  /** UUID the server makes sure exists as an admin key. */
+  demoApiKey?: string;
+  logLevel: string;
+  /** Largest accepted request body. */
+  bodyLimitBytes: number;
+  /** Requests per key per window; 0 switches rate limiting off. */
+  rateLimitPerMinute: number;
+  /** Deadline for one trip through the on-premise boundary (database). */
+  dbDeadlineMs: number;
+  dbPoolMax: number;
+  /** Bound on and/or nesting of a filter tree. */
+  maxFilterDepth: number;
+  /** Validate responses against openapi.yaml (on in tests). */
+  validateResponses: boolean;
+  /** Seed the demo company into an empty embedded database on start. */
+  seedOnStart: boolean;
+  idempotencyTtlHours: number;
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number between ${min} and ${max} (got "${raw}")`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max} (got ${value})`);
+  return value;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false (got "${raw}")`);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const databaseUrl = env.DATABASE_URL || DEFAULT_DATABASE_URL;
+  if (!/^(sqlite:|postgres(ql)?:\/\/|mssql:\/\/|sqlserver:\/\/)/.test(databaseUrl)) {
+    throw new ConfigError(`DATABASE_URL must start with sqlite://, postgres://, or mssql:// (got "${databaseUrl.split(':')[0]}:...")`);
+  }
+  const demoApiKey = env.DEMO_API_KEY || undefined;
+  if (demoApiKey !== undefined && !UUID.test(demoApiKey)) throw new ConfigError('DEMO_API_KEY must be a UUID');
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "${logLevel}")`);
+  }
+  return {
+    port: int(env, 'PORT', 8080, 0, 65535),
+    databaseUrl,
+    ...(demoApiKey ? { demoApiKey: demoApiKey.toLowerCase() } : {}),
+    logLevel,
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 10_000_000),
+    dbDeadlineMs: int(env, 'DB_DEADLINE_MS', 15_000, 10, 600_000),
+    dbPoolMax: int(env, 'DB_POOL_MAX', 10, 1, 200),
+    maxFilterDepth: int(env, 'MAX_FILTER_DEPTH', 32, 1, 256),
+    validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
+    seedOnStart: bool(env, 'SEED_ON_START', true),
+    idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+  };
+}

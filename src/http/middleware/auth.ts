@@ -1,0 +1,50 @@
+import type { RequestHandler } from 'express';
+import { ApiProblem } from '../errors/problem';
+import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Same detail for missing, malformed and unknown keys: the answer must not tell them apart. */
+const UNAUTHORIZED_DETAIL = 'A valid x-api-key header is required.';
+export const SERVICE_OFF_RETRY_AFTER_SECONDS = 300;
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      apiKey?: ApiKeyRecord;
+    }
+  }
+}
+
+export function authenticate(keys: ApiKeyRepository): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      const raw = req.headers['x-api-key'];
+      const value = Array.isArray(raw) ? raw[0] : raw;
+      if (!value || !UUID.test(value.trim())) throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
+      const key = await keys.findByKey(value);
+      if (!key || key.state === 'revoked') throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
+      if (key.state === 'disabled') {
+        const reason = key.reason ?? 'The service is switched off for this key.';
+        throw new ApiProblem('SERVICE_DISABLED', `The service is switched off for this key: ${reason}`, {
+          headers: { 'Retry-After': String(SERVICE_OFF_RETRY_AFTER_SECONDS) },
+          extensions: { reason },
+        });
+      }
+      res.locals.apiKey = key;
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+/** Operations reserved to admin keys (maintenance lock). */
+export const requireAdmin: RequestHandler = (_req, res, next) => {
+  if (res.locals.apiKey?.role !== 'admin') {
+    next(new ApiProblem('FORBIDDEN', 'This operation needs an admin API key.'));
+    return;
+  }
+  next();
+};

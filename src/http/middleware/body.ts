@@ -1,0 +1,55 @@
+import express, { type RequestHandler } from 'express';
+import { ApiProblem } from '../errors/problem';
+
+function hasBody(headers: Record<string, unknown>): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * JSON bodies only: a body with another (or no) content type is 415, one over the limit 413,
+ * unparseable JSON 400. An empty body is treated as no body (ping needs none).
+ */
+export function jsonBody(limitBytes: number): RequestHandler[] {
+  const parse = express.json({ limit: limitBytes, type: () => true, strict: false });
+  const requireJson: RequestHandler = (req, _res, next) => {
+    if (!hasBody(req.headers)) return next();
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/json' && !/^application\/[a-z0-9.+-]*\+json$/.test(type)) {
+      return next(
+        new ApiProblem('UNSUPPORTED_MEDIA_TYPE', `Content-Type must be application/json (got ${type === '' ? 'none' : `"${type}"`}).`),
+      );
+    }
+    next();
+  };
+  return [requireJson, parse];
+}
+
+/**
+ * Bounds and/or nesting before the schema validator runs: ajv recurses per level and a deep
+ * enough tree would overflow the stack. Iterative on purpose.
+ */
+export function filterDepthGuard(maxDepth: number): RequestHandler {
+  return (req, _res, next) => {
+    const body = req.body as Record<string, unknown> | undefined;
+    if (!body || typeof body !== 'object' || body.filters === undefined) return next();
+    const stack: Array<{ node: unknown; depth: number }> = [{ node: body.filters, depth: 1 }];
+    while (stack.length > 0) {
+      const { node, depth } = stack.pop()!;
+      if (!node || typeof node !== 'object') continue;
+      for (const key of ['and', 'or'] as const) {
+        const children = (node as Record<string, unknown>)[key];
+        if (!Array.isArray(children)) continue;
+        if (depth > maxDepth) {
+          return next(
+            new ApiProblem('FILTER_TOO_DEEP', `filters nest and/or deeper than ${maxDepth} levels.`, {
+              errors: [{ field: 'filters', code: 'too_deep', message: `at most ${maxDepth} levels of and/or` }],
+            }),
+          );
+        }
+        for (const child of children) stack.push({ node: child, depth: depth + 1 });
+      }
+    }
+    next();
+  };
+}

@@ -1,0 +1,34 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+
+/** Finds the project root from both src/ (tsx) and dist/src/ (built). */
+function projectRoot(): string {
+  let dir = __dirname;
+  for (let i = 0; i < 6; i += 1) {
+    if (fs.existsSync(path.join(dir, 'openapi.yaml')) && fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    dir = path.dirname(dir);
+  }
+  throw new Error('openapi.yaml not found above ' + __dirname);
+}
+
+export const PROJECT_ROOT = projectRoot();
+
+let contract: Record<string, any> | undefined;
+let publicYaml: string | undefined;
+
+/** openapi.yaml as authored (with storage extensions), used by the request validator. */
+export function contractDocument(): Record<string, any> {
+  contract ??= YAML.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'openapi.yaml'), 'utf8'));
+  return structuredClone(contract!);
+}
+
+/** The public document served to integrators (generated, storage names stripped). */
+export function publicDocumentYaml(): string {
+  publicYaml ??= fs.readFileSync(path.join(PROJECT_ROOT, 'generated', 'openapi.public.yaml'), 'utf8');
+  return publicYaml!;
+}
+
+export function publicDocumentJson(): Record<string, unknown> {
+  return YAML.parse(publicDocumentYaml());
+}

@@ -1,0 +1,85 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+
+export type KeyRole = 'integration' | 'admin';
+export type KeyState = 'active' | 'disabled' | 'revoked';
+
+export interface ApiKeyRecord {
+  id: string;
+  name: string;
+  role: KeyRole;
+  state: KeyState;
+  reason: string | null;
+  createdAt: string;
+}
+
+const TABLE = 'apikey';
+
+/**
+ * Keys are stored as SHA-256 of the key: the key is a random UUID (122 bits of entropy), so
+ * a fast hash is enough and lets every request look the key up by index.
+ */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key.trim().toLowerCase()).digest('hex');
+}
+
+function toRecord(row: any): ApiKeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    role: row.role,
+    state: row.state,
+    reason: row.reason ?? null,
+    createdAt: row.created_at instanceof Date ? row.created_at.toISOString() : String(row.created_at),
+  };
+}
+
+export class ApiKeyRepository {
+  constructor(private readonly knex: Knex) {}
+
+  async findByKey(key: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.knex(TABLE).where({ key_hash: hashApiKey(key) }).first();
+    return row ? toRecord(row) : undefined;
+  }
+
+  async create(name: string, role: KeyRole, key: string = randomUUID()): Promise<{ key: string; record: ApiKeyRecord }> {
+    const id = randomUUID();
+    await this.knex(TABLE).insert({
+      id,
+      key_hash: hashApiKey(key),
+      name,
+      role,
+      state: 'active',
+      reason: null,
+      created_at: new Date().toISOString(),
+    });
+    const record = await this.knex(TABLE).where({ id }).first();
+    return { key, record: toRecord(record) };
+  }
+
+  /** Makes sure `key` exists with the given role (DEMO_API_KEY); re-activates it if it was switched off. */
+  async ensure(key: string, name: string, role: KeyRole): Promise<ApiKeyRecord> {
+    const existing = await this.findByKey(key);
+    if (!existing) return (await this.create(name, role, key)).record;
+    if (existing.role !== role || existing.state !== 'active') {
+      await this.knex(TABLE).where({ id: existing.id }).update({ role, state: 'active', reason: null });
+    }
+    return (await this.findByKey(key))!;
+  }
+
+  async list(): Promise<ApiKeyRecord[]> {
+    return (await this.knex(TABLE).orderBy('created_at').orderBy('id')).map(toRecord);
+  }
+
+  async count(): Promise<number> {
+    const row = await this.knex(TABLE).count<{ n: number | string }[]>({ n: '*' }).first();
+    return Number(row?.n ?? 0);
+  }
+
+  async setState(key: string, state: KeyState, reason: string | null): Promise<ApiKeyRecord | undefined> {
+    const existing = await this.findByKey(key);
+    if (!existing) return undefined;
+    await this.knex(TABLE).where({ id: existing.id }).update({ state, reason });
+    return this.findByKey(key);
+  }
+}
