@@ -1,0 +1,45 @@
+/**
+ * Runs the migrations of db/migrations. The modules are imported explicitly (no directory scan)
+ * so the same code works under tsx (TypeScript sources) and from the compiled dist/ JavaScript.
+ * Add a new migration by importing it here and appending it to MIGRATIONS; never reorder or rename.
+ */
+import type { Knex } from 'knex';
+import * as m001 from './migrations/20261122000001_infrastructure';
+import * as m002 from './migrations/20261122000002_ledger_ap_jobcost_core';
+
+export interface MigrationModule {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/** [name recorded in knex_migrations, module], in the order they apply. */
+export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
+  ['20261122000001_infrastructure', m001],
+  ['20261122000002_ledger_ap_jobcost_core', m002],
+];
+
+type Entry = readonly [string, MigrationModule];
+
+class ExplicitMigrationSource implements Knex.MigrationSource<Entry> {
+  async getMigrations(): Promise<Entry[]> {
+    return [...MIGRATIONS];
+  }
+  getMigrationName(migration: Entry): string {
+    return migration[0];
+  }
+  async getMigration(migration: Entry): Promise<Knex.Migration> {
+    return { up: migration[1].up, down: migration[1].down };
+  }
+}
+
+const CONFIG: Knex.MigratorConfig = { migrationSource: new ExplicitMigrationSource(), tableName: 'knex_migrations' };
+
+/** Applies every migration not applied yet (safe to run again). */
+export async function migrateLatest(knex: Knex): Promise<void> {
+  await knex.migrate.latest(CONFIG);
+}
+
+/** Rolls back every applied migration, newest first. */
+export async function rollbackAll(knex: Knex): Promise<void> {
+  await knex.migrate.rollback(CONFIG, true);
+}

@@ -1,0 +1,65 @@
+/**
+ * A freshly migrated, empty database for a test file.
+ *   default                         SQLite in a temp file
+ *   TEST_ENGINE=postgres + TEST_POSTGRES_URL   a throwaway PostgreSQL database, dropped by destroy()
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import knexFactory, { type Knex } from 'knex';
+import { parseDatabaseUrl, type Engine } from '../../src/storage/database';
+import { migrateLatest } from '../../db/migrate';
+
+export interface TestDatabase {
+  knex: Knex;
+  engine: Engine;
+  destroy(): Promise<void>;
+}
+
+export function testEngine(): Engine {
+  return process.env.TEST_ENGINE === 'postgres' && process.env.TEST_POSTGRES_URL ? 'postgres' : 'sqlite';
+}
+
+export async function createTestKnex(): Promise<TestDatabase> {
+  if (testEngine() === 'postgres') return createPostgres(process.env.TEST_POSTGRES_URL!);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'books-test-'));
+  const target = parseDatabaseUrl(`sqlite://${path.join(dir, 'books.sqlite')}`);
+  const knex = knexFactory(target.config);
+  await migrateLatest(knex);
+  return {
+    knex,
+    engine: 'sqlite',
+    async destroy() {
+      await knex.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function createPostgres(url: string): Promise<TestDatabase> {
+  const name = `books_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
+  try {
+    await admin.raw(`create database "${name}"`);
+  } finally {
+    await admin.destroy();
+  }
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  const knex = knexFactory(parseDatabaseUrl(u.toString(), { min: 0, max: 4 }).config);
+  await migrateLatest(knex);
+  return {
+    knex,
+    engine: 'postgres',
+    async destroy() {
+      await knex.destroy();
+      const cleanup = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
+      try {
+        await cleanup.raw(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await cleanup.destroy();
+      }
+    },
+  };
+}
