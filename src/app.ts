@@ -1,20 +1,24 @@
 import express, { Router } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import type { Services } from './services';
 import { correlation } from './http/middleware/correlation';
 import { requestLog } from './http/middleware/request-log';
 import { authenticate } from './http/middleware/auth';
 import { filterDepthGuard, jsonBody } from './http/middleware/body';
 import { errorHandler, notFound } from './http/errors/handler';
-import { contractDocument } from './http/openapi-document';
+import { contractValidator } from './http/contract-validator';
+import { createMetrics } from './http/metrics';
+import { OperationMap, operationLabel } from './http/operations';
+import { rateLimit, RateLimiter } from './http/middleware/rate-limit';
+import { opsRoutes, type OpsState } from './http/routes/ops';
 import { utilityRoutes } from './http/routes/utility';
 
 export const API_BASE = '/api/v3';
 
 /**
  * The request pipeline, in order:
- *   correlation id + trace -> request log -> [/api/v3: auth -> body (415/413/400) -> filter depth
- *   bound -> contract validation -> handler] -> problem documents for everything that failed.
+ *   correlation id + trace -> operation label, metrics, request log -> ops routes (/healthz, /readyz,
+ *   /metrics, /openapi.*, /docs) -> [/api/v3: auth -> rate limit -> body (415/413/400) -> filter
+ *   depth bound -> contract validation -> handler] -> problem documents for everything that failed.
  */
 export function createApp(services: Services): express.Express {
   const app = express();
@@ -22,26 +26,30 @@ export function createApp(services: Services): express.Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
 
+  // Shared with the server (warm-up at boot, readiness while draining) and with tests.
+  const operations = new OperationMap(API_BASE);
+  const metrics = createMetrics(() => services.knex);
+  const validator = contractValidator({ base: API_BASE, validateResponses: services.config.validateResponses });
+  const opsState: OpsState = { draining: false };
+  app.locals.metrics = metrics;
+  app.locals.warmContract = validator.warm;
+  app.locals.opsState = opsState;
+
   app.use(correlation);
+  app.use(operationLabel(operations));
+  app.use(metrics.observe);
   app.use(requestLog(services.logger));
+  // Outside /api/v3, no API key: /healthz /readyz /metrics /openapi.yaml /openapi.json /docs
+  app.use(opsRoutes(services, metrics.registry, opsState, operations));
 
   const api = Router();
   api.use(authenticate(services.keys));
+  api.use(rateLimit(new RateLimiter({ perMinute: services.config.rateLimitPerMinute })));
   api.use(...jsonBody(services.config.bodyLimitBytes));
   api.use(filterDepthGuard(services.config.maxFilterDepth));
   app.use(API_BASE, api);
 
-  app.use(
-    OpenApiValidator.middleware({
-      apiSpec: contractDocument() as any,
-      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true },
-      validateResponses: services.config.validateResponses ? { onError: undefined } as any : false,
-      validateSecurity: false,
-      ignoreUndocumented: false,
-      ignorePaths: (p: string) => !p.startsWith(API_BASE),
-      $refParser: { mode: 'dereference' },
-    }),
-  );
+  app.use(...validator.middleware);
   app.use(API_BASE, utilityRoutes(services));
 
   app.use(notFound);

@@ -1,0 +1,188 @@
+import path from 'node:path';
+import { Router, type RequestHandler } from 'express';
+import type { Registry } from 'prom-client';
+import type { Services } from '../../services';
+import { MIGRATIONS } from '../../../db/migrate';
+import { ApiProblem } from '../errors/problem';
+import { publicDocumentJson, publicDocumentYaml } from '../openapi-document';
+import type { OperationMap } from '../operations';
+
+/**
+ * Routes outside /api/v3, without an API key: liveness, readiness, metrics, the public OpenAPI
+ * document and the rendered reference. Every one is GET (HEAD too); any other method is 405
+ * with Allow, like the contract routes.
+ */
+
+/** Operation labels of these routes in logs and metrics. */
+export const OPS_ROUTES = {
+  '/healthz': 'healthz',
+  '/readyz': 'readyz',
+  '/metrics': 'metrics',
+  '/openapi.yaml': 'openapiYaml',
+  '/openapi.json': 'openapiJson',
+  '/docs': 'docs',
+  '/docs/init.js': 'docs',
+} as const;
+
+const READY_CHECK_TIMEOUT_MS = 2_000;
+
+const SWAGGER_UI_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
+/** The only files of swagger-ui-dist served (its own index.html points at a remote petstore). */
+const SWAGGER_ASSET = /^(swagger-ui(-bundle|-standalone-preset)?\.(js|css)(\.map)?|index\.css|favicon-(16x16|32x32)\.png)$/;
+
+const DOCS_HTML = `<!DOCTYPE html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>Accounting Integration API v3 reference</title>
+    <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+    <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png" sizes="32x32">
+    <style>body { margin: 0; } .swagger-ui .topbar { display: none; }</style>
+  </head>
+  <body>
+    <div id="swagger-ui"></div>
+    <script src="/docs/assets/swagger-ui-bundle.js"></script>
+    <script src="/docs/assets/swagger-ui-standalone-preset.js"></script>
+    <script src="/docs/init.js"></script>
+  </body>
+</html>
+`;
+
+// validatorUrl null: Swagger UI would otherwise send the document to a public validator service.
+const DOCS_INIT_JS = `window.addEventListener('load', function () {
+  window.ui = SwaggerUIBundle({
+    url: '/openapi.json',
+    dom_id: '#swagger-ui',
+    deepLinking: true,
+    validatorUrl: null,
+    tryItOutEnabled: false,
+    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
+    layout: 'BaseLayout'
+  });
+});
+`;
+
+function methodNotAllowed(allow: string): RequestHandler {
+  return (req, _res, next) => {
+    next(new ApiProblem('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; this path accepts ${allow}.`, { headers: { Allow: allow } }));
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export interface OpsState {
+  /** Set when SIGTERM arrived: readiness turns 503 so balancers stop sending traffic. */
+  draining: boolean;
+}
+
+/** Why the service is not ready, or undefined when it is. */
+export async function readinessProblem(services: Services): Promise<string | undefined> {
+  try {
+    await withTimeout(services.knex.raw('select 1 as ok'), READY_CHECK_TIMEOUT_MS, 'The database');
+  } catch (err) {
+    return `The database is not reachable (${err instanceof Error && /did not answer/.test(err.message) ? err.message : 'connection failed'}).`;
+  }
+  try {
+    const rows: Array<{ name: string }> = await withTimeout(services.knex('knex_migrations').select('name'), READY_CHECK_TIMEOUT_MS, 'The database');
+    const applied = new Set(rows.map((r) => r.name));
+    const pending = MIGRATIONS.filter(([name]) => !applied.has(name)).map(([name]) => name);
+    if (pending.length > 0) return `${pending.length} database migration(s) not applied: ${pending.join(', ')}.`;
+  } catch {
+    return 'The database has not been migrated.';
+  }
+  return undefined;
+}
+
+export function opsRoutes(services: Services, registry: Registry, state: OpsState, operations: OperationMap): Router {
+  const router = Router();
+  for (const [route, operationId] of Object.entries(OPS_ROUTES)) operations.addRoute('GET', route, operationId);
+  operations.addRoute('GET', '/docs/assets/{file}', 'docsAsset');
+  const GET_ONLY = 'GET, HEAD';
+
+  router
+    .route('/healthz')
+    .get((_req, res) => {
+      res.json({ status: 'ok', uptimeSeconds: Math.round(process.uptime()) });
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  router
+    .route('/readyz')
+    .get(async (_req, res, next) => {
+      try {
+        const problem = state.draining ? 'The server is shutting down.' : await readinessProblem(services);
+        if (problem) throw new ApiProblem('SERVICE_UNAVAILABLE', problem, { headers: { 'Retry-After': '5' } });
+        res.json({ status: 'ready', database: 'ok', migrations: 'applied' });
+      } catch (err) {
+        next(err);
+      }
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  router
+    .route('/metrics')
+    .get(async (_req, res, next) => {
+      try {
+        const body = await registry.metrics();
+        res.setHeader('Content-Type', registry.contentType);
+        res.send(body);
+      } catch (err) {
+        next(err);
+      }
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  router
+    .route('/openapi.yaml')
+    .get((_req, res) => {
+      res.setHeader('Content-Type', 'application/yaml; charset=utf-8');
+      res.send(publicDocumentYaml());
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  let json: string | undefined;
+  router
+    .route('/openapi.json')
+    .get((_req, res) => {
+      json ??= JSON.stringify(publicDocumentJson());
+      res.setHeader('Content-Type', 'application/json; charset=utf-8');
+      res.send(json);
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  router
+    .route(['/docs', '/docs/'])
+    .get((_req, res) => {
+      res.setHeader('Content-Type', 'text/html; charset=utf-8');
+      res.send(DOCS_HTML);
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  router
+    .route('/docs/init.js')
+    .get((_req, res) => {
+      res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
+      res.send(DOCS_INIT_JS);
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  router
+    .route('/docs/assets/:file')
+    .get((req, res, next) => {
+      const file = String(req.params.file);
+      if (!SWAGGER_ASSET.test(file)) return next(new ApiProblem('ROUTE_NOT_FOUND', `No asset ${file}.`));
+      res.sendFile(file, { root: SWAGGER_UI_DIR, maxAge: '1d', dotfiles: 'deny' }, (err) => {
+        if (err && !res.headersSent) next((err as { status?: number }).status === 404 ? new ApiProblem('ROUTE_NOT_FOUND', `No asset ${file}.`) : err);
+      });
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  return router;
+}
