@@ -14,6 +14,7 @@ export interface ApiKeyRecord {
 }
 
 const TABLE = 'apikey';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Keys are stored as SHA-256 of the key: the key is a random UUID (122 bits of entropy), so
@@ -65,6 +66,22 @@ export class ApiKeyRepository {
       await this.knex(TABLE).where({ id: existing.id }).update({ role, state: 'active', reason: null });
     }
     return (await this.findByKey(key))!;
+  }
+
+  async findById(id: string): Promise<ApiKeyRecord | undefined> {
+    if (!UUID.test(id.trim())) return undefined;
+    const row = await this.knex(TABLE).where({ id: id.trim().toLowerCase() }).first();
+    return row ? toRecord(row) : undefined;
+  }
+
+  /** The operator CLI accepts the key itself or its id (the id is what `list` shows). */
+  async findByKeyOrId(value: string): Promise<ApiKeyRecord | undefined> {
+    return (await this.findByKey(value)) ?? (await this.findById(value));
+  }
+
+  async setStateById(id: string, state: KeyState, reason: string | null): Promise<ApiKeyRecord | undefined> {
+    await this.knex(TABLE).where({ id }).update({ state, reason });
+    return this.findById(id);
   }
 
   async list(): Promise<ApiKeyRecord[]> {

@@ -1,0 +1,178 @@
+/**
+ * API keys, from the project directory, against the same DATABASE_URL as the server:
+ *
+ *   npm run keys -- create --name NAME [--admin]     the new key alone on the last line of stdout
+ *   npm run keys -- list                             id, name, role, state, created (never a key or hash)
+ *   npm run keys -- disable KEY --reason "TEXT"      requests get 503 with TEXT and Retry-After 300
+ *   npm run keys -- enable KEY
+ *   npm run keys -- revoke KEY                       permanent: requests get 401
+ *
+ * KEY is the key itself or its id (as `list` shows it). The database is migrated first if needed.
+ * Exit codes: 0 done, 1 the key was not found or the change is not allowed, 2 usage or configuration.
+ */
+import type { Knex } from 'knex';
+import { ConfigError, loadConfig } from '../config';
+import { openDatabase, parseDatabaseUrl } from '../storage/database';
+import { ApiKeyRepository, type ApiKeyRecord } from '../storage/api-keys';
+import { migrateLatest } from '../../db/migrate';
+
+const USAGE = `usage: npm run keys -- <command>
+  create --name NAME [--admin]    create a key (role integration, or admin with --admin); prints the key last
+  list                            list keys: id, name, role, state, created, reason
+  disable KEY --reason "TEXT"     switch the service off for a key (503 with the reason, Retry-After 300)
+  enable KEY                      switch it back on
+  revoke KEY                      revoke for good (401 from then on)
+KEY is the key or its id. DATABASE_URL selects the database (default sqlite://./data/books.sqlite).`;
+
+class UsageError extends Error {}
+class CommandError extends Error {}
+
+interface Parsed {
+  command: string;
+  positional: string[];
+  flags: Map<string, string | true>;
+}
+
+function parse(argv: string[]): Parsed {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') throw new UsageError('');
+  const positional: string[] = [];
+  const flags = new Map<string, string | true>();
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg.startsWith('--')) {
+      const eq = arg.indexOf('=');
+      const name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
+      if (eq > 0) flags.set(name, arg.slice(eq + 1));
+      else if (name === 'admin') flags.set(name, true);
+      else {
+        const value = rest[i + 1];
+        if (value === undefined || value.startsWith('--')) throw new UsageError(`--${name} needs a value`);
+        flags.set(name, value);
+        i += 1;
+      }
+    } else positional.push(arg);
+  }
+  return { command, positional, flags };
+}
+
+function allowOnly(p: Parsed, flags: string[], positionals: number): void {
+  for (const name of p.flags.keys()) if (!flags.includes(name)) throw new UsageError(`${p.command} does not take --${name}`);
+  if (p.positional.length !== positionals) {
+    throw new UsageError(positionals === 0 ? `${p.command} takes no arguments` : `${p.command} needs exactly one KEY (the key or its id)`);
+  }
+}
+
+function textFlag(p: Parsed, name: string, max: number): string {
+  const value = p.flags.get(name);
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`${p.command} needs --${name} "TEXT"`);
+  if (value.trim().length > max) throw new UsageError(`--${name} is at most ${max} characters`);
+  return value.trim();
+}
+
+function describe(k: ApiKeyRecord): string {
+  return `${k.id}  ${k.name}  role=${k.role}  state=${k.state}${k.reason ? `  reason="${k.reason}"` : ''}`;
+}
+
+function table(keys: ApiKeyRecord[]): string {
+  const rows = [['ID', 'NAME', 'ROLE', 'STATE', 'CREATED', 'REASON'], ...keys.map((k) => [k.id, k.name, k.role, k.state, k.createdAt, k.reason ?? ''])];
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
+}
+
+async function find(repo: ApiKeyRepository, value: string): Promise<ApiKeyRecord> {
+  const key = await repo.findByKeyOrId(value);
+  if (!key) throw new CommandError(`no API key matches ${value} (give the key or its id from \`npm run keys -- list\`)`);
+  return key;
+}
+
+async function run(p: Parsed, repo: ApiKeyRepository, out: (line: string) => void): Promise<void> {
+  switch (p.command) {
+    case 'create': {
+      allowOnly(p, ['name', 'admin'], 0);
+      const name = textFlag(p, 'name', 100);
+      const role = p.flags.get('admin') === true ? 'admin' : 'integration';
+      const { key, record } = await repo.create(name, role);
+      out(`created ${role} key "${record.name}" (id ${record.id}); it is stored hashed and cannot be shown again:`);
+      out(key);
+      return;
+    }
+    case 'list': {
+      allowOnly(p, [], 0);
+      const keys = await repo.list();
+      out(keys.length === 0 ? 'no API keys' : table(keys));
+      return;
+    }
+    case 'disable': {
+      allowOnly(p, ['reason'], 1);
+      const reason = textFlag(p, 'reason', 500);
+      const key = await find(repo, p.positional[0]!);
+      if (key.state === 'revoked') throw new CommandError(`key ${key.id} is revoked; it cannot be disabled`);
+      out(`disabled: ${describe((await repo.setStateById(key.id, 'disabled', reason))!)}`);
+      return;
+    }
+    case 'enable': {
+      allowOnly(p, [], 1);
+      const key = await find(repo, p.positional[0]!);
+      if (key.state === 'revoked') throw new CommandError(`key ${key.id} is revoked; revoked keys stay revoked (create a new one)`);
+      out(`enabled: ${describe((await repo.setStateById(key.id, 'active', null))!)}`);
+      return;
+    }
+    case 'revoke': {
+      allowOnly(p, [], 1);
+      const key = await find(repo, p.positional[0]!);
+      out(`revoked: ${describe((await repo.setStateById(key.id, 'revoked', key.reason))!)}`);
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command "${p.command}"`);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed: Parsed;
+  let databaseUrl: string;
+  try {
+    parsed = parse(argv);
+    databaseUrl = loadConfig(process.env).databaseUrl;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${err.message ? `error: ${err.message}\n` : ''}${USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  let knex: Knex | undefined;
+  try {
+    const target = parseDatabaseUrl(databaseUrl, { min: 0, max: 2 });
+    knex = openDatabase(target);
+    await migrateLatest(knex);
+    await run(parsed, new ApiKeyRepository(knex), (line) => process.stdout.write(`${line}\n`));
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n${USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof CommandError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  } finally {
+    await knex?.destroy();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
