@@ -1,0 +1,76 @@
+/**
+ * Helpers of the HTTP surface tests: problem-document assertions and raw requests (for what
+ * supertest cannot send, such as a body without Content-Type).
+ */
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type express from 'express';
+import type { Response } from 'supertest';
+import { PROBLEM_CODES, problemTypeUri, type ProblemCode } from '../../src/http/errors/registry';
+
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  body: any;
+}
+
+/**
+ * Asserts the response is the problem document of `code`: status, content type, X-Error-Code,
+ * X-Correlation-Id equal to correlationId, type/title/status/instance. Returns the body.
+ */
+export function assertProblem(res: Response | RawResponse, code: ProblemCode, instance?: string): Record<string, any> {
+  const spec = PROBLEM_CODES[code];
+  const text = 'text' in res ? res.text : '';
+  assert.equal(res.status, spec.status, `status of ${code}: ${text}`);
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/, 'problem content type');
+  assert.equal(res.headers['x-error-code'], code, 'X-Error-Code');
+  const correlationId = res.headers['x-correlation-id'];
+  assert.match(String(correlationId), UUID_RE, 'X-Correlation-Id');
+  const body = typeof res.body === 'object' && res.body !== null && Object.keys(res.body).length > 0 ? res.body : JSON.parse(text);
+  assert.equal(body.type, problemTypeUri(code));
+  assert.equal(body.title, spec.title);
+  assert.equal(body.status, spec.status);
+  assert.equal(typeof body.detail, 'string');
+  assert.ok(body.detail.length > 0, 'detail is not empty');
+  assert.equal(body.correlationId, correlationId, 'correlationId equals X-Correlation-Id');
+  if (instance !== undefined) assert.equal(body.instance, instance);
+  return body;
+}
+
+/** A raw HTTP request against the app on an ephemeral loopback port. */
+export async function rawRequest(
+  app: express.Express,
+  options: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer },
+): Promise<RawResponse> {
+  const server = http.createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    return await new Promise<RawResponse>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: options.method, path: options.path, headers: options.headers ?? {} }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown;
+          try {
+            body = text ? JSON.parse(text) : undefined;
+          } catch {
+            body = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        });
+      });
+      req.on('error', reject);
+      if (options.body !== undefined) req.write(options.body);
+      req.end();
+    });
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
