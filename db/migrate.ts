@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import * as m001 from './migrations/20261122000001_infrastructure';
 import * as m002 from './migrations/20261122000002_ledger_ap_jobcost_core';
+import * as m003 from './migrations/20261122000003_entities';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -16,6 +17,7 @@ export interface MigrationModule {
 export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261122000001_infrastructure', m001],
   ['20261122000002_ledger_ap_jobcost_core', m002],
+  ['20261122000003_entities', m003],
 ];
 
 type Entry = readonly [string, MigrationModule];

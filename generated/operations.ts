@@ -19,5 +19,497 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "method": "POST",
     "path": "/utility/un-lock",
     "tag": "Utility"
+  },
+  {
+    "operationId": "queryApInvoices",
+    "method": "POST",
+    "path": "/ap-invoices/query",
+    "tag": "Accounts payable"
+  },
+  {
+    "operationId": "queryApPayments",
+    "method": "POST",
+    "path": "/ap-payments/query",
+    "tag": "Accounts payable"
+  },
+  {
+    "operationId": "queryArInvoices",
+    "method": "POST",
+    "path": "/ar-invoices/query",
+    "tag": "Accounts receivable"
+  },
+  {
+    "operationId": "queryArPayments",
+    "method": "POST",
+    "path": "/ar-payments/query",
+    "tag": "Accounts receivable"
+  },
+  {
+    "operationId": "queryAssemblies",
+    "method": "POST",
+    "path": "/assemblies/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryAssemblyClasses",
+    "method": "POST",
+    "path": "/assembly-classes/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryBankAccounts",
+    "method": "POST",
+    "path": "/bank-accounts/query",
+    "tag": "Banking and tax"
+  },
+  {
+    "operationId": "queryBankReconciliations",
+    "method": "POST",
+    "path": "/bank-reconciliations/query",
+    "tag": "Banking and tax"
+  },
+  {
+    "operationId": "queryBankingTransactions",
+    "method": "POST",
+    "path": "/banking-transactions/query",
+    "tag": "Banking and tax"
+  },
+  {
+    "operationId": "queryBenefits",
+    "method": "POST",
+    "path": "/benefits/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryBudgets",
+    "method": "POST",
+    "path": "/budgets/query",
+    "tag": "Jobs and costing"
+  },
+  {
+    "operationId": "queryCardIssuers",
+    "method": "POST",
+    "path": "/card-issuers/query",
+    "tag": "Banking and tax"
+  },
+  {
+    "operationId": "queryChangeOrders",
+    "method": "POST",
+    "path": "/change-orders/query",
+    "tag": "Project documents"
+  },
+  {
+    "operationId": "queryClientContacts",
+    "method": "POST",
+    "path": "/client-contacts/query",
+    "tag": "Vendors and clients"
+  },
+  {
+    "operationId": "queryClientTypes",
+    "method": "POST",
+    "path": "/client-types/query",
+    "tag": "Vendors and clients"
+  },
+  {
+    "operationId": "queryClients",
+    "method": "POST",
+    "path": "/clients/query",
+    "tag": "Vendors and clients"
+  },
+  {
+    "operationId": "queryCostCodes",
+    "method": "POST",
+    "path": "/cost-codes/query",
+    "tag": "Jobs and costing"
+  },
+  {
+    "operationId": "queryCostDivisions",
+    "method": "POST",
+    "path": "/cost-divisions/query",
+    "tag": "Jobs and costing"
+  },
+  {
+    "operationId": "queryCostToCompletes",
+    "method": "POST",
+    "path": "/cost-to-completes/query",
+    "tag": "Project documents"
+  },
+  {
+    "operationId": "queryCostTypes",
+    "method": "POST",
+    "path": "/cost-types/query",
+    "tag": "Jobs and costing"
+  },
+  {
+    "operationId": "queryCreditCardReconciliations",
+    "method": "POST",
+    "path": "/credit-card-reconciliations/query",
+    "tag": "Banking and tax"
+  },
+  {
+    "operationId": "queryDailyPayrolls",
+    "method": "POST",
+    "path": "/daily-payrolls/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryDepartments",
+    "method": "POST",
+    "path": "/departments/query",
+    "tag": "Ledger"
+  },
+  {
+    "operationId": "queryEmployeeEarnings",
+    "method": "POST",
+    "path": "/employee-earnings/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryEmployees",
+    "method": "POST",
+    "path": "/employees/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryEquipment",
+    "method": "POST",
+    "path": "/equipment/query",
+    "tag": "Equipment"
+  },
+  {
+    "operationId": "queryEquipmentCosts",
+    "method": "POST",
+    "path": "/equipment-costs/query",
+    "tag": "Equipment"
+  },
+  {
+    "operationId": "queryEquipmentRates",
+    "method": "POST",
+    "path": "/equipment-rates/query",
+    "tag": "Equipment"
+  },
+  {
+    "operationId": "queryEquipmentRevenues",
+    "method": "POST",
+    "path": "/equipment-revenues/query",
+    "tag": "Equipment"
+  },
+  {
+    "operationId": "queryEquipmentTypes",
+    "method": "POST",
+    "path": "/equipment-types/query",
+    "tag": "Equipment"
+  },
+  {
+    "operationId": "queryFiscalPeriods",
+    "method": "POST",
+    "path": "/fiscal-periods/query",
+    "tag": "Ledger"
+  },
+  {
+    "operationId": "queryHistoricalAverageCosts",
+    "method": "POST",
+    "path": "/historical-average-costs/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryHoursToCompletes",
+    "method": "POST",
+    "path": "/hours-to-completes/query",
+    "tag": "Project documents"
+  },
+  {
+    "operationId": "queryInventoryAllocations",
+    "method": "POST",
+    "path": "/inventory-allocations/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryInventoryBalances",
+    "method": "POST",
+    "path": "/inventory-balances/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryInventoryConsumed",
+    "method": "POST",
+    "path": "/inventory-consumed/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryInventoryHistories",
+    "method": "POST",
+    "path": "/inventory-histories/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryInventoryLocations",
+    "method": "POST",
+    "path": "/inventory-locations/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryInventoryQuantities",
+    "method": "POST",
+    "path": "/inventory-quantities/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryInventorySerials",
+    "method": "POST",
+    "path": "/inventory-serials/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryJobCosts",
+    "method": "POST",
+    "path": "/job-costs/query",
+    "tag": "Jobs and costing"
+  },
+  {
+    "operationId": "queryJobPaygroups",
+    "method": "POST",
+    "path": "/job-paygroups/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryJobPhases",
+    "method": "POST",
+    "path": "/job-phases/query",
+    "tag": "Jobs and costing"
+  },
+  {
+    "operationId": "queryJobTypes",
+    "method": "POST",
+    "path": "/job-types/query",
+    "tag": "Jobs and costing"
+  },
+  {
+    "operationId": "queryJobs",
+    "method": "POST",
+    "path": "/jobs/query",
+    "tag": "Jobs and costing"
+  },
+  {
+    "operationId": "queryLedgerAccounts",
+    "method": "POST",
+    "path": "/ledger-accounts/query",
+    "tag": "Ledger"
+  },
+  {
+    "operationId": "queryLedgerBalances",
+    "method": "POST",
+    "path": "/ledger-balances/query",
+    "tag": "Ledger"
+  },
+  {
+    "operationId": "queryLedgerBudgets",
+    "method": "POST",
+    "path": "/ledger-budgets/query",
+    "tag": "Ledger"
+  },
+  {
+    "operationId": "queryLedgerSetups",
+    "method": "POST",
+    "path": "/ledger-setups/query",
+    "tag": "Ledger"
+  },
+  {
+    "operationId": "queryLedgerTransactions",
+    "method": "POST",
+    "path": "/ledger-transactions/query",
+    "tag": "Ledger"
+  },
+  {
+    "operationId": "queryLienWaivers",
+    "method": "POST",
+    "path": "/lien-waivers/query",
+    "tag": "Purchasing"
+  },
+  {
+    "operationId": "queryLocalTaxes",
+    "method": "POST",
+    "path": "/local-taxes/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryPartClasses",
+    "method": "POST",
+    "path": "/part-classes/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryParts",
+    "method": "POST",
+    "path": "/parts/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryPaychecks",
+    "method": "POST",
+    "path": "/paychecks/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryPaygroups",
+    "method": "POST",
+    "path": "/paygroups/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryPayrollCalculations",
+    "method": "POST",
+    "path": "/payroll-calculations/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryPayrollDeductions",
+    "method": "POST",
+    "path": "/payroll-deductions/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryPayrollRecords",
+    "method": "POST",
+    "path": "/payroll-records/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryProgressBillings",
+    "method": "POST",
+    "path": "/progress-billings/query",
+    "tag": "Project documents"
+  },
+  {
+    "operationId": "queryProposals",
+    "method": "POST",
+    "path": "/proposals/query",
+    "tag": "Project documents"
+  },
+  {
+    "operationId": "queryPurchaseOrderTypes",
+    "method": "POST",
+    "path": "/purchase-order-types/query",
+    "tag": "Purchasing"
+  },
+  {
+    "operationId": "queryPurchaseOrders",
+    "method": "POST",
+    "path": "/purchase-orders/query",
+    "tag": "Purchasing"
+  },
+  {
+    "operationId": "queryServiceContracts",
+    "method": "POST",
+    "path": "/service-contracts/query",
+    "tag": "Service management"
+  },
+  {
+    "operationId": "queryServiceInventories",
+    "method": "POST",
+    "path": "/service-inventories/query",
+    "tag": "Service management"
+  },
+  {
+    "operationId": "queryServiceInvoices",
+    "method": "POST",
+    "path": "/service-invoices/query",
+    "tag": "Service management"
+  },
+  {
+    "operationId": "queryServiceLocations",
+    "method": "POST",
+    "path": "/service-locations/query",
+    "tag": "Service management"
+  },
+  {
+    "operationId": "queryServicePayments",
+    "method": "POST",
+    "path": "/service-payments/query",
+    "tag": "Service management"
+  },
+  {
+    "operationId": "queryServiceSchedules",
+    "method": "POST",
+    "path": "/service-schedules/query",
+    "tag": "Service management"
+  },
+  {
+    "operationId": "queryServiceTypes",
+    "method": "POST",
+    "path": "/service-types/query",
+    "tag": "Service management"
+  },
+  {
+    "operationId": "querySubcontracts",
+    "method": "POST",
+    "path": "/subcontracts/query",
+    "tag": "Purchasing"
+  },
+  {
+    "operationId": "queryTaxDistricts",
+    "method": "POST",
+    "path": "/tax-districts/query",
+    "tag": "Banking and tax"
+  },
+  {
+    "operationId": "queryTaxEntities",
+    "method": "POST",
+    "path": "/tax-entities/query",
+    "tag": "Banking and tax"
+  },
+  {
+    "operationId": "queryTimecards",
+    "method": "POST",
+    "path": "/timecards/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryTransactionSources",
+    "method": "POST",
+    "path": "/transaction-sources/query",
+    "tag": "Ledger"
+  },
+  {
+    "operationId": "queryUnions",
+    "method": "POST",
+    "path": "/unions/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "queryUnitsCompletes",
+    "method": "POST",
+    "path": "/units-completes/query",
+    "tag": "Project documents"
+  },
+  {
+    "operationId": "queryVendorContacts",
+    "method": "POST",
+    "path": "/vendor-contacts/query",
+    "tag": "Vendors and clients"
+  },
+  {
+    "operationId": "queryVendorPartPrices",
+    "method": "POST",
+    "path": "/vendor-part-prices/query",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "queryVendorTypes",
+    "method": "POST",
+    "path": "/vendor-types/query",
+    "tag": "Vendors and clients"
+  },
+  {
+    "operationId": "queryVendors",
+    "method": "POST",
+    "path": "/vendors/query",
+    "tag": "Vendors and clients"
+  },
+  {
+    "operationId": "queryWorkersCompCodes",
+    "method": "POST",
+    "path": "/workers-comp-codes/query",
+    "tag": "Payroll"
   }
 ];

@@ -24,7 +24,6 @@ export const steps: TableStep[] = [
     t.smallint('actprd').notNullable();
     dec(knex, t, 'dbttot', 14, 2).notNullable().defaultTo(0);
     dec(knex, t, 'crdtot', 14, 2).notNullable().defaultTo(0);
-    dec(knex, t, 'bdgamt', 14, 2).notNullable().defaultTo(0);
     t.foreign('lgract', 'lgrbal_lgract_fk').references('recnum').inTable('lgract');
     t.unique(['lgract', 'postyr', 'actprd'], { indexName: 'lgrbal_lgract_postyr_actprd_uq', useConstraint: true });
     t.index(['postyr', 'actprd'], 'lgrbal_postyr_actprd_idx');

@@ -7,8 +7,12 @@
  *   child schema:   x-table, x-parent-column (default _idref), x-order-column (default linnum);
  *                   referenced from an array property of the record schema, whose name is the
  *                   collection name.
+ *   request schema: an entity-specific query request repeats the base properties of
+ *                   BaseQueryRequest; every other property carries
+ *                   x-filter { field, operator } (its value becomes the filter value) or, on a
+ *                   boolean flag, x-filter { field, operator, value } (applied only when true).
  */
-import type { Catalog, ChildDef, EntityDef, FieldDef, FieldKind, OperationInfo } from '../../src/catalog/types';
+import type { Catalog, ChildDef, EntityDef, ExtraOperator, FieldDef, FieldKind, OperationInfo, RequestExtra } from '../../src/catalog/types';
 
 type Json = Record<string, any>;
 
@@ -75,6 +79,40 @@ function compileFields(schemas: Json, schemaName: string): { fields: Record<stri
   return { fields, collections };
 }
 
+const BASE_REQUEST = 'BaseQueryRequest';
+const EXTRA_OPERATORS: readonly ExtraOperator[] = ['=', '!=', '>', '<', '>=', '<=', 'LIKE', 'NOT LIKE'];
+
+function compileRequestExtras(schemas: Json, requestSchema: string, fields: Record<string, FieldDef>): Record<string, RequestExtra> {
+  if (requestSchema === BASE_REQUEST) return {};
+  const schema = schemas[requestSchema];
+  if (!schema) throw new Error(`request schema ${requestSchema} not found`);
+  if (schema.additionalProperties !== false) throw new Error(`${requestSchema}: additionalProperties must be false`);
+  const base: Json = schemas[BASE_REQUEST]?.properties ?? {};
+  for (const name of Object.keys(base)) {
+    if (!schema.properties?.[name]) throw new Error(`${requestSchema}: missing base property ${name}`);
+  }
+  const extras: Record<string, RequestExtra> = {};
+  for (const [name, raw] of Object.entries<Json>(schema.properties ?? {})) {
+    if (base[name]) continue;
+    const filter: Json | undefined = raw['x-filter'];
+    if (!filter) throw new Error(`${requestSchema}.${name}: an extra request property needs x-filter`);
+    const field = String(filter.field ?? '');
+    const target = fields[field];
+    if (!target) throw new Error(`${requestSchema}.${name}: x-filter names unknown field ${field}`);
+    const operator = String(filter.operator ?? '').toUpperCase() as ExtraOperator;
+    if (!EXTRA_OPERATORS.includes(operator)) throw new Error(`${requestSchema}.${name}: unsupported x-filter operator ${filter.operator}`);
+    if ('value' in filter) {
+      if (raw.type !== 'boolean') throw new Error(`${requestSchema}.${name}: an x-filter with a fixed value must be a boolean flag`);
+      const value = filter.value;
+      if (!['string', 'number', 'boolean'].includes(typeof value)) throw new Error(`${requestSchema}.${name}: x-filter value must be a scalar`);
+      extras[name] = { field, operator, value, kind: 'flag' };
+    } else {
+      extras[name] = { field, operator, kind: 'value' };
+    }
+  }
+  return extras;
+}
+
 export interface CompiledCatalog {
   entities: Catalog;
   operations: OperationInfo[];
@@ -131,6 +169,7 @@ export function buildCatalog(doc: Json): CompiledCatalog {
         ...(stamps.createdSince ? { createdSince: String(stamps.createdSince) } : {}),
       },
       matchFields,
+      requestExtras: compileRequestExtras(schemas, requestSchema, fields),
     };
     entities[entity] = def;
   }

@@ -28,6 +28,24 @@ export interface ChildDef {
   fields: Record<string, FieldDef>;
 }
 
+/** Operators a request extra may apply (the filter-tree operators that take a single value). */
+export type ExtraOperator = '=' | '!=' | '>' | '<' | '>=' | '<=' | 'LIKE' | 'NOT LIKE';
+
+/**
+ * An entity-specific request field (x-filter in openapi.yaml), applied by the query engine as one
+ * more match condition AND-ed with `filters`:
+ *   kind 'value': `{ field, operator, value: <the request value> }`
+ *   kind 'flag':  a boolean; when true, `{ field, operator, value }` with the fixed value; when false or absent, nothing.
+ */
+export interface RequestExtra {
+  /** Published field of the record the condition applies to. */
+  field: string;
+  operator: ExtraOperator;
+  /** Fixed value of a flag. */
+  value?: string | number | boolean;
+  kind: 'value' | 'flag';
+}
+
 export interface EntityDef {
   /** Path segment, e.g. `ap-invoices`. */
   entity: string;
@@ -46,6 +64,8 @@ export interface EntityDef {
   changeStamps: { lastUpdated?: string; createdSince?: string };
   /** Fields `match` may use; empty where match is not offered. */
   matchFields: string[];
+  /** Entity-specific request fields (empty for BaseQueryRequest), by request property name. */
+  requestExtras: Record<string, RequestExtra>;
 }
 
 export type Catalog = Record<string, EntityDef>;
