@@ -62,3 +62,278 @@ export function engineOf(knex: Knex): Engine {
   if (client === 'mssql') return 'mssql';
   throw new Error(`unsupported knex client ${client}`);
 }
+
+// ------------------------------------------------------------------------------------------
+// Read-side differences (query and match engines). Appended as its own interface so the
+// storage dialect above stays small; every engine-specific piece of SQL the read engines
+// need is here.
+// ------------------------------------------------------------------------------------------
+
+/** Kinds of published fields (same as the catalog's FieldKind). */
+export type ValueKind = 'uuid' | 'integer' | 'string' | 'date' | 'datetime' | 'decimal' | 'boolean';
+
+/** A raw SQL fragment with `?` / `??` placeholders, for knex's whereRaw. */
+export interface SqlFragment {
+  sql: string;
+  bindings: unknown[];
+}
+
+/** One column of a multi-column list (inPairs): qualified name, kind and decimal scale. */
+export interface ListColumn {
+  column: string;
+  kind: ValueKind;
+  scale?: number;
+}
+
+export interface QueryDialect {
+  readonly engine: Engine;
+  /**
+   * Encodes a checked filter value for the driver: `value` is a Dec for decimals, a Date for
+   * datetimes, `YYYY-MM-DD` for dates, lower-case text for uuids.
+   */
+  encodeValue(kind: ValueKind, value: unknown, scale?: number): unknown;
+  /** Decodes what the driver returned into the published JSON form (null stays null). */
+  decodeValue(kind: ValueKind, raw: unknown, scale?: number): string | number | boolean | null;
+  /** `column IN (list)` with the whole list as ONE parameter (JSON), for lists of any length. */
+  inList(column: ListColumn, encoded: unknown[]): SqlFragment;
+  /**
+   * Composite-key lookup with all tuples as ONE parameter (JSON). Never a row-value
+   * `(a, b) IN ((..), ..)`, which SQL Server rejects.
+   */
+  inTuples(columns: ListColumn[], encoded: unknown[][]): SqlFragment;
+  /** LIKE with `%` as the only wildcard, case-insensitive on every engine. */
+  like(column: string, pattern: string, negate: boolean): SqlFragment;
+  /** Runs `fn` in one read-only snapshot: every statement inside sees the same data. */
+  readSnapshot<T>(knex: Knex, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
+}
+
+/** `_`, `[` (SQL Server) and the escape character itself are literals; `%` stays the wildcard. */
+function escapeLike(pattern: string): string {
+  return pattern.replace(/[!_[\]]/g, (c) => `!${c}`);
+}
+
+function pad(n: number, width = 2): string {
+  return String(n).padStart(width, '0');
+}
+
+/** A driver date (JS Date) as YYYY-MM-DD, reading the calendar fields in the given zone. */
+function dateOf(raw: unknown, local: boolean): string | null {
+  if (raw === null || raw === undefined) return null;
+  if (raw instanceof Date) {
+    return local
+      ? `${pad(raw.getFullYear(), 4)}-${pad(raw.getMonth() + 1)}-${pad(raw.getDate())}`
+      : `${pad(raw.getUTCFullYear(), 4)}-${pad(raw.getUTCMonth() + 1)}-${pad(raw.getUTCDate())}`;
+  }
+  if (typeof raw === 'number') return new Date(raw).toISOString().slice(0, 10);
+  return String(raw).slice(0, 10);
+}
+
+/** A driver timestamp as ISO 8601 UTC; zone-less text (SQLite CURRENT_TIMESTAMP) is UTC. */
+function dateTimeOf(raw: unknown): string | null {
+  if (raw === null || raw === undefined) return null;
+  if (raw instanceof Date) return raw.toISOString();
+  if (typeof raw === 'number' || typeof raw === 'bigint') return new Date(Number(raw)).toISOString();
+  const text = String(raw).trim();
+  let iso = text.includes('T') ? text : text.replace(' ', 'T');
+  if (/^\d{4}-\d{2}-\d{2}$/.test(iso)) iso += 'T00:00:00';
+  if (!/(Z|[+-]\d{2}:?\d{2})$/i.test(iso)) iso += 'Z';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? text : d.toISOString();
+}
+
+function integerOf(raw: unknown): number | null {
+  if (raw === null || raw === undefined) return null;
+  return typeof raw === 'number' ? raw : Number(raw);
+}
+
+function booleanOf(raw: unknown): boolean | null {
+  if (raw === null || raw === undefined) return null;
+  if (typeof raw === 'boolean') return raw;
+  if (typeof raw === 'number' || typeof raw === 'bigint') return Number(raw) !== 0;
+  return raw === '1' || raw === 't' || raw === 'true';
+}
+
+function decodeCommon(
+  base: Dialect,
+  kind: ValueKind,
+  raw: unknown,
+  scale: number | undefined,
+  localDates: boolean,
+): string | number | boolean | null {
+  if (raw === null || raw === undefined) return null;
+  switch (kind) {
+    case 'decimal': {
+      const dec = base.decodeDecimal(raw, scale ?? 2);
+      return dec === null ? null : Number(dec.toFixed());
+    }
+    case 'integer':
+      return integerOf(raw);
+    case 'boolean':
+      return booleanOf(raw);
+    case 'date':
+      return dateOf(raw, localDates);
+    case 'datetime':
+      return dateTimeOf(raw);
+    case 'uuid':
+      return String(raw).toLowerCase();
+    default:
+      return typeof raw === 'string' ? raw : String(raw);
+  }
+}
+
+function jsonScalar(v: unknown): unknown {
+  if (v instanceof Date) return v.toISOString();
+  return v;
+}
+
+const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
+  engine: 'sqlite',
+  encodeValue(kind, value, scale) {
+    switch (kind) {
+      case 'decimal':
+        return base.encodeDecimal(value as Dec, scale ?? 2);
+      case 'boolean':
+        return value ? 1 : 0;
+      case 'datetime': {
+        // Stored as text `YYYY-MM-DD HH:MM:SS[.fff]` (UTC), which sorts as time.
+        const iso = (value as Date).toISOString();
+        const ms = iso.slice(19, 23);
+        return iso.slice(0, 10) + ' ' + iso.slice(11, 19) + (ms === '.000' ? '' : ms);
+      }
+      default:
+        return value;
+    }
+  },
+  decodeValue(kind, raw, scale) {
+    return decodeCommon(base, kind, raw, scale, false);
+  },
+  inList(column, encoded) {
+    return { sql: '?? IN (SELECT value FROM json_each(?))', bindings: [column.column, JSON.stringify(encoded.map(jsonScalar))] };
+  },
+  inTuples(columns, encoded) {
+    // json_each over an array of arrays; each element's members are read with ->> by position.
+    const conds = columns.map((_, i) => `?? = j.value ->> ${i}`).join(' AND ');
+    return {
+      sql: `EXISTS (SELECT 1 FROM json_each(?) AS j WHERE ${conds})`,
+      bindings: [JSON.stringify(encoded.map((t) => t.map(jsonScalar))), ...columns.map((c) => c.column)],
+    };
+  },
+  like(column, pattern, negate) {
+    // SQLite's LIKE is case-insensitive (ASCII) unless case_sensitive_like is set.
+    return { sql: `?? ${negate ? 'NOT LIKE' : 'LIKE'} ? ESCAPE '!'`, bindings: [column, escapeLike(pattern)] };
+  },
+  readSnapshot(knex, fn) {
+    // A deferred transaction reads one snapshot from its first statement (WAL mode).
+    return knex.transaction(fn);
+  },
+});
+
+const PG_TYPE: Record<ValueKind, (scale?: number) => string> = {
+  uuid: () => 'uuid',
+  integer: () => 'bigint',
+  string: () => 'text',
+  date: () => 'date',
+  datetime: () => 'timestamptz',
+  decimal: () => 'numeric',
+  boolean: () => 'boolean',
+};
+
+const postgresQueryDialect = (base: Dialect): QueryDialect => ({
+  engine: 'postgres',
+  encodeValue(kind, value, scale) {
+    switch (kind) {
+      case 'decimal':
+        return base.encodeDecimal(value as Dec, scale ?? 2);
+      case 'datetime':
+        return (value as Date).toISOString();
+      default:
+        return value;
+    }
+  },
+  decodeValue(kind, raw, scale) {
+    // node-postgres parses DATE into a local-midnight Date.
+    return decodeCommon(base, kind, raw, scale, true);
+  },
+  inList(column, encoded) {
+    return {
+      sql: `?? IN (SELECT (e.v)::${PG_TYPE[column.kind](column.scale)} FROM jsonb_array_elements_text(?::jsonb) AS e(v))`,
+      bindings: [column.column, JSON.stringify(encoded.map(jsonScalar))],
+    };
+  },
+  inTuples(columns, encoded) {
+    const defs = columns.map((c, i) => `c${i} ${PG_TYPE[c.kind](c.scale)}`).join(', ');
+    const conds = columns.map((_, i) => `?? = p.c${i}`).join(' AND ');
+    const rows = encoded.map((t) => Object.fromEntries(t.map((v, i) => [`c${i}`, jsonScalar(v)])));
+    return {
+      sql: `EXISTS (SELECT 1 FROM jsonb_to_recordset(?::jsonb) AS p(${defs}) WHERE ${conds})`,
+      bindings: [JSON.stringify(rows), ...columns.map((c) => c.column)],
+    };
+  },
+  like(column, pattern, negate) {
+    return { sql: `?? ${negate ? 'NOT ILIKE' : 'ILIKE'} ? ESCAPE '!'`, bindings: [column, escapeLike(pattern)] };
+  },
+  readSnapshot(knex, fn) {
+    return knex.transaction(fn, { isolationLevel: 'repeatable read', readOnly: true });
+  },
+});
+
+const MSSQL_TYPE: Record<ValueKind, (scale?: number) => string> = {
+  uuid: () => 'uniqueidentifier',
+  integer: () => 'bigint',
+  string: () => 'nvarchar(4000)',
+  date: () => 'date',
+  datetime: () => 'datetime2',
+  decimal: (scale) => `decimal(38, ${scale ?? 2})`,
+  boolean: () => 'bit',
+};
+
+const mssqlQueryDialect = (base: Dialect): QueryDialect => ({
+  engine: 'mssql',
+  encodeValue(kind, value, scale) {
+    switch (kind) {
+      case 'decimal':
+        return base.encodeDecimal(value as Dec, scale ?? 2);
+      default:
+        return value;
+    }
+  },
+  decodeValue(kind, raw, scale) {
+    // tedious returns DATE as UTC midnight.
+    return decodeCommon(base, kind, raw, scale, false);
+  },
+  inList(column, encoded) {
+    return {
+      sql: `?? IN (SELECT [v] FROM OPENJSON(?) WITH ([v] ${MSSQL_TYPE[column.kind](column.scale)} '$'))`,
+      bindings: [column.column, JSON.stringify(encoded.map(jsonScalar))],
+    };
+  },
+  inTuples(columns, encoded) {
+    const defs = columns.map((c, i) => `[c${i}] ${MSSQL_TYPE[c.kind](c.scale)} '$.c${i}'`).join(', ');
+    const conds = columns.map((_, i) => `?? = [p].[c${i}]`).join(' AND ');
+    const rows = encoded.map((t) => Object.fromEntries(t.map((v, i) => [`c${i}`, jsonScalar(v)])));
+    return {
+      sql: `EXISTS (SELECT 1 FROM OPENJSON(?) WITH (${defs}) AS [p] WHERE ${conds})`,
+      bindings: [JSON.stringify(rows), ...columns.map((c) => c.column)],
+    };
+  },
+  like(column, pattern, negate) {
+    // Case sensitivity follows the column collation (case-insensitive by default on SQL Server).
+    return { sql: `?? ${negate ? 'NOT LIKE' : 'LIKE'} ? ESCAPE '!'`, bindings: [column, escapeLike(pattern)] };
+  },
+  readSnapshot(knex, fn) {
+    // Needs ALLOW_SNAPSHOT_ISOLATION ON (docs/decisions.md).
+    return knex.transaction(fn, { isolationLevel: 'snapshot' });
+  },
+});
+
+const queryDialects = new Map<Engine, QueryDialect>();
+
+export function queryDialectFor(engine: Engine): QueryDialect {
+  let qd = queryDialects.get(engine);
+  if (!qd) {
+    const base = dialectFor(engine);
+    qd = engine === 'sqlite' ? sqliteQueryDialect(base) : engine === 'postgres' ? postgresQueryDialect(base) : mssqlQueryDialect(base);
+    queryDialects.set(engine, qd);
+  }
+  return qd;
+}

@@ -1,0 +1,32 @@
+/**
+ * The read pipeline: validated body -> plan -> SQL -> envelope. Count, page and children are
+ * read in ONE snapshot (QueryDialect.readSnapshot), so totalCount and data always agree.
+ */
+import type { Knex } from 'knex';
+import type { QueryDialect } from '../../storage/dialect';
+import { attachChildren } from './children';
+import { readEnvelope, recordDecoder, type ReadEnvelope, type Row } from './envelope';
+import { planQuery, type EntityWithExtras, type PlanOptions } from './plan';
+import { countQuery, pageQuery } from './sql';
+import type { QueryPlan, QueryRequest } from './types';
+
+export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
+  const decode = recordDecoder(qd, plan.fields);
+  return qd.readSnapshot(knex, async (trx) => {
+    const countRows = (await countQuery(trx, qd, plan)) as Array<{ n: number | string }>;
+    const totalCount = Number(countRows[0]?.n ?? 0);
+    // Past the last row there is nothing to read.
+    const rows: Row[] = plan.offset < totalCount ? ((await pageQuery(trx, qd, plan)) as Row[]) : [];
+    const records = rows.map(decode);
+    if (plan.children.length > 0) {
+      const keys = rows.map((r) => r[plan.entity.keyColumn]);
+      await attachChildren(trx, qd, plan.children, keys, records);
+    }
+    return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, records);
+  });
+}
+
+export async function runQuery(knex: Knex, qd: QueryDialect, entity: EntityWithExtras, body: QueryRequest, options: PlanOptions): Promise<ReadEnvelope> {
+  const plan = planQuery(entity, body ?? {}, options);
+  return executePlan(knex, qd, plan);
+}

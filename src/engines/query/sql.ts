@@ -1,0 +1,159 @@
+/**
+ * Step 2: the plan becomes SQL (knex builders). Dialect-specific pieces (long lists, LIKE,
+ * encodings) come from the QueryDialect; nothing here branches on the engine.
+ *
+ * Page plan ("deferred join"): for page 1 a plain ordered LIMIT; for deeper pages the
+ * OFFSET runs over the keys only (`SELECT key ... ORDER BY ... OFFSET n`), which an index on
+ * the ordering columns plus key (and the filter columns) answers without reading rows, and
+ * only the page's rows are then read back by key.
+ */
+import type { Knex } from 'knex';
+import type { ChildDef, FieldDef } from '../../catalog/types';
+import type { QueryDialect, SqlFragment } from '../../storage/dialect';
+import type { Condition, QueryPlan, TypedValue } from './types';
+
+/** Alias of the filtered table. */
+export const BASE = 'b';
+/** Alias of the table read back for the page (deferred join). */
+const ROWS = 'r';
+const KEYS = 'k';
+
+/** Lists up to this length are inlined as parameters; longer lists travel as one JSON parameter. */
+export const INLINE_LIST_MAX = 64;
+/** Parameters one statement may spend on inlined lists (SQL Server's limit is 2,100 in all). */
+export const INLINE_PARAM_BUDGET = 900;
+/** Keys per child statement (one statement per collection for any page up to 1000 rows). */
+export const CHILD_KEY_CHUNK = 1000;
+
+type Db = Knex | Knex.Transaction;
+
+export interface SqlContext {
+  qd: QueryDialect;
+  /** Table alias qualifying columns. */
+  alias: string;
+  /** Parameters still available for inlined lists in this statement. */
+  budget: number;
+}
+
+export function col(alias: string, column: string): string {
+  return `${alias}.${column}`;
+}
+
+export function encode(qd: QueryDialect, field: FieldDef, v: TypedValue): unknown {
+  return qd.encodeValue(field.kind, v.value, field.scale);
+}
+
+type Mode = 'and' | 'or';
+
+function raw(qb: Knex.QueryBuilder, mode: Mode, f: SqlFragment): void {
+  if (mode === 'and') qb.whereRaw(f.sql, f.bindings as Knex.RawBinding[]);
+  else qb.orWhereRaw(f.sql, f.bindings as Knex.RawBinding[]);
+}
+
+/** Adds `cond` to `qb`, joined with AND or OR to what is already there. */
+export function applyCondition(qb: Knex.QueryBuilder, cond: Condition, ctx: SqlContext, mode: Mode = 'and'): void {
+  const where = mode === 'and' ? 'where' : 'orWhere';
+  switch (cond.kind) {
+    case 'and':
+    case 'or': {
+      const inner = cond.kind;
+      qb[where](function group(this: Knex.QueryBuilder) {
+        for (const item of cond.items) applyCondition(this, item, ctx, inner);
+      });
+      return;
+    }
+    case 'compare':
+      qb[where](col(ctx.alias, cond.field.column), cond.op, encode(ctx.qd, cond.field, cond.value) as Knex.Value);
+      return;
+    case 'like':
+      raw(qb, mode, ctx.qd.like(col(ctx.alias, cond.field.column), cond.pattern, cond.negate));
+      return;
+    case 'in': {
+      const values = cond.values.map((v) => encode(ctx.qd, cond.field, v));
+      const column = col(ctx.alias, cond.field.column);
+      if (values.length <= INLINE_LIST_MAX && values.length <= ctx.budget) {
+        ctx.budget -= values.length;
+        if (mode === 'and') qb.whereIn(column, values as Knex.Value[]);
+        else qb.orWhereIn(column, values as Knex.Value[]);
+      } else {
+        raw(qb, mode, ctx.qd.inList({ column, kind: cond.field.kind, ...(cond.field.scale !== undefined ? { scale: cond.field.scale } : {}) }, values));
+      }
+      return;
+    }
+    case 'inPairs': {
+      const tuples = cond.pairs.map((t) => t.map((v, i) => encode(ctx.qd, cond.fields[i]!, v)));
+      const size = tuples.length * cond.fields.length;
+      if (tuples.length <= INLINE_LIST_MAX && size <= ctx.budget) {
+        // An OR of ANDs: portable (no row values), fine for short lists.
+        ctx.budget -= size;
+        qb[where](function pairs(this: Knex.QueryBuilder) {
+          for (const t of tuples) {
+            this.orWhere(function pair(this: Knex.QueryBuilder) {
+              cond.fields.forEach((f, i) => this.where(col(ctx.alias, f.column), t[i] as Knex.Value));
+            });
+          }
+        });
+      } else {
+        const columns = cond.fields.map((f) => ({ column: col(ctx.alias, f.column), kind: f.kind, ...(f.scale !== undefined ? { scale: f.scale } : {}) }));
+        raw(qb, mode, ctx.qd.inTuples(columns, tuples));
+      }
+      return;
+    }
+  }
+}
+
+function filtered(db: Db, qd: QueryDialect, plan: QueryPlan): Knex.QueryBuilder {
+  const qb = db({ [BASE]: plan.entity.table });
+  if (plan.where) applyCondition(qb, plan.where, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
+  return qb;
+}
+
+/** `SELECT count(*) AS n FROM table b WHERE ...` */
+export function countQuery(db: Db, qd: QueryDialect, plan: QueryPlan): Knex.QueryBuilder {
+  return filtered(db, qd, plan).count({ n: '*' });
+}
+
+/** Storage columns to read for the page: the selected fields, and the key when children attach. */
+export function pageColumns(plan: QueryPlan): string[] {
+  const columns = new Set(plan.fields.map((f) => f.column));
+  if (plan.children.length > 0) columns.add(plan.entity.keyColumn);
+  if (columns.size === 0) columns.add(plan.entity.keyColumn);
+  return [...columns];
+}
+
+/** The page's rows, ordered, with the unique tiebreak. */
+export function pageQuery(db: Db, qd: QueryDialect, plan: QueryPlan): Knex.QueryBuilder {
+  const columns = pageColumns(plan);
+  if (plan.offset === 0) {
+    const qb = filtered(db, qd, plan).select(columns.map((c) => col(BASE, c)));
+    for (const t of plan.order) qb.orderBy(col(BASE, t.column), t.direction);
+    return qb.limit(plan.pageSize);
+  }
+  const key = plan.entity.keyColumn;
+  const keys = filtered(db, qd, plan).select(col(BASE, key));
+  for (const t of plan.order) keys.orderBy(col(BASE, t.column), t.direction);
+  keys.limit(plan.pageSize).offset(plan.offset).as(KEYS);
+  const qb = db({ [ROWS]: plan.entity.table })
+    .select(columns.map((c) => col(ROWS, c)))
+    .join(keys, col(ROWS, key), col(KEYS, key));
+  for (const t of plan.order) qb.orderBy(col(ROWS, t.column), t.direction);
+  return qb;
+}
+
+/** Child rows of the given parents, one statement per chunk of keys (one for any page). */
+export function childQueries(db: Db, child: ChildDef, parentKeys: unknown[]): Knex.QueryBuilder[] {
+  const columns = new Set(Object.values(child.fields).map((f) => f.column));
+  columns.add(child.parentColumn);
+  const out: Knex.QueryBuilder[] = [];
+  for (let i = 0; i < parentKeys.length; i += CHILD_KEY_CHUNK) {
+    const chunk = parentKeys.slice(i, i + CHILD_KEY_CHUNK);
+    out.push(
+      db({ c: child.table })
+        .select([...columns].map((c) => col('c', c)))
+        .whereIn(col('c', child.parentColumn), chunk as Knex.Value[])
+        .orderBy(col('c', child.parentColumn))
+        .orderBy(col('c', child.orderColumn)),
+    );
+  }
+  return out;
+}
