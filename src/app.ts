@@ -11,6 +11,8 @@ import { OperationMap, operationLabel } from './http/operations';
 import { rateLimit, RateLimiter } from './http/middleware/rate-limit';
 import { opsRoutes, type OpsState } from './http/routes/ops';
 import { utilityRoutes } from './http/routes/utility';
+import { queryRoutes } from './http/routes/query';
+import { rejectV2Fields } from './http/middleware/v2-fields';
 
 export const API_BASE = '/api/v3';
 
@@ -30,7 +32,7 @@ export function createApp(services: Services): express.Express {
   const operations = new OperationMap(API_BASE);
   const metrics = createMetrics(() => services.knex);
   const validator = contractValidator({ base: API_BASE, validateResponses: services.config.validateResponses });
-  const opsState: OpsState = { draining: false };
+  const opsState: OpsState = { draining: false, warming: false };
   app.locals.metrics = metrics;
   app.locals.warmContract = validator.warm;
   app.locals.opsState = opsState;
@@ -47,10 +49,12 @@ export function createApp(services: Services): express.Express {
   api.use(rateLimit(new RateLimiter({ perMinute: services.config.rateLimitPerMinute })));
   api.use(...jsonBody(services.config.bodyLimitBytes));
   api.use(filterDepthGuard(services.config.maxFilterDepth));
+  api.use(rejectV2Fields);
   app.use(API_BASE, api);
 
   app.use(...validator.middleware);
   app.use(API_BASE, utilityRoutes(services));
+  app.use(API_BASE, queryRoutes(services));
 
   app.use(notFound);
   app.use(errorHandler(services.logger));

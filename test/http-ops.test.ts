@@ -19,7 +19,7 @@ after(async () => {
 test('POST /api/v3/utility/ping answers 200 with the measured database round trip', async () => {
   const res = await t.post('/api/v3/utility/ping');
   assert.equal(res.status, 200);
-  assert.match(res.headers['content-type'], /^application\/json/);
+  assert.match(String(res.headers['content-type']), /^application\/json/);
   assert.equal(res.body.status, 'ok');
   assert.equal(typeof res.body.databaseRoundTripMs, 'number');
   assert.ok(res.body.databaseRoundTripMs > 0 && res.body.databaseRoundTripMs < 5000);
@@ -52,6 +52,14 @@ test('GET /readyz is 200 when the database answers and every migration is applie
   }
   assert.equal((await t.http.get('/readyz')).status, 200);
 
+  const state = t.app.locals.opsState as { warming: boolean; draining: boolean };
+  state.warming = true;
+  assert.match(assertProblem(await t.http.get('/readyz'), 'SERVICE_UNAVAILABLE').detail, /starting/);
+  state.warming = false;
+  state.draining = true;
+  assert.match(assertProblem(await t.http.get('/readyz'), 'SERVICE_UNAVAILABLE').detail, /shutting down/);
+  state.draining = false;
+
   const knex = t.services.knex;
   t.services.knex = new Proxy(knex, {
     get(target, prop, receiver) {
@@ -75,7 +83,7 @@ test('GET /metrics: request counter and latency histogram by operationId and sta
   await t.http.get('/no/such/route');
   const res = await t.http.get('/metrics');
   assert.equal(res.status, 200);
-  assert.match(res.headers['content-type'], /^text\/plain; version=0\.0\.4/);
+  assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
   const text = res.text;
   assert.match(text, /^# TYPE http_requests_total counter$/m);
   assert.match(text, /^http_requests_total\{operation="ping",status="200"\} [1-9]\d*$/m);
@@ -98,11 +106,11 @@ test('GET /metrics: request counter and latency histogram by operationId and sta
 test('GET /openapi.yaml and /openapi.json serve the public document without storage extensions', async () => {
   const yamlRes = await t.http.get('/openapi.yaml');
   assert.equal(yamlRes.status, 200);
-  assert.match(yamlRes.headers['content-type'], /^application\/yaml/);
+  assert.match(String(yamlRes.headers['content-type']), /^application\/yaml/);
   const fromYaml = YAML.parse(yamlRes.text);
   const jsonRes = await t.http.get('/openapi.json');
   assert.equal(jsonRes.status, 200);
-  assert.match(jsonRes.headers['content-type'], /^application\/json/);
+  assert.match(String(jsonRes.headers['content-type']), /^application\/json/);
   assert.deepEqual(jsonRes.body, fromYaml, 'the JSON is the YAML document converted');
   assert.equal(jsonRes.body.openapi, '3.1.0');
   assert.equal(jsonRes.body.info.version, '3.0.0');
@@ -125,7 +133,7 @@ test('GET /openapi.yaml and /openapi.json serve the public document without stor
 test('GET /docs renders the reference offline: local assets only, no http(s):// reference', async () => {
   const page = await t.http.get('/docs');
   assert.equal(page.status, 200);
-  assert.match(page.headers['content-type'], /^text\/html/);
+  assert.match(String(page.headers['content-type']), /^text\/html/);
   assert.doesNotMatch(page.text, /https?:\/\//, 'no absolute URL (CDN) in the page');
   const refs = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
   assert.ok(refs.some((r) => r.endsWith('swagger-ui-bundle.js')));
@@ -142,7 +150,7 @@ test('GET /docs renders the reference offline: local assets only, no http(s):// 
     }
   }
   const css = await t.http.get('/docs/assets/swagger-ui.css');
-  assert.match(css.headers['content-type'], /^text\/css/);
+  assert.match(String(css.headers['content-type']), /^text\/css/);
   assert.doesNotMatch(css.text, /@import\s+url\(\s*["']?https?:/, 'the stylesheet imports nothing remote');
   assert.equal((await t.http.get('/docs/')).status, 200);
   assertProblem(await t.http.get('/docs/assets/index.html'), 'ROUTE_NOT_FOUND');

@@ -80,6 +80,10 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 export interface OpsState {
   /** Set when SIGTERM arrived: readiness turns 503 so balancers stop sending traffic. */
   draining: boolean;
+  /** Set while the contract validator compiles at boot (readiness 503 until it is done). */
+  warming: boolean;
+  /** Why the contract document failed to compile at boot, if it did. */
+  warmError?: string;
 }
 
 /** Why the service is not ready, or undefined when it is. */
@@ -117,7 +121,13 @@ export function opsRoutes(services: Services, registry: Registry, state: OpsStat
     .route('/readyz')
     .get(async (_req, res, next) => {
       try {
-        const problem = state.draining ? 'The server is shutting down.' : await readinessProblem(services);
+        const problem = state.draining
+          ? 'The server is shutting down.'
+          : state.warming
+            ? 'The server is starting: the contract validator is compiling.'
+            : state.warmError
+              ? 'The contract document failed to compile; see the log.'
+              : await readinessProblem(services);
         if (problem) throw new ApiProblem('SERVICE_UNAVAILABLE', problem, { headers: { 'Retry-After': '5' } });
         res.json({ status: 'ready', database: 'ok', migrations: 'applied' });
       } catch (err) {
