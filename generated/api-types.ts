@@ -796,7 +796,7 @@ export interface paths {
         put?: never;
         /**
          * Query hours to completes
-         * @description A hours-to-complete estimate of a job as of a date. Lines (`lines`) hold the figures per phase and cost code.
+         * @description An hours-to-complete estimate of a job as of a date. Lines (`lines`) hold the figures per phase and cost code.
          *
          *     Child collection: `lines` (The hours-to-complete figures of one phase and cost code); request it with `"children": ["lines"]`. Children are not filtered.
          *
@@ -4420,7 +4420,7 @@ export interface components {
             page: components["schemas"]["PageInfo"];
         };
         /**
-         * @description A hours-to-complete estimate of a job as of a date. Lines (`lines`) hold the figures per phase and cost code.
+         * @description An hours-to-complete estimate of a job as of a date. Lines (`lines`) hold the figures per phase and cost code.
          * @example {
          *       "id": "3f8e00c8-5b1c-4c2d-9e7a-1b2c3d4e5f60",
          *       "recordNumber": 1001,

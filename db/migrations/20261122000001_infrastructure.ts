@@ -13,7 +13,7 @@ export const steps: TableStep[] = [
     table: 'apikey',
     build: (knex) =>
       knex.schema.createTable('apikey', (t) => {
-        t.uuid('id').primary('apikey_pk');
+        t.uuid('id').notNullable().primary('apikey_pk');
         t.string('key_hash', 64).notNullable();
         t.string('name', 100).notNullable();
         t.string('role', 20).notNullable().defaultTo('integration').checkIn(['integration', 'admin'], 'apikey_role_ck');
@@ -28,7 +28,7 @@ export const steps: TableStep[] = [
     table: 'idmkey',
     build: (knex) =>
       knex.schema.createTable('idmkey', (t) => {
-        t.uuid('id').primary('idmkey_pk').defaultTo(knex.fn.uuid());
+        t.uuid('id').notNullable().primary('idmkey_pk').defaultTo(knex.fn.uuid());
         t.uuid('api_key_id').notNullable();
         t.string('idem_key', 128).notNullable();
         t.string('fingerprint', 64).notNullable();
@@ -49,7 +49,7 @@ export const steps: TableStep[] = [
     table: 'mntlck',
     build: (knex) =>
       knex.schema.createTable('mntlck', (t) => {
-        t.integer('id').primary('mntlck_pk').checkBetween([1, 1], 'mntlck_single_ck');
+        t.integer('id').notNullable().primary('mntlck_pk').checkBetween([1, 1], 'mntlck_single_ck');
         t.string('user_name', 64).notNullable();
         t.uuid('api_key_id').nullable();
         t.datetime('locked_at').notNullable().defaultTo(knex.fn.now());
@@ -59,7 +59,7 @@ export const steps: TableStep[] = [
     table: 'numseq',
     build: (knex) =>
       knex.schema.createTable('numseq', (t) => {
-        t.string('name', 64).primary('numseq_pk');
+        t.string('name', 64).notNullable().primary('numseq_pk');
         t.integer('next_value').notNullable().defaultTo(1);
         t.datetime('upddte').notNullable().defaultTo(knex.fn.now());
       }),

@@ -44,7 +44,7 @@ export function entityTable(table: string, options: EntityTableOptions, body: Ta
     table,
     build: (knex) =>
       knex.schema.createTable(table, (t) => {
-        t.uuid('_idnum').primary(`${table}_pk`).defaultTo(knex.fn.uuid());
+        t.uuid('_idnum').notNullable().primary(`${table}_pk`).defaultTo(knex.fn.uuid());
         t.integer('recnum').notNullable();
         body(t, knex);
         if (options.transaction) {
@@ -69,7 +69,7 @@ export function lineTable(table: string, parent: string, body: TableBody): Table
     table,
     build: (knex) =>
       knex.schema.createTable(table, (t) => {
-        t.uuid('_idnum').primary(`${table}_pk`).defaultTo(knex.fn.uuid());
+        t.uuid('_idnum').notNullable().primary(`${table}_pk`).defaultTo(knex.fn.uuid());
         t.uuid('_idref').notNullable();
         t.integer('linnum').notNullable();
         body(t, knex);
