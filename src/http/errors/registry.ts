@@ -30,6 +30,7 @@ export const PROBLEM_CODES = {
   IDEMPOTENCY_KEY_IN_FLIGHT: { status: 409, title: 'Idempotent request in flight', when: 'A request with the same key is still being processed; retry after Retry-After.' },
   TRANSACTION_NUMBER_CONFLICT: { status: 409, title: 'Transaction number already posted', when: 'A journal with this transactionNumber was already posted with different lines.' },
   LOCK_HELD: { status: 409, title: 'Maintenance lock held by another user', when: 'un-lock was called by someone other than the holder without override.' },
+  DOCUMENT_NUMBER_CONFLICT: { status: 409, title: 'Document number already entered', when: 'A document with this number (an AP invoice: the same vendor and invoice number) was already entered with different content.' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large', when: 'The body exceeds the documented size limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', when: 'Content-Type is missing or is not application/json.' },
   PERIOD_CLOSED: { status: 422, title: 'Posting period closed', when: 'The resolved posting period is later than the open period; detail names both.' },
