@@ -21,6 +21,18 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "tag": "Utility"
   },
   {
+    "operationId": "postLedgerTransaction",
+    "method": "POST",
+    "path": "/ledger-transactions",
+    "tag": "Ledger"
+  },
+  {
+    "operationId": "postApInvoice",
+    "method": "POST",
+    "path": "/ap-invoices",
+    "tag": "Accounts payable"
+  },
+  {
     "operationId": "queryApInvoices",
     "method": "POST",
     "path": "/ap-invoices/query",
@@ -510,6 +522,36 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "operationId": "queryWorkersCompCodes",
     "method": "POST",
     "path": "/workers-comp-codes/query",
+    "tag": "Payroll"
+  },
+  {
+    "operationId": "matchClients",
+    "method": "POST",
+    "path": "/clients/match",
+    "tag": "Vendors and clients"
+  },
+  {
+    "operationId": "matchVendors",
+    "method": "POST",
+    "path": "/vendors/match",
+    "tag": "Vendors and clients"
+  },
+  {
+    "operationId": "matchJobs",
+    "method": "POST",
+    "path": "/jobs/match",
+    "tag": "Jobs and costing"
+  },
+  {
+    "operationId": "matchParts",
+    "method": "POST",
+    "path": "/parts/match",
+    "tag": "Inventory"
+  },
+  {
+    "operationId": "matchEmployees",
+    "method": "POST",
+    "path": "/employees/match",
     "tag": "Payroll"
   }
 ];

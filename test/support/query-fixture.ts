@@ -10,7 +10,7 @@ import { Dec } from '../../src/storage/decimal';
 
 const f = (name: string, column: string, kind: FieldDef['kind'], extra: Partial<FieldDef> = {}): FieldDef => ({ name, column, kind, nullable: true, ...extra });
 
-export const WIDGETS: EntityDef & { requestExtras: Record<string, { field: string; operator: string; value?: string | number | boolean }> } = {
+export const WIDGETS: EntityDef = {
   entity: 'widgets',
   schema: 'Widget',
   table: 'wdgt',
@@ -47,8 +47,8 @@ export const WIDGETS: EntityDef & { requestExtras: Record<string, { field: strin
   changeStamps: { lastUpdated: 'upddte' },
   matchFields: ['widgetCode', 'widgetName'],
   requestExtras: {
-    activeOnly: { field: 'inactive', operator: '=', value: false },
-    costAbove: { field: 'widgetCost', operator: '>' },
+    activeOnly: { field: 'inactive', operator: '=', value: false, kind: 'flag' },
+    costAbove: { field: 'widgetCost', operator: '>', kind: 'value' },
   },
 };
 

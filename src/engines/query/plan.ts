@@ -14,15 +14,6 @@ import { isCalendarDate } from './values';
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
 
-/** An entity-specific request property that stands for a filter (`x-filter` in openapi.yaml). */
-export interface RequestExtra {
-  field: string;
-  operator: string;
-  /** When set, the property is a switch: `true` applies this fixed value, `false` nothing. */
-  value?: FilterValue;
-}
-
-export type EntityWithExtras = EntityDef & { requestExtras?: Record<string, RequestExtra> };
 
 /** v2 request fields and what replaced them in v3. */
 export const V2_FIELDS: Record<string, string> = {
@@ -49,7 +40,7 @@ export interface PlanOptions {
   maxFilterDepth: number;
 }
 
-export function planQuery(entity: EntityWithExtras, body: QueryRequest, options: PlanOptions): QueryPlan {
+export function planQuery(entity: EntityDef, body: QueryRequest, options: PlanOptions): QueryPlan {
   const v2 = v2FieldProblem(body);
   if (v2) throw v2;
   const issues = new Issues();
@@ -241,7 +232,7 @@ function changeStampConditions(entity: EntityDef, dates: Partial<Record<StampNam
   return out;
 }
 
-function resolveExtras(entity: EntityWithExtras, body: QueryRequest, issues: Issues): Condition[] {
+function resolveExtras(entity: EntityDef, body: QueryRequest, issues: Issues): Condition[] {
   const extras = entity.requestExtras;
   if (!extras) return [];
   const out: Condition[] = [];
@@ -249,15 +240,13 @@ function resolveExtras(entity: EntityWithExtras, body: QueryRequest, issues: Iss
     const raw = body[prop];
     if (raw === undefined) continue;
     let leaf: MatchLeaf;
-    if (extra.value !== undefined) {
+    if (extra.kind === 'flag') {
       if (typeof raw !== 'boolean') {
         issues.add('VALIDATION_FAILED', prop, 'type', 'must be true or false');
         continue;
       }
       if (!raw) continue;
-      leaf = { field: extra.field, operator: extra.operator, value: extra.value };
-    } else if (/^\s*in\s*$/i.test(extra.operator)) {
-      leaf = { field: extra.field, operator: extra.operator, values: (Array.isArray(raw) ? raw : [raw]) as FilterValue[] };
+      leaf = { field: extra.field, operator: extra.operator, ...(extra.value !== undefined ? { value: extra.value } : {}) };
     } else {
       leaf = { field: extra.field, operator: extra.operator, value: raw as FilterValue };
     }

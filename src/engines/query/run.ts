@@ -6,7 +6,8 @@ import type { Knex } from 'knex';
 import type { QueryDialect } from '../../storage/dialect';
 import { attachChildren } from './children';
 import { readEnvelope, recordDecoder, type ReadEnvelope, type Row } from './envelope';
-import { planQuery, type EntityWithExtras, type PlanOptions } from './plan';
+import type { EntityDef } from '../../catalog/types';
+import { planQuery, type PlanOptions } from './plan';
 import { countQuery, pageQuery } from './sql';
 import type { QueryPlan, QueryRequest } from './types';
 
@@ -26,7 +27,7 @@ export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan)
   });
 }
 
-export async function runQuery(knex: Knex, qd: QueryDialect, entity: EntityWithExtras, body: QueryRequest, options: PlanOptions): Promise<ReadEnvelope> {
+export async function runQuery(knex: Knex, qd: QueryDialect, entity: EntityDef, body: QueryRequest, options: PlanOptions): Promise<ReadEnvelope> {
   const plan = planQuery(entity, body ?? {}, options);
   return executePlan(knex, qd, plan);
 }

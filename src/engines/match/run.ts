@@ -1,0 +1,166 @@
+/**
+ * Fuzzy match: the records of an entity whose match fields are within `maxDistance` edits of
+ * `matchString`, both sides normalised (normalize.ts). Distance of a record = the smallest
+ * over the requested match fields. Answer: the selected fields plus `distance`, closest first,
+ * ties by key, at most MATCH_RESULT_CAP records.
+ *
+ * Plan: in one snapshot, candidate rows are read in key order in batches (keyset), with only
+ * the key and the match columns, pre-filtered by `filters` in SQL; each candidate is pruned by
+ * length, then scored with the bounded Levenshtein; a bounded best-list keeps the winners,
+ * whose bound tightens as it fills. The winners' selected columns are read at the end by key.
+ */
+import type { Knex } from 'knex';
+import type { EntityDef, FieldDef } from '../../catalog/types';
+import { ApiProblem } from '../../http/errors/problem';
+import type { QueryDialect } from '../../storage/dialect';
+import { Issues } from '../query/issues';
+import { filterDepth, resolveFilter } from '../query/filters';
+import { recordDecoder, type Row } from '../query/envelope';
+import { applyCondition, BASE, col, INLINE_PARAM_BUDGET } from '../query/sql';
+import { keyOf } from '../query/children';
+import type { Condition, FilterNode } from '../query/types';
+import { boundedLevenshtein } from './levenshtein';
+import { normalise } from './normalize';
+import type { MatchRequest, MatchResult } from './types';
+import type { PlanOptions } from '../query/plan';
+
+/** Most records a match answers with (closest first). */
+export const MATCH_RESULT_CAP = 100;
+/** Candidate rows read per statement. */
+export const MATCH_BATCH = 5000;
+export const MAX_DISTANCE_LIMIT = 10;
+
+export interface MatchPlan {
+  entity: EntityDef;
+  target: string;
+  matchFields: FieldDef[];
+  select: FieldDef[];
+  maxDistance: number;
+  where: Condition | null;
+}
+
+export function planMatch(entity: EntityDef, body: MatchRequest, options: PlanOptions): MatchPlan {
+  const issues = new Issues();
+  if (!body || typeof body !== 'object') throw new ApiProblem('VALIDATION_FAILED', 'The body must be a match request object.');
+  for (const k of ['matchString', 'matchFields', 'select', 'maxDistance'] as const) {
+    if (body[k] === undefined) issues.add('VALIDATION_FAILED', k, 'required', 'required');
+  }
+  if (body.matchString !== undefined && typeof body.matchString !== 'string') issues.add('VALIDATION_FAILED', 'matchString', 'type', 'must be a string');
+  if (body.maxDistance !== undefined && (!Number.isInteger(body.maxDistance) || body.maxDistance < 1 || body.maxDistance > MAX_DISTANCE_LIMIT)) {
+    issues.add('VALIDATION_FAILED', 'maxDistance', 'range', `must be a whole number from 1 to ${MAX_DISTANCE_LIMIT}`);
+  }
+  const matchFields: FieldDef[] = [];
+  if (Array.isArray(body.matchFields)) {
+    body.matchFields.forEach((name, i) => {
+      const field = typeof name === 'string' && entity.matchFields.includes(name) ? entity.fields[name] : undefined;
+      if (!field) {
+        issues.add('UNKNOWN_FIELD', `matchFields[${i}]`, 'unknown_field', `"${String(name)}" is not a match field of ${entity.entity} (match fields: ${entity.matchFields.join(', ')})`);
+      } else if (!matchFields.includes(field)) matchFields.push(field);
+    });
+  } else if (body.matchFields !== undefined) issues.add('VALIDATION_FAILED', 'matchFields', 'type', 'must be an array of field names');
+  const select: FieldDef[] = [];
+  if (Array.isArray(body.select)) {
+    body.select.forEach((name, i) => {
+      const field = typeof name === 'string' && Object.prototype.hasOwnProperty.call(entity.fields, name) ? entity.fields[name] : undefined;
+      if (!field) issues.add('UNKNOWN_FIELD', `select[${i}]`, 'unknown_field', `"${String(name)}" is not a field of ${entity.entity}`);
+      else if (!select.includes(field)) select.push(field);
+    });
+  } else if (body.select !== undefined) issues.add('VALIDATION_FAILED', 'select', 'type', 'must be an array of field names');
+  let where: Condition | null = null;
+  if (body.filters !== undefined) {
+    if (filterDepth(body.filters) > options.maxFilterDepth) {
+      throw new ApiProblem('FILTER_TOO_DEEP', `filters nest and/or deeper than ${options.maxFilterDepth} levels.`, {
+        errors: [{ field: 'filters', code: 'too_deep', message: `at most ${options.maxFilterDepth} levels of and/or` }],
+      });
+    }
+    where = resolveFilter(entity, body.filters as FilterNode, issues);
+  }
+  const known = new Set(['matchString', 'matchFields', 'select', 'maxDistance', 'filters']);
+  for (const k of Object.keys(body)) if (!known.has(k)) issues.add('VALIDATION_FAILED', k, 'unknown_field', 'unknown field');
+  issues.throwIfAny();
+  return { entity, target: normalise(body.matchString), matchFields, select, maxDistance: body.maxDistance, where };
+}
+
+interface Hit {
+  key: unknown;
+  sortKey: string;
+  distance: number;
+}
+
+/** Best-first list of at most `cap` hits ordered by (distance, key). */
+class BestList {
+  readonly hits: Hit[] = [];
+  constructor(private readonly cap: number) {}
+
+  static before(a: Hit, b: Hit): boolean {
+    return a.distance < b.distance || (a.distance === b.distance && a.sortKey < b.sortKey);
+  }
+
+  /** Largest distance still able to enter. */
+  bound(maxDistance: number): number {
+    return this.hits.length < this.cap ? maxDistance : this.hits[this.hits.length - 1]!.distance;
+  }
+
+  offer(hit: Hit): void {
+    if (this.hits.length >= this.cap && !BestList.before(hit, this.hits[this.hits.length - 1]!)) return;
+    let i = this.hits.length;
+    while (i > 0 && BestList.before(hit, this.hits[i - 1]!)) i--;
+    this.hits.splice(i, 0, hit);
+    if (this.hits.length > this.cap) this.hits.pop();
+  }
+}
+
+export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan): Promise<MatchResult> {
+  const { entity, target, maxDistance } = plan;
+  const key = entity.keyColumn;
+  const columns = [...new Set([key, ...plan.matchFields.map((f) => f.column)])];
+  const best = new BestList(MATCH_RESULT_CAP);
+
+  const data = await qd.readSnapshot(knex, async (trx) => {
+    let after: unknown;
+    for (;;) {
+      const qb = trx({ [BASE]: entity.table }).select(columns.map((c) => col(BASE, c)));
+      if (plan.where) applyCondition(qb, plan.where, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
+      if (after !== undefined) qb.where(col(BASE, key), '>', after as Knex.Value);
+      const rows = (await qb.orderBy(col(BASE, key), 'asc').limit(MATCH_BATCH)) as Row[];
+      for (const row of rows) {
+        const bound = best.bound(maxDistance);
+        let distance = bound + 1;
+        for (const f of plan.matchFields) {
+          const raw = row[f.column];
+          if (raw === null || raw === undefined) continue;
+          const text = typeof raw === 'string' ? raw : String(raw);
+          // Normalising never lengthens ASCII text: a raw ASCII value this short cannot come close.
+          if (text.length + bound < target.length && /^[\x00-\x7f]*$/.test(text)) continue;
+          const d = boundedLevenshtein(target, normalise(text), Math.min(bound, distance - 1));
+          if (d < distance) distance = d;
+          if (distance === 0) break;
+        }
+        if (distance <= bound) best.offer({ key: row[key], sortKey: keyOf(row[key]), distance });
+      }
+      if (rows.length < MATCH_BATCH) break;
+      after = rows[rows.length - 1]![key];
+    }
+    if (best.hits.length === 0) return [];
+    const wanted = [...new Set([key, ...plan.select.map((f) => f.column)])];
+    const rows = (await trx({ [BASE]: entity.table })
+      .select(wanted.map((c) => col(BASE, c)))
+      .whereIn(
+        col(BASE, key),
+        best.hits.map((h) => h.key as Knex.Value),
+      )) as Row[];
+    const byKey = new Map(rows.map((r) => [keyOf(r[key]), r]));
+    const decode = recordDecoder(qd, plan.select);
+    const out: MatchResult['data'] = [];
+    for (const hit of best.hits) {
+      const row = byKey.get(hit.sortKey);
+      if (row) out.push({ ...decode(row), distance: hit.distance });
+    }
+    return out;
+  });
+  return { asOf: new Date().toISOString(), data };
+}
+
+export async function runMatch(knex: Knex, qd: QueryDialect, entity: EntityDef, body: MatchRequest, options: PlanOptions): Promise<MatchResult> {
+  return executeMatch(knex, qd, planMatch(entity, body, options));
+}

@@ -1,0 +1,45 @@
+import { Router, type Request } from 'express';
+import type { Services } from '../../services';
+import type { Catalog, EntityDef } from '../../catalog/types';
+import { CATALOG } from '../../../generated/catalog';
+import { ApiProblem } from '../errors/problem';
+import { queryDialectFor } from '../../storage/dialect';
+import { runQuery } from '../../engines/query/run';
+import { runMatch } from '../../engines/match/run';
+import type { QueryRequest } from '../../engines/query/types';
+import type { MatchRequest } from '../../engines/match/types';
+
+/**
+ * POST /{entity}/query and /{entity}/match: one generic handler each over the catalog.
+ * The contract validator has already checked the body against the entity's request schema
+ * (and answered 404 for paths that do not exist); the engines check names and values.
+ */
+export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Router {
+  const router = Router();
+  const qd = queryDialectFor(services.engine);
+
+  const entityOf = (req: Request, operation: 'query' | 'match'): EntityDef => {
+    const name = String(req.params.entity);
+    const entity = Object.prototype.hasOwnProperty.call(catalog, name) ? catalog[name] : undefined;
+    if (!entity || (operation === 'match' && entity.matchFields.length === 0)) {
+      throw new ApiProblem('UNKNOWN_ENTITY', `There is no ${operation} operation for entity "${name}".`);
+    }
+    return entity;
+  };
+
+  router.post('/:entity/query', async (req, res) => {
+    const entity = entityOf(req, 'query');
+    const body = (req.body ?? {}) as QueryRequest;
+    const envelope = await runQuery(services.knex, qd, entity, body, { maxFilterDepth: services.config.maxFilterDepth });
+    res.json(envelope);
+  });
+
+  router.post('/:entity/match', async (req, res) => {
+    const entity = entityOf(req, 'match');
+    const body = (req.body ?? {}) as MatchRequest;
+    const result = await runMatch(services.knex, qd, entity, body, { maxFilterDepth: services.config.maxFilterDepth });
+    res.json(result);
+  });
+
+  return router;
+}
