@@ -20,7 +20,10 @@ export interface ContractValidator {
 export function contractValidator(options: { base: string; validateResponses: boolean }): ContractValidator {
   const middleware = OpenApiValidator.middleware({
     apiSpec: contractDocument() as any,
-    validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true },
+    // allErrors: one entry per culprit, not just the first one ajv meets. coerceTypes false: body
+    // values must have their declared type ("5" is not a number); query parameters are always
+    // coerced by the validator (?dryRun=true).
+    validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false, allErrors: true },
     validateResponses: options.validateResponses ? ({ onError: undefined } as any) : false,
     validateSecurity: false,
     ignoreUndocumented: false,

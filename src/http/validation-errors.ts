@@ -1,5 +1,8 @@
 import type { FieldError } from './errors/problem';
 
+/** Most entries reported in errors[] (the first ones in document order). */
+export const MAX_FIELD_ERRORS = 100;
+
 /** express-openapi-validator's error entry. */
 interface ValidatorError {
   path?: string;
@@ -61,7 +64,9 @@ export function toFieldErrors(errors: ValidatorError[]): FieldError[] {
   }
   // When an unknown field is among the errors, the type/shape errors of the same object are its echoes.
   const unknownParents = new Set(out.filter((e) => e.code === 'unknown_field').map((e) => parentOf(e.field)));
-  return out.filter((e) => e.code === 'unknown_field' || !(e.code === 'shape' && unknownParents.has(e.field)));
+  const culprits = out.filter((e) => e.code === 'unknown_field' || !(e.code === 'shape' && unknownParents.has(e.field)));
+  // A body with thousands of bad values would otherwise answer with thousands of entries.
+  return culprits.slice(0, MAX_FIELD_ERRORS);
 }
 
 function parentOf(path: string): string {
