@@ -83,7 +83,7 @@ test('primary, unique and foreign keys are present', () => {
     const sql = byTable.get(e.table)!;
     assert.match(sql, new RegExp(`CONSTRAINT \\[${e.table}_pk\\] PRIMARY KEY \\(\\[_idnum\\]\\)`), e.table);
     assert.match(sql, new RegExp(`ALTER TABLE \\[${e.table}\\] ADD CONSTRAINT \\[${e.table}_recnum_uq\\] UNIQUE \\(\\[recnum\\]\\)`), e.table);
-    assert.match(sql, /\[insdte\] datetime2 not null CONSTRAINT \[\w+\] DEFAULT CURRENT_TIMESTAMP/, e.table);
+    assert.match(sql, /\[insdte\] datetime2 not null CONSTRAINT \[\w+\] DEFAULT SYSUTCDATETIME\(\)/, e.table);
     for (const c of Object.values(e.children)) {
       const csql = byTable.get(c.table)!;
       assert.match(csql, new RegExp(`FOREIGN KEY \\(\\[_idref\\]\\) REFERENCES \\[${e.table}\\] \\(\\[_idnum\\]\\) ON DELETE CASCADE`), c.table);
@@ -101,6 +101,7 @@ test('primary, unique and foreign keys are present', () => {
   assert.match(byTable.get('lgrbal')!, /UNIQUE \(\[lgract\], \[postyr\], \[actprd\]\)/);
   assert.match(byTable.get('idmkey')!, /UNIQUE \(\[api_key_id\], \[idem_key\]\)/);
   assert.match(byTable.get('apikey')!, /UNIQUE \(\[key_hash\]\)/);
+  assert.doesNotMatch(ddl, /CURRENT_TIMESTAMP/, 'timestamps default to UTC (SYSUTCDATETIME), not the host clock');
   // Referenced record numbers are unique *constraints*, not filtered unique indexes (which SQL Server cannot reference).
   assert.doesNotMatch(ddl, /WHERE \[recnum\] IS NOT NULL/);
 });

@@ -6,7 +6,7 @@
  *   numseq  named counters for allocating reference and record numbers
  */
 import type { Knex } from 'knex';
-import { applySteps, dropSteps, type TableStep } from './support/schema';
+import { applySteps, dropSteps, utcNow, type TableStep } from './support/schema';
 
 export const steps: TableStep[] = [
   {
@@ -19,7 +19,7 @@ export const steps: TableStep[] = [
         t.string('role', 20).notNullable().defaultTo('integration').checkIn(['integration', 'admin'], 'apikey_role_ck');
         t.string('state', 20).notNullable().defaultTo('active').checkIn(['active', 'disabled', 'revoked'], 'apikey_state_ck');
         t.string('reason', 500).nullable();
-        t.datetime('created_at').notNullable().defaultTo(knex.fn.now());
+        t.datetime('created_at').notNullable().defaultTo(utcNow(knex));
         t.datetime('last_used_at').nullable();
         t.unique(['key_hash'], { indexName: 'apikey_key_hash_uq', useConstraint: true });
       }),
@@ -36,8 +36,8 @@ export const steps: TableStep[] = [
         t.integer('status_code').nullable();
         t.text('response_headers').nullable();
         t.text('response_body').nullable();
-        t.datetime('created_at').notNullable().defaultTo(knex.fn.now());
-        t.datetime('updated_at').notNullable().defaultTo(knex.fn.now());
+        t.datetime('created_at').notNullable().defaultTo(utcNow(knex));
+        t.datetime('updated_at').notNullable().defaultTo(utcNow(knex));
         t.datetime('expires_at').notNullable();
         t.datetime('locked_until').nullable();
         t.unique(['api_key_id', 'idem_key'], { indexName: 'idmkey_key_uq', useConstraint: true });
@@ -52,7 +52,7 @@ export const steps: TableStep[] = [
         t.integer('id').notNullable().primary('mntlck_pk').checkBetween([1, 1], 'mntlck_single_ck');
         t.string('user_name', 64).notNullable();
         t.uuid('api_key_id').nullable();
-        t.datetime('locked_at').notNullable().defaultTo(knex.fn.now());
+        t.datetime('locked_at').notNullable().defaultTo(utcNow(knex));
       }),
   },
   {
@@ -61,7 +61,7 @@ export const steps: TableStep[] = [
       knex.schema.createTable('numseq', (t) => {
         t.string('name', 64).notNullable().primary('numseq_pk');
         t.integer('next_value').notNullable().defaultTo(1);
-        t.datetime('upddte').notNullable().defaultTo(knex.fn.now());
+        t.datetime('upddte').notNullable().defaultTo(utcNow(knex));
       }),
   },
 ];

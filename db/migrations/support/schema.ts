@@ -23,10 +23,19 @@ export function dec(knex: Knex, t: Knex.CreateTableBuilder, name: string, precis
   return dialectFor(engineOf(knex)).decimalColumn(t, name, precision, scale);
 }
 
+/**
+ * Default of a timestamp column: the current time in UTC. SQL Server's CURRENT_TIMESTAMP is the
+ * host's local time (datetime2 has no zone), so it gets SYSUTCDATETIME(); PostgreSQL stores
+ * timestamptz and SQLite's CURRENT_TIMESTAMP is already UTC.
+ */
+export function utcNow(knex: Knex): Knex.Raw {
+  return engineOf(knex) === 'mssql' ? knex.raw('SYSUTCDATETIME()') : knex.fn.now();
+}
+
 /** insdte / upddte (set on insert; upddte on every update) and the users who did it. */
 export function auditColumns(t: Knex.CreateTableBuilder, knex: Knex): void {
-  t.datetime('insdte').notNullable().defaultTo(knex.fn.now());
-  t.datetime('upddte').notNullable().defaultTo(knex.fn.now());
+  t.datetime('insdte').notNullable().defaultTo(utcNow(knex));
+  t.datetime('upddte').notNullable().defaultTo(utcNow(knex));
   t.string('insusr', 30).nullable();
   t.string('updusr', 30).nullable();
 }
