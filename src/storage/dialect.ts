@@ -105,6 +105,24 @@ export interface QueryDialect {
   like(column: string, pattern: string, negate: boolean): SqlFragment;
   /** Runs `fn` in one read-only snapshot: every statement inside sees the same data. */
   readSnapshot<T>(knex: Knex, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
+  /**
+   * Inside a readSnapshot: a token equal for two snapshots only when no data of the database
+   * can differ between them (used to keep in-memory match indexes exact). `undefined` where the
+   * engine offers no cheap exact token (SQL Server).
+   */
+  changeToken(trx: Knex.Transaction): Promise<string | undefined>;
+}
+
+/** Identity of a driver connection (a replaced connection restarts SQLite's counters). */
+const connectionIds = new WeakMap<object, number>();
+let nextConnectionId = 1;
+function connectionId(conn: object): number {
+  let id = connectionIds.get(conn);
+  if (id === undefined) {
+    id = nextConnectionId++;
+    connectionIds.set(conn, id);
+  }
+  return id;
 }
 
 /** `_`, `[` (SQL Server) and the escape character itself are literals; `%` stays the wildcard. */
@@ -226,6 +244,15 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
     // A deferred transaction reads one snapshot from its first statement (WAL mode).
     return knex.transaction(fn);
   },
+  async changeToken(trx) {
+    // data_version changes when another connection commits; total_changes() counts this
+    // connection's own writes; both are per connection, hence the connection's identity.
+    // The first statement starts the read snapshot the counters then describe.
+    await trx.raw('select 1 from sqlite_master limit 1');
+    const rows = (await trx.raw('select (select data_version from pragma_data_version) as dv, total_changes() as tc')) as Array<{ dv: number; tc: number }>;
+    const conn = (await (trx as unknown as { client: { acquireConnection(): Promise<object> } }).client.acquireConnection()) as object;
+    return `${connectionId(conn)}:${rows[0]?.dv}:${rows[0]?.tc}`;
+  },
 });
 
 const PG_TYPE: Record<ValueKind, (scale?: number) => string> = {
@@ -275,6 +302,12 @@ const postgresQueryDialect = (base: Dialect): QueryDialect => ({
   readSnapshot(knex, fn) {
     return knex.transaction(fn, { isolationLevel: 'repeatable read', readOnly: true });
   },
+  async changeToken(trx) {
+    // The transaction snapshot (xmin:xmax:in-progress list): two equal snapshots see exactly
+    // the same committed transactions.
+    const result = (await trx.raw('select pg_current_snapshot()::text as s')) as { rows: Array<{ s: string }> };
+    return result.rows[0]?.s;
+  },
 });
 
 const MSSQL_TYPE: Record<ValueKind, (scale?: number) => string> = {
@@ -323,6 +356,9 @@ const mssqlQueryDialect = (base: Dialect): QueryDialect => ({
   readSnapshot(knex, fn) {
     // Needs ALLOW_SNAPSHOT_ISOLATION ON (docs/decisions.md).
     return knex.transaction(fn, { isolationLevel: 'snapshot' });
+  },
+  async changeToken() {
+    return undefined;
   },
 });
 

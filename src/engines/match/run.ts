@@ -22,6 +22,7 @@ import type { Condition, FilterNode } from '../query/types';
 import { boundedLevenshtein } from './levenshtein';
 import { normalise } from './normalize';
 import type { MatchRequest, MatchResult } from './types';
+import { matchIndex, type MatchIndex } from './index-cache';
 import type { PlanOptions } from '../query/plan';
 
 /** Most records a match answers with (closest first). */
@@ -92,6 +93,12 @@ class BestList {
   readonly hits: Hit[] = [];
   constructor(private readonly cap: number) {}
 
+  /** The hits, best first. */
+  result(): Hit[] {
+    if (this.cap === Number.POSITIVE_INFINITY) this.hits.sort((a, b) => (BestList.before(a, b) ? -1 : BestList.before(b, a) ? 1 : 0));
+    return this.hits;
+  }
+
   static before(a: Hit, b: Hit): boolean {
     return a.distance < b.distance || (a.distance === b.distance && a.sortKey < b.sortKey);
   }
@@ -102,57 +109,133 @@ class BestList {
   }
 
   offer(hit: Hit): void {
-    if (this.hits.length >= this.cap && !BestList.before(hit, this.hits[this.hits.length - 1]!)) return;
-    let i = this.hits.length;
-    while (i > 0 && BestList.before(hit, this.hits[i - 1]!)) i--;
-    this.hits.splice(i, 0, hit);
-    if (this.hits.length > this.cap) this.hits.pop();
+    const hits = this.hits;
+    if (this.cap === Number.POSITIVE_INFINITY) {
+      // Unbounded: collect, sorted once in result().
+      hits.push(hit);
+      return;
+    }
+    if (hits.length >= this.cap && !BestList.before(hit, hits[hits.length - 1]!)) return;
+    // Binary search for the insertion point.
+    let lo = 0;
+    let hi = hits.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (BestList.before(hit, hits[mid]!)) hi = mid;
+      else lo = mid + 1;
+    }
+    hits.splice(lo, 0, hit);
+    if (hits.length > this.cap) hits.pop();
   }
 }
 
-export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan): Promise<MatchResult> {
-  const { entity, target, maxDistance } = plan;
+/** Scores one row: the smallest distance over the match fields, or `bound + 1`. */
+function score(target: string, values: ReadonlyArray<string | null | undefined>, bound: number): number {
+  let distance = bound + 1;
+  for (const v of values) {
+    if (v === null || v === undefined) continue;
+    if (Math.abs(v.length - target.length) >= distance) continue;
+    const d = boundedLevenshtein(target, v, distance - 1);
+    if (d < distance) distance = d;
+    if (distance === 0) break;
+  }
+  return distance;
+}
+
+/** Candidates from the in-memory index: the best `cap` (all within maxDistance when cap is Infinity). */
+function scoreIndex(index: MatchIndex, plan: MatchPlan, cap: number): Hit[] {
+  const best = new BestList(cap);
+  const columns = plan.matchFields.map((f) => index.values.get(f.column)!);
+  const values: Array<string | null | undefined> = new Array(columns.length);
+  for (let i = 0; i < index.keys.length; i++) {
+    for (let c = 0; c < columns.length; c++) values[c] = columns[c]![i];
+    const bound = best.bound(plan.maxDistance);
+    const d = score(plan.target, values, bound);
+    if (d <= bound) best.offer({ key: index.keys[i], sortKey: index.sortKeys[i]!, distance: d });
+  }
+  return best.result();
+}
+
+/** Candidates by reading the rows (pre-filtered in SQL) in key order, in batches. */
+async function scoreStream(trx: Knex.Transaction, qd: QueryDialect, plan: MatchPlan, cap: number): Promise<Hit[]> {
+  const { entity, target } = plan;
   const key = entity.keyColumn;
   const columns = [...new Set([key, ...plan.matchFields.map((f) => f.column)])];
-  const best = new BestList(MATCH_RESULT_CAP);
-
-  const data = await qd.readSnapshot(knex, async (trx) => {
-    let after: unknown;
-    for (;;) {
-      const qb = trx({ [BASE]: entity.table }).select(columns.map((c) => col(BASE, c)));
-      if (plan.where) applyCondition(qb, plan.where, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
-      if (after !== undefined) qb.where(col(BASE, key), '>', after as Knex.Value);
-      const rows = (await qb.orderBy(col(BASE, key), 'asc').limit(MATCH_BATCH)) as Row[];
-      for (const row of rows) {
-        const bound = best.bound(maxDistance);
-        let distance = bound + 1;
-        for (const f of plan.matchFields) {
-          const raw = row[f.column];
-          if (raw === null || raw === undefined) continue;
-          const text = typeof raw === 'string' ? raw : String(raw);
+  const best = new BestList(cap);
+  const values: Array<string | null | undefined> = new Array(plan.matchFields.length);
+  let after: unknown;
+  for (;;) {
+    const qb = trx({ [BASE]: entity.table }).select(columns.map((c) => col(BASE, c)));
+    if (plan.where) applyCondition(qb, plan.where, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
+    if (after !== undefined) qb.where(col(BASE, key), '>', after as Knex.Value);
+    const rows = (await qb.orderBy(col(BASE, key), 'asc').limit(MATCH_BATCH)) as Row[];
+    for (const row of rows) {
+      const bound = best.bound(plan.maxDistance);
+      plan.matchFields.forEach((f, i) => {
+        const raw = row[f.column];
+        if (raw === null || raw === undefined) values[i] = null;
+        else {
+          const text = String(raw);
           // Normalising never lengthens ASCII text: a raw ASCII value this short cannot come close.
-          if (text.length + bound < target.length && /^[\x00-\x7f]*$/.test(text)) continue;
-          const d = boundedLevenshtein(target, normalise(text), Math.min(bound, distance - 1));
-          if (d < distance) distance = d;
-          if (distance === 0) break;
+          values[i] = text.length + bound < target.length && /^[\x00-\x7f]*$/.test(text) ? null : normalise(text);
         }
-        if (distance <= bound) best.offer({ key: row[key], sortKey: keyOf(row[key]), distance });
-      }
-      if (rows.length < MATCH_BATCH) break;
-      after = rows[rows.length - 1]![key];
+      });
+      const d = score(target, values, bound);
+      if (d <= bound) best.offer({ key: row[key], sortKey: keyOf(row[key]), distance: d });
     }
-    if (best.hits.length === 0) return [];
+    if (rows.length < MATCH_BATCH) break;
+    after = rows[rows.length - 1]![key];
+  }
+  return best.result();
+}
+
+/** The candidates (in order) that satisfy the pre-filter, up to the cap; checked in SQL by key. */
+async function applyPrefilter(trx: Knex.Transaction, qd: QueryDialect, plan: MatchPlan, candidates: Hit[]): Promise<Hit[]> {
+  const key = plan.entity.keyColumn;
+  const keyField = { column: col(BASE, key), kind: 'uuid' as const };
+  const out: Hit[] = [];
+  let chunk = 500;
+  for (let i = 0; i < candidates.length && out.length < MATCH_RESULT_CAP; i += chunk, chunk = Math.min(chunk * 4, 20_000)) {
+    const slice = candidates.slice(i, i + chunk);
+    const qb = trx({ [BASE]: plan.entity.table }).select(col(BASE, key));
+    applyCondition(qb, plan.where!, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
+    qb.whereRaw(...fragment(qd.inList(keyField, slice.map((h) => h.key))));
+    const passing = new Set(((await qb) as Row[]).map((r) => keyOf(r[key])));
+    for (const h of slice) if (passing.has(h.sortKey) && out.length < MATCH_RESULT_CAP) out.push(h);
+  }
+  return out;
+}
+
+function fragment(f: { sql: string; bindings: unknown[] }): [string, Knex.RawBinding[]] {
+  return [f.sql, f.bindings as Knex.RawBinding[]];
+}
+
+export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan): Promise<MatchResult> {
+  const { entity } = plan;
+  const key = entity.keyColumn;
+  const data = await qd.readSnapshot(knex, async (trx) => {
+    const token = await qd.changeToken(trx);
+    const index = token === undefined ? undefined : await matchIndex(knex, trx, entity, token);
+    let hits: Hit[];
+    if (index) {
+      // The index holds every row: with a pre-filter, all candidates in order, then the filter in SQL.
+      hits = scoreIndex(index, plan, plan.where ? Number.POSITIVE_INFINITY : MATCH_RESULT_CAP);
+      if (plan.where) hits = await applyPrefilter(trx, qd, plan, hits);
+    } else {
+      hits = await scoreStream(trx, qd, plan, MATCH_RESULT_CAP);
+    }
+    if (hits.length === 0) return [];
     const wanted = [...new Set([key, ...plan.select.map((f) => f.column)])];
     const rows = (await trx({ [BASE]: entity.table })
       .select(wanted.map((c) => col(BASE, c)))
       .whereIn(
         col(BASE, key),
-        best.hits.map((h) => h.key as Knex.Value),
+        hits.map((h) => h.key as Knex.Value),
       )) as Row[];
     const byKey = new Map(rows.map((r) => [keyOf(r[key]), r]));
     const decode = recordDecoder(qd, plan.select);
     const out: MatchResult['data'] = [];
-    for (const hit of best.hits) {
+    for (const hit of hits) {
       const row = byKey.get(hit.sortKey);
       if (row) out.push({ ...decode(row), distance: hit.distance });
     }
