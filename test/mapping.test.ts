@@ -372,6 +372,13 @@ describe('the migrated database', () => {
     );
     const row = await knex('lgrtrn').where({ recnum: 1 }).first();
     assert.ok(row.insdte && row.upddte, 'insdte/upddte default to now');
+    // upddte is maintained by a trigger; an explicit value is kept.
+    const yearOf = (v: unknown) => (v instanceof Date ? v.getUTCFullYear() : Number(String(v).slice(0, 4)));
+    const upddte = async () => (await knex('csttyp').where({ recnum: 1 }).first()).upddte;
+    await knex('csttyp').where({ recnum: 1 }).update({ upddte: db.engine === 'postgres' ? new Date('2020-01-01T00:00:00Z') : '2020-01-01 00:00:00' });
+    assert.equal(yearOf(await upddte()), 2020, 'an explicit upddte is kept');
+    await knex('csttyp').where({ recnum: 1 }).update({ typnme: 'Materials' });
+    assert.ok(yearOf(await upddte()) > 2020, 'upddte set by the trigger');
     await knex('lgrtrn').where({ recnum: 1 }).delete();
     assert.equal((await knex('lgtnln').where({ _idref: fresh(5) })).length, 0, 'lines cascade with their header');
   });

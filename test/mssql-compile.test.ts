@@ -12,6 +12,7 @@ import knexFactory from 'knex';
 import { CATALOG } from '../generated/catalog';
 import { MIGRATIONS } from '../db/migrate';
 import { compileSteps, type TableStep } from '../db/migrations/support/schema';
+import { createStatements, TABLES as TRIGGER_TABLES } from '../db/migrations/20261122000004_upddte_triggers';
 import type { FieldDef } from '../src/catalog/types';
 
 const SNAPSHOT = path.resolve(__dirname, 'fixtures/mssql-ddl.sql');
@@ -22,6 +23,7 @@ function allSteps(): TableStep[] {
   const steps: TableStep[] = [];
   for (const [name, mod] of MIGRATIONS) {
     const s = (mod as unknown as { steps?: TableStep[] }).steps;
+    if (name.endsWith('_upddte_triggers')) continue; // statements, not tables: checked below
     assert.ok(Array.isArray(s), `migration ${name} exports its steps`);
     steps.push(...s);
   }
@@ -30,7 +32,7 @@ function allSteps(): TableStep[] {
 
 const steps = allSteps();
 const byTable = new Map(steps.map((s) => [s.table, s.build(mssql).toString()]));
-const ddl = compileSteps(mssql, steps).join(';\n\n') + ';\n';
+const ddl = [...compileSteps(mssql, steps), ...createStatements('mssql')].join(';\n\n') + ';\n';
 
 /** The column definition of `column` in the CREATE TABLE of `table`. */
 function columnDef(table: string, column: string): string {
@@ -112,5 +114,18 @@ test('tables are created before the tables that reference them', () => {
     const sql = byTable.get(s.table)!;
     for (const m of sql.matchAll(/REFERENCES \[(\w+)\]/g)) assert.ok(seen.has(m[1]!) || m[1] === s.table, `${s.table} references ${m[1]} before it exists`);
     seen.add(s.table);
+  }
+});
+
+test('every entity and line table gets an upddte trigger (UTC, explicit values kept)', () => {
+  const tables = new Set<string>();
+  for (const e of Object.values(CATALOG)) {
+    tables.add(e.table);
+    for (const c of Object.values(e.children)) tables.add(c.table);
+  }
+  assert.deepEqual([...TRIGGER_TABLES].sort(), [...tables].sort());
+  for (const sql of createStatements('mssql')) {
+    assert.match(sql, /^CREATE OR ALTER TRIGGER \[\w{6}_upddte\] ON \[\w{6}\] AFTER UPDATE AS BEGIN SET NOCOUNT ON; IF NOT UPDATE\(\[upddte\]\)/);
+    assert.match(sql, /SYSUTCDATETIME\(\)/);
   }
 });
