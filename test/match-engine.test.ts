@@ -14,7 +14,7 @@ import { normalise, normaliseSlow } from '../src/engines/match/normalize';
 import { boundedLevenshtein } from '../src/engines/match/levenshtein';
 import { MATCH_RESULT_CAP, planMatch, runMatch } from '../src/engines/match/run';
 import type { MatchRequest } from '../src/engines/match/types';
-import { fixtureDatabase, fixtureRows, WIDGETS } from './support/query-fixture';
+import { FIXTURE_ENGINE, fixtureDatabase, fixtureRows, WIDGETS, type FixtureDatabase } from './support/query-fixture';
 import { evaluate, type Node } from './support/filter-eval';
 
 function levenshtein(a: string, b: string): number {
@@ -71,16 +71,18 @@ describe('bounded Levenshtein', () => {
 
 describe('match engine on the fixture table', () => {
   const rows = fixtureRows(400);
+  let db: FixtureDatabase;
   let knex: Knex;
-  const sqlite = queryDialectFor('sqlite');
+  const sqlite = queryDialectFor(FIXTURE_ENGINE);
   /** The same dialect without change tokens: forces the streaming path. */
   const streaming: QueryDialect = { ...sqlite, changeToken: async () => undefined };
 
   before(async () => {
-    knex = await fixtureDatabase(rows);
+    db = await fixtureDatabase(rows);
+    knex = db.knex;
   });
   after(async () => {
-    await knex.destroy();
+    await db.destroy();
   });
 
   /** Brute force over the published rows. */
@@ -100,7 +102,7 @@ describe('match engine on the fixture table', () => {
 
   async function published(): Promise<Array<Record<string, unknown>>> {
     const all = (await knex('wdgt').select('_idnum', 'wdgcde', 'wdgnme', 'inactv', 'recnum')) as Array<Record<string, unknown>>;
-    return all.map((r) => ({ id: r._idnum, widgetCode: r.wdgcde, widgetName: r.wdgnme, inactive: r.inactv === 1, recordNumber: r.recnum }));
+    return all.map((r) => ({ id: r._idnum, widgetCode: r.wdgcde, widgetName: r.wdgnme, inactive: r.inactv === 1 || r.inactv === true, recordNumber: r.recnum }));
   }
 
   const bodies: MatchRequest[] = [
@@ -153,7 +155,7 @@ describe('match engine on the fixture table', () => {
     const run = () => runMatch(knex, sqlite, WIDGETS, body, { maxFilterDepth: 32 });
     assert.equal((await run()).data.length, 0);
     const id = randomUUID();
-    await knex('wdgt').insert({ _idnum: id, recnum: 100000, wdgcde: 'Z-1', wdgnme: 'ZEBRA  crossing!', inactv: 0, upddte: '2026-11-22 00:00:00' });
+    await knex('wdgt').insert({ _idnum: id, recnum: 100000, wdgcde: 'Z-1', wdgnme: 'ZEBRA  crossing!', inactv: FIXTURE_ENGINE === 'sqlite' ? 0 : false, upddte: '2026-11-22T00:00:00Z' });
     assert.deepEqual((await run()).data, [{ id, widgetName: 'ZEBRA  crossing!', distance: 0 }]);
     await knex('wdgt').where({ _idnum: id }).update({ wdgnme: 'Zebra crosing' });
     assert.deepEqual((await run()).data, [{ id, widgetName: 'Zebra crosing', distance: 1 }]);

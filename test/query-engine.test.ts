@@ -1,6 +1,6 @@
 /**
  * Engine-level tests of the read pipeline (plan -> SQL -> envelope) on a fixture catalog and
- * table (test/support/query-fixture.ts), on SQLite. The HTTP tests over the real catalog
+ * table (test/support/query-fixture.ts), on SQLite (or PostgreSQL with TEST_ENGINE=postgres). The HTTP tests over the real catalog
  * are in test/query-http.test.ts.
  */
 import { after, before, describe, test } from 'node:test';
@@ -11,19 +11,21 @@ import { queryDialectFor } from '../src/storage/dialect';
 import { runQuery } from '../src/engines/query/run';
 import { planQuery } from '../src/engines/query/plan';
 import type { QueryRequest } from '../src/engines/query/types';
-import { fixtureDatabase, fixtureRows, WIDGETS, type FixtureRow } from './support/query-fixture';
+import { FIXTURE_ENGINE, fixtureDatabase, fixtureRows, WIDGETS, type FixtureDatabase, type FixtureRow } from './support/query-fixture';
 import { evaluate, type Node } from './support/filter-eval';
 
-const qd = queryDialectFor('sqlite');
+const qd = queryDialectFor(FIXTURE_ENGINE);
 const OPTIONS = { maxFilterDepth: 32 };
 const ROWS = fixtureRows(300);
+let db: FixtureDatabase;
 let knex: Knex;
 
 before(async () => {
-  knex = await fixtureDatabase(ROWS);
+  db = await fixtureDatabase(ROWS);
+  knex = db.knex;
 });
 after(async () => {
-  await knex.destroy();
+  await db.destroy();
 });
 
 const run = (body: QueryRequest) => runQuery(knex, qd, WIDGETS, body, OPTIONS);

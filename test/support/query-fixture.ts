@@ -6,7 +6,11 @@ import { randomUUID } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../src/catalog/types';
 import { dialectFor } from '../../src/storage/dialect';
+import type { Engine } from '../../src/storage/database';
 import { Dec } from '../../src/storage/decimal';
+
+/** SQLite, or PostgreSQL with TEST_ENGINE=postgres and TEST_POSTGRES_URL. */
+export const FIXTURE_ENGINE: Engine = process.env.TEST_ENGINE === 'postgres' && process.env.TEST_POSTGRES_URL ? 'postgres' : 'sqlite';
 
 const f = (name: string, column: string, kind: FieldDef['kind'], extra: Partial<FieldDef> = {}): FieldDef => ({ name, column, kind, nullable: true, ...extra });
 
@@ -99,10 +103,42 @@ export function fixtureRows(count: number): FixtureRow[] {
   return rows;
 }
 
-/** An in-memory SQLite database holding the fixture rows. */
-export async function fixtureDatabase(rows: FixtureRow[]): Promise<Knex> {
-  const knex = knexFactory({ client: 'better-sqlite3', connection: { filename: ':memory:' }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
-  const dialect = dialectFor('sqlite');
+export interface FixtureDatabase {
+  knex: Knex;
+  engine: Engine;
+  destroy(): Promise<void>;
+}
+
+async function emptyDatabase(): Promise<FixtureDatabase> {
+  if (FIXTURE_ENGINE === 'sqlite') {
+    const knex = knexFactory({ client: 'better-sqlite3', connection: { filename: ':memory:' }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
+    return { knex, engine: 'sqlite', destroy: () => knex.destroy() };
+  }
+  const adminUrl = process.env.TEST_POSTGRES_URL!;
+  const name = `ais_qfx_${process.pid}_${randomUUID().slice(0, 8)}`;
+  const admin = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
+  await admin.raw(`create database "${name}"`);
+  await admin.destroy();
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  const knex = knexFactory({ client: 'pg', connection: u.toString(), pool: { min: 0, max: 4 } });
+  return {
+    knex,
+    engine: 'postgres',
+    destroy: async () => {
+      await knex.destroy();
+      const again = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
+      await again.raw(`drop database if exists "${name}" with (force)`);
+      await again.destroy();
+    },
+  };
+}
+
+/** A fresh database (SQLite in memory, or a throwaway PostgreSQL database) holding the fixture rows. */
+export async function fixtureDatabase(rows: FixtureRow[]): Promise<FixtureDatabase> {
+  const db = await emptyDatabase();
+  const { knex } = db;
+  const dialect = dialectFor(db.engine);
   await knex.schema.createTable('wdgt', (t) => {
     t.uuid('_idnum').primary();
     t.integer('recnum').notNullable().unique();
@@ -136,9 +172,9 @@ export async function fixtureDatabase(rows: FixtureRow[]): Promise<Knex> {
         wdgcst: enc(r.widgetCost, 2),
         qtyohn: enc(r.quantity, 4),
         actdte: r.activeDate,
-        inactv: r.inactive ? 1 : 0,
+        inactv: db.engine === 'sqlite' ? (r.inactive ? 1 : 0) : r.inactive,
         vndid: r.vendorId,
-        upddte: r.updatedAt,
+        upddte: db.engine === 'sqlite' ? r.updatedAt : r.updatedAt.replace(' ', 'T') + 'Z',
       })),
     );
     const lines = slice.flatMap((r) =>
@@ -146,5 +182,5 @@ export async function fixtureDatabase(rows: FixtureRow[]): Promise<Knex> {
     );
     if (lines.length > 0) await knex('wdgln').insert(lines);
   }
-  return knex;
+  return db;
 }
