@@ -12,6 +12,8 @@ import { rateLimit, RateLimiter } from './http/middleware/rate-limit';
 import { opsRoutes, type OpsState } from './http/routes/ops';
 import { utilityRoutes } from './http/routes/utility';
 import { queryRoutes } from './http/routes/query';
+import { writeRoutes } from './http/routes/writes';
+import { lockGate } from './http/middleware/lock-gate';
 import { rejectV2Fields } from './http/middleware/v2-fields';
 
 export const API_BASE = '/api/v3';
@@ -47,6 +49,8 @@ export function createApp(services: Services): express.Express {
   const api = Router();
   api.use(authenticate(services.keys));
   api.use(rateLimit(new RateLimiter({ perMinute: services.config.rateLimitPerMinute })));
+  // Maintenance lock: 423 for every read and write (memory only; ping/lock/un-lock pass).
+  api.use(lockGate(services.lock));
   api.use(...jsonBody(services.config.bodyLimitBytes));
   api.use(filterDepthGuard(services.config.maxFilterDepth));
   api.use(rejectV2Fields);
@@ -55,6 +59,7 @@ export function createApp(services: Services): express.Express {
   app.use(...validator.middleware);
   app.use(API_BASE, utilityRoutes(services));
   app.use(API_BASE, queryRoutes(services));
+  app.use(API_BASE, writeRoutes(services));
 
   app.use(notFound);
   app.use(errorHandler(services.logger));

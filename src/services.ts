@@ -4,6 +4,11 @@ import type { Config } from './config';
 import type { Engine } from './storage/database';
 import { dialectFor, type Dialect } from './storage/dialect';
 import { ApiKeyRepository } from './storage/api-keys';
+import { Boundary } from './storage/boundary';
+import { NumberAllocator } from './storage/numbers';
+import { LockAwareApiKeys, MaintenanceLock } from './storage/lock-store';
+import { KnexIdempotencyStore } from './engines/idempotency/store';
+import { WriteRunner } from './engines/posting/run-write';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -16,8 +21,32 @@ export interface Services {
   engine: Engine;
   dialect: Dialect;
   keys: ApiKeyRepository;
+  /** Maintenance lock: in-memory state (the gate), persisted in mntlck; owns dropping the pool. */
+  lock: MaintenanceLock;
+  /** The on-premise boundary: deadline + driver error mapping for every database trip. */
+  boundary: Boundary;
+  /** Record / reference numbers, allocated outside posting transactions. */
+  numbers: NumberAllocator;
+  /** The shared write rules (idempotency, dry run, deadline, numbers) around every posting engine. */
+  writes: WriteRunner;
 }
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
-  return { config, logger, knex, engine, dialect: dialectFor(engine), keys: new ApiKeyRepository(knex) };
+  const dialect = dialectFor(engine);
+  const lock = new MaintenanceLock(knex, engine, logger);
+  const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
+  const numbers = new NumberAllocator(knex, engine);
+  const writes = new WriteRunner({
+    boundary,
+    dialect,
+    numbers,
+    // The lease outlives the deadline: an in-flight record past it belongs to a dead owner.
+    store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1 }),
+    logger,
+    hooks: {},
+    inFlightRetryAfterSeconds: 1,
+    isLocked: () => lock.isLocked(),
+    purgeEveryMs: 10 * 60_000,
+  });
+  return { config, logger, knex, engine, dialect, keys: new LockAwareApiKeys(knex, lock), lock, boundary, numbers, writes };
 }

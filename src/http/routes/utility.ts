@@ -1,15 +1,28 @@
 import { Router } from 'express';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
+import { requireAdmin } from '../middleware/auth';
+import { ApiProblem } from '../errors/problem';
+import { toDatabaseProblem } from '../../storage/boundary';
 
 type PingResult = components['schemas']['PingResult'];
+type LockResult = components['schemas']['LockResult'];
+type UnlockResult = components['schemas']['UnlockResult'];
 
 export function utilityRoutes(services: Services): Router {
   const router = Router();
+
+  // While locked, ping answers 200 with the lock and does not touch the database (its pool is gone).
   router.post('/utility/ping', async (_req, res, next) => {
     try {
+      const holder = services.lock.current;
+      if (holder) {
+        const body: PingResult = { status: 'locked', lockUser: holder.userName, engine: services.engine, serverTime: new Date().toISOString() };
+        res.json(body);
+        return;
+      }
       const started = process.hrtime.bigint();
-      await services.knex.raw('select 1 as ok');
+      await services.boundary.read((db) => db.raw('select 1 as ok'), { what: 'ping' });
       const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
       const body: PingResult = {
         status: 'ok',
@@ -22,5 +35,40 @@ export function utilityRoutes(services: Services): Router {
       next(err);
     }
   });
+
+  router.post('/utility/lock', requireAdmin, async (req, res, next) => {
+    try {
+      const apiKey = res.locals.apiKey;
+      if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
+      const userName = String((req.body as { userName: string }).userName);
+      const { holder } = await services.lock.lock(apiKey.id, userName);
+      const stats = services.lock.poolStats();
+      const body: LockResult = {
+        status: 'locked',
+        lockUser: holder.userName,
+        response: { lockedAt: holder.lockedAt, connectionsDropped: !stats.exists },
+      };
+      res.json(body);
+    } catch (err) {
+      next(toDatabaseProblem(err, services.engine) ?? err);
+    }
+  });
+
+  router.post('/utility/un-lock', requireAdmin, async (req, res, next) => {
+    try {
+      const apiKey = res.locals.apiKey;
+      if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
+      const { userName, override } = req.body as { userName: string; override?: boolean };
+      const { previous } = await services.lock.unlock(apiKey.id, String(userName), override === true);
+      const body: UnlockResult = {
+        status: 'unlocked',
+        response: { unlockedAt: new Date().toISOString(), ...(previous ? { previousHolder: previous.userName } : {}) },
+      };
+      res.json(body);
+    } catch (err) {
+      next(toDatabaseProblem(err, services.engine) ?? err);
+    }
+  });
+
   return router;
 }

@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Engine } from '../../storage/database';
+import { fromDbTime, toDbTime } from '../../storage/db-time';
+
+/**
+ * Idempotency records (table `idmkey`, one row per API key + Idempotency-Key).
+ *
+ * States: `in_flight` (a request owns the key; its lease is `locked_until`), `completed` (the
+ * response that was sent is stored and replayed), `unknown` (the write missed its deadline and
+ * answered 504; replayed as 504 until the late posting records its real outcome).
+ *
+ * The row's `id` is the *attempt token*: the owner of the key is whoever holds the current id.
+ * A takeover (the owner died: its lease expired) gives the row a new id, so the old owner's
+ * final compare-and-set (`WHERE id = token`) no longer matches and its posting rolls back.
+ */
+
+export interface StoredResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export type ClaimResult =
+  | { kind: 'claimed'; token: string; takeover: boolean }
+  | { kind: 'completed'; response: StoredResponse }
+  | { kind: 'unknown'; response: StoredResponse | null }
+  | { kind: 'in_flight'; retryAfterSeconds: number }
+  | { kind: 'reused' };
+
+export interface ClaimRequest {
+  /** API key id: keys are scoped to it. */
+  scope: string;
+  key: string;
+  fingerprint: string;
+}
+
+export interface IdempotencyStore {
+  /** Phase 1: its own short transaction; the unique (api key, idempotency key) decides races. */
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /** Phase 2: inside the posting transaction; false when the token no longer owns the key. */
+  complete(trx: Knex.Transaction, token: string, response: StoredResponse): Promise<boolean>;
+  /** Records a response outside any posting transaction (the posting transaction itself broke). */
+  completeAlone(token: string, response: StoredResponse): Promise<boolean>;
+  /** After a 504: the record answers as unknown until the late outcome replaces it. */
+  markUnknown(token: string, response: StoredResponse): Promise<void>;
+  /** Forget an in-flight claim that will never post (unexpected failure, claim that came back late). */
+  release(token: string): Promise<void>;
+  /** Deletes expired records; returns how many. */
+  purgeExpired(): Promise<number>;
+}
+
+export interface KnexIdempotencyStoreOptions {
+  knex: Knex;
+  engine: Engine;
+  ttlHours: number;
+  /** In-flight lease; a record in flight past it belongs to a dead owner and may be taken over. */
+  leaseMs: number;
+  /** Retry-After (seconds) of IDEMPOTENCY_KEY_IN_FLIGHT. */
+  inFlightRetryAfterSeconds: number;
+}
+
+const TABLE = 'idmkey';
+
+function parseResponse(row: any): StoredResponse | null {
+  if (row.status_code === null || row.status_code === undefined || row.response_body === null || row.response_body === undefined) return null;
+  let headers: Record<string, string> = {};
+  try {
+    headers = row.response_headers ? JSON.parse(String(row.response_headers)) : {};
+  } catch {
+    headers = {};
+  }
+  return { status: Number(row.status_code), headers, body: String(row.response_body) };
+}
+
+export class KnexIdempotencyStore implements IdempotencyStore {
+  constructor(private readonly options: KnexIdempotencyStoreOptions) {}
+
+  private now(at: Date = new Date()): Date | string {
+    return toDbTime(this.options.engine, at);
+  }
+
+  private get knex(): Knex {
+    return this.options.knex;
+  }
+
+  /** INSERT the in-flight row; false when a row with that (api key, key) exists already. */
+  private async tryInsert(request: ClaimRequest, token: string): Promise<boolean> {
+    const now = new Date();
+    const row = {
+      id: token,
+      api_key_id: request.scope,
+      idem_key: request.key,
+      fingerprint: request.fingerprint,
+      state: 'in_flight',
+      created_at: this.now(now),
+      updated_at: this.now(now),
+      expires_at: this.now(new Date(now.getTime() + this.options.ttlHours * 3_600_000)),
+      locked_until: this.now(new Date(now.getTime() + this.options.leaseMs)),
+    };
+    if (this.options.engine === 'mssql') {
+      try {
+        await this.knex(TABLE).insert(row);
+        return true;
+      } catch (err) {
+        const number = (err as any)?.number;
+        if (number === 2627 || number === 2601) return false;
+        throw err;
+      }
+    }
+    const inserted = await this.knex(TABLE).insert(row).onConflict(['api_key_id', 'idem_key']).ignore().returning('id');
+    return Array.isArray(inserted) && inserted.length > 0;
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimResult> {
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const token = randomUUID();
+      if (await this.tryInsert(request, token)) return { kind: 'claimed', token, takeover: false };
+      const row = await this.knex(TABLE).where({ api_key_id: request.scope, idem_key: request.key }).first();
+      if (!row) continue; // purged or released meanwhile: insert again
+      const now = Date.now();
+      const expiresAt = fromDbTime(row.expires_at)?.getTime() ?? 0;
+      if (expiresAt <= now) {
+        // An expired record is as good as absent (the purge just has not run yet).
+        await this.knex(TABLE).where({ id: row.id }).del();
+        continue;
+      }
+      if (row.fingerprint !== request.fingerprint) return { kind: 'reused' };
+      if (row.state === 'completed') {
+        const response = parseResponse(row);
+        if (response) return { kind: 'completed', response };
+      }
+      const leaseUntil = fromDbTime(row.locked_until)?.getTime() ?? 0;
+      if (leaseUntil > now) {
+        if (row.state === 'unknown') return { kind: 'unknown', response: parseResponse(row) };
+        return { kind: 'in_flight', retryAfterSeconds: this.options.inFlightRetryAfterSeconds };
+      }
+      // The owner is dead (lease expired while in flight or unknown): its posting transaction
+      // never committed (it would have completed the record in the same transaction). Take over.
+      const taken = await this.knex(TABLE)
+        .where({ id: row.id })
+        .whereIn('state', ['in_flight', 'unknown'])
+        .update({
+          id: token,
+          state: 'in_flight',
+          status_code: null,
+          response_headers: null,
+          response_body: null,
+          updated_at: this.now(),
+          locked_until: this.now(new Date(Date.now() + this.options.leaseMs)),
+        });
+      if (Number(taken) === 1) return { kind: 'claimed', token, takeover: true };
+      // Someone else completed or took it over between our read and our update: look again.
+    }
+    throw new Error('idempotency claim did not settle after 5 attempts');
+  }
+
+  private completion(response: StoredResponse) {
+    return {
+      state: 'completed',
+      status_code: response.status,
+      response_headers: JSON.stringify(response.headers),
+      response_body: response.body,
+      updated_at: this.now(),
+      locked_until: null,
+    };
+  }
+
+  async complete(trx: Knex.Transaction, token: string, response: StoredResponse): Promise<boolean> {
+    const n = await trx(TABLE).where({ id: token }).whereIn('state', ['in_flight', 'unknown']).update(this.completion(response));
+    return Number(n) === 1;
+  }
+
+  async completeAlone(token: string, response: StoredResponse): Promise<boolean> {
+    const n = await this.knex(TABLE).where({ id: token }).whereIn('state', ['in_flight', 'unknown']).update(this.completion(response));
+    return Number(n) === 1;
+  }
+
+  async markUnknown(token: string, response: StoredResponse): Promise<void> {
+    await this.knex(TABLE)
+      .where({ id: token, state: 'in_flight' })
+      .update({
+        state: 'unknown',
+        status_code: response.status,
+        response_headers: JSON.stringify(response.headers),
+        response_body: response.body,
+        updated_at: this.now(),
+      });
+  }
+
+  async release(token: string): Promise<void> {
+    await this.knex(TABLE).where({ id: token }).whereIn('state', ['in_flight', 'unknown']).del();
+  }
+
+  async purgeExpired(): Promise<number> {
+    const n = await this.knex(TABLE).where('expires_at', '<', this.now()).del();
+    return Number(n);
+  }
+}

@@ -1,0 +1,34 @@
+import type { Knex } from 'knex';
+import type { Engine } from '../../storage/database';
+import type { Dialect } from '../../storage/dialect';
+import type { NumberAllocator } from '../../storage/numbers';
+
+/** Test and operations hooks into the posting engine (all optional). */
+export interface PostingHooks {
+  /** Runs after an Idempotency-Key was claimed, before numbers and the posting transaction (no connection held). */
+  afterClaim?: (info: { route: string; key: string }) => Promise<void> | void;
+  /**
+   * Runs inside the posting transaction after the cascade and before the idempotency record is
+   * completed and the transaction commits. Tests use it to make the database slow (deadline), to
+   * refuse (throw a driver error) or to kill the process mid-write.
+   */
+  beforeCommit?: (info: { route: string; dryRun: boolean; trx: Knex.Transaction }) => Promise<void> | void;
+}
+
+/** What a posting engine gets: the open transaction and the pieces it needs to write. */
+export interface PostingContext {
+  trx: Knex.Transaction;
+  engine: Engine;
+  dialect: Dialect;
+  numbers: NumberAllocator;
+  /** usrnme / insusr of what is written (30 characters). */
+  user: string;
+  /** Server date (UTC), YYYY-MM-DD: the default entered date. */
+  today: string;
+  /** Timestamp for upddte columns, in the engine's form. */
+  now: Date | string;
+  dryRun: boolean;
+}
+
+/** Money columns are DECIMAL(14,2); quantities (14,4); unit prices (12,4); cost codes (15,3); hours (10,2). */
+export const SCALE = { money: 2, quantity: 4, price: 4, costCode: 3, hours: 2 } as const;

@@ -1,0 +1,56 @@
+import { ApiProblem, type FieldError } from '../../http/errors/problem';
+import { Dec, decFromJson } from '../../storage/decimal';
+
+/**
+ * Checks of a write body that need no database, run before dispatch (their 400 does not
+ * consume an Idempotency-Key). The contract validator has already checked types, required
+ * fields, ranges and unknown fields; what JSON Schema cannot say exactly is checked here:
+ * decimal places of exact amounts, and uniqueness of line numbers.
+ */
+export class InputErrors {
+  readonly errors: FieldError[] = [];
+
+  add(field: string, code: string, message: string): void {
+    this.errors.push({ field, code, message });
+  }
+
+  throwIfAny(): void {
+    if (this.errors.length === 0) return;
+    const detail = this.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+    throw new ApiProblem('VALIDATION_FAILED', detail, { errors: this.errors });
+  }
+}
+
+/** An exact decimal with at most `places` decimal places, or undefined (error recorded). */
+export function exactDecimal(raw: unknown, field: string, places: number, errors: InputErrors): Dec | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  let value: Dec;
+  try {
+    value = decFromJson(raw as number | string);
+  } catch {
+    errors.add(field, 'type', 'must be a number');
+    return undefined;
+  }
+  if (!value.isFinite()) {
+    errors.add(field, 'type', 'must be a finite number');
+    return undefined;
+  }
+  if (value.decimalPlaces() > places) {
+    errors.add(field, 'scale', `must have at most ${places} decimal places (got ${value.toFixed()})`);
+    return undefined;
+  }
+  return value;
+}
+
+export function uniqueLineNumbers(lines: ReadonlyArray<{ lineNumber: number }>, errors: InputErrors, path = 'lines'): void {
+  const seen = new Map<number, number>();
+  lines.forEach((line, i) => {
+    const first = seen.get(line.lineNumber);
+    if (first !== undefined) errors.add(`${path}[${i}].lineNumber`, 'unique', `lineNumber ${line.lineNumber} repeats ${path}[${first}]`);
+    else seen.set(line.lineNumber, i);
+  });
+}
+
+export function zero(): Dec {
+  return new Dec(0);
+}

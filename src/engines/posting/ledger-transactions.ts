@@ -1,0 +1,252 @@
+import type { Knex } from 'knex';
+import { ApiProblem, type FieldError } from '../../http/errors/problem';
+import { Dec, decToJson } from '../../storage/decimal';
+import { toIsoDate } from '../../storage/db-time';
+import { lockNameForTransaction } from '../../storage/named-locks';
+import type { NumberAllocator } from '../../storage/numbers';
+import { SCALE, type PostingContext } from './context';
+import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from './input';
+import { journalTotals, writeJournal, type PostedLedgerTransaction } from './journal';
+import { loadLedgerSetup, resolvePostingPeriod } from './period';
+import { ReferenceCheck, isTrue, loadReferenced } from './references';
+import type { PostOutcome, WriteDefinition } from './run-write';
+
+/**
+ * POST /ledger-transactions: posts a journal (spec, Journal input).
+ *
+ * Order of the checks, all inside the engine (their 4xx are stored under an Idempotency-Key)
+ * except the first:
+ *   400  (before dispatch) more than 2 decimals, repeated line numbers
+ *   422  JOURNAL_LINE_INVALID  a line with both a debit and a credit, or neither
+ *   422  JOURNAL_UNBALANCED    debits != credits
+ *   200 / 409                  transactionNumber already posted: identical -> the existing posting
+ *                              (Idempotency-Status replayed, nothing written); different -> 409
+ *   404  REFERENCE_NOT_FOUND   source or ledger account missing; 422 when inactive
+ *   422  PERIOD_INVALID / PERIOD_CLOSED
+ */
+
+export interface JournalLineInput {
+  index: number;
+  lineNumber: number;
+  ledgerAccount: number;
+  description: string;
+  debit: Dec;
+  credit: Dec;
+}
+
+export interface JournalInput {
+  transactionNumber: string;
+  transactionDate: string;
+  enteredDate: string | null;
+  description: string;
+  sourceNumber: number;
+  period?: number;
+  year?: number;
+  lines: JournalLineInput[];
+}
+
+export interface JournalWriteResult {
+  document: PostedLedgerTransaction;
+  ledgerTransaction: PostedLedgerTransaction;
+  jobCosts: never[];
+  inventory: never[];
+  period: number;
+  year: number;
+}
+
+interface Numbers {
+  ledgerRecord: number;
+}
+
+export function prepareJournal(body: unknown): JournalInput {
+  const b = (body ?? {}) as Record<string, any>;
+  const errors = new InputErrors();
+  const rawLines: any[] = Array.isArray(b.lines) ? b.lines : [];
+  const lines: JournalLineInput[] = rawLines.map((line, i) => ({
+    index: i,
+    lineNumber: Number(line.lineNumber),
+    ledgerAccount: Number(line.ledgerAccount),
+    description: typeof line.description === 'string' ? line.description : '',
+    debit: exactDecimal(line.debitAmount, `lines[${i}].debitAmount`, SCALE.money, errors) ?? zero(),
+    credit: exactDecimal(line.creditAmount, `lines[${i}].creditAmount`, SCALE.money, errors) ?? zero(),
+  }));
+  uniqueLineNumbers(lines, errors);
+  errors.throwIfAny();
+  return {
+    transactionNumber: String(b.transactionNumber),
+    transactionDate: String(b.transactionDate),
+    enteredDate: typeof b.enteredDate === 'string' ? b.enteredDate : null,
+    description: typeof b.description === 'string' ? b.description : '',
+    sourceNumber: Number(b.sourceNumber),
+    ...(b.period !== undefined ? { period: b.period } : {}),
+    ...(b.year !== undefined ? { year: b.year } : {}),
+    lines,
+  };
+}
+
+/** 422s decided from the body alone, inside the engine. */
+export function checkJournalLines(input: JournalInput): void {
+  const invalid: FieldError[] = [];
+  for (const line of input.lines) {
+    const hasDebit = !line.debit.isZero();
+    const hasCredit = !line.credit.isZero();
+    if (hasDebit && hasCredit) {
+      invalid.push({ field: `lines[${line.index}].creditAmount`, code: 'debit_and_credit', message: 'a line carries a debit or a credit, not both' });
+    } else if (!hasDebit && !hasCredit) {
+      invalid.push({ field: `lines[${line.index}].debitAmount`, code: 'no_amount', message: 'a line carries a debit or a credit; this one has neither' });
+      invalid.push({ field: `lines[${line.index}].creditAmount`, code: 'no_amount', message: 'a line carries a debit or a credit; this one has neither' });
+    }
+  }
+  if (invalid.length > 0) {
+    const which = [...new Set(invalid.map((e) => e.field.replace(/\]\..*$/, ']')))].join(', ');
+    throw new ApiProblem('JOURNAL_LINE_INVALID', `Each line carries either a debit or a credit: ${which} do not.`, { errors: invalid });
+  }
+  const totals = journalTotals(input.lines);
+  if (!totals.debit.equals(totals.credit)) {
+    throw new ApiProblem(
+      'JOURNAL_UNBALANCED',
+      `The journal does not balance: debits ${totals.debit.toFixed(2)}, credits ${totals.credit.toFixed(2)} (difference ${totals.debit.minus(totals.credit).toFixed(2)}).`,
+      {
+        errors: [{ field: 'lines', code: 'unbalanced' }],
+        extensions: { debitTotal: decToJson(totals.debit), creditTotal: decToJson(totals.credit) },
+      },
+    );
+  }
+}
+
+/** Reads a posted ledger transaction in the published shape. */
+export async function readLedgerTransaction(trx: Knex | Knex.Transaction, dialect: PostingContext['dialect'], header: Record<string, any>): Promise<PostedLedgerTransaction> {
+  const lines = await trx('lgtnln').where({ _idref: header._idnum }).orderBy('linnum');
+  const money = (raw: unknown) => decToJson(dialect.decodeDecimal(raw, SCALE.money) ?? new Dec(0));
+  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
+  return {
+    id: String(header._idnum),
+    recordNumber: Number(header.recnum),
+    transactionNumber: String(header.trnnum),
+    transactionDate: toIsoDate(header.trndte) ?? '',
+    enteredDate: toIsoDate(header.entdte),
+    enteredBy: header.usrnme ?? null,
+    description: String(header.dscrpt ?? ''),
+    sourceNumber: Number(header.srcnum),
+    status: Number(header.status),
+    period: Number(header.actprd),
+    year: Number(header.postyr),
+    debitTotal: money(header.dbttot),
+    creditTotal: money(header.crdtot),
+    reversalOf: int(header.revrec),
+    lines: lines.map((l: any) => ({
+      id: String(l._idnum),
+      lineNumber: Number(l.linnum),
+      ledgerAccount: Number(l.lgract),
+      description: String(l.dscrpt ?? ''),
+      debitAmount: money(l.dbtamt),
+      creditAmount: money(l.crdamt),
+      jobNumber: int(l.jobnum),
+      equipmentNumber: int(l.eqpnum),
+      departmentNumber: int(l.dptmnt),
+    })),
+  };
+}
+
+/** What differs between a posted journal and the request (empty when identical). */
+function differences(existing: PostedLedgerTransaction, input: JournalInput): string[] {
+  const out: string[] = [];
+  if (existing.sourceNumber !== input.sourceNumber) out.push('sourceNumber');
+  if (existing.transactionDate !== input.transactionDate) out.push('transactionDate');
+  if (input.period !== undefined && input.year !== undefined && (existing.period !== input.period || existing.year !== input.year)) out.push('period');
+  const mine = [...input.lines].sort((a, b) => a.lineNumber - b.lineNumber);
+  if (mine.length !== existing.lines.length) {
+    out.push('lines');
+    return out;
+  }
+  mine.forEach((line, i) => {
+    const other = existing.lines[i]!;
+    if (
+      other.lineNumber !== line.lineNumber ||
+      other.ledgerAccount !== line.ledgerAccount ||
+      !new Dec(other.debitAmount).equals(line.debit) ||
+      !new Dec(other.creditAmount).equals(line.credit)
+    ) {
+      out.push(`lines[${line.index}]`);
+    }
+  });
+  return out;
+}
+
+function result(posted: PostedLedgerTransaction): JournalWriteResult {
+  return { document: posted, ledgerTransaction: posted, jobCosts: [], inventory: [], period: posted.period, year: posted.year };
+}
+
+export const ledgerTransactionsWrite: WriteDefinition<JournalInput, Numbers, JournalWriteResult> = {
+  route: '/ledger-transactions',
+  what: 'posting a journal',
+  prepare: prepareJournal,
+
+  async allocate(_input, numbers: NumberAllocator): Promise<Numbers> {
+    const range = await numbers.allocate('lgrtrn', 1);
+    return { ledgerRecord: range.first };
+  },
+
+  async post(ctx, input, numbers): Promise<PostOutcome<JournalWriteResult>> {
+    checkJournalLines(input);
+    const { trx } = ctx;
+
+    // A transaction number is posted once: serialise postings of the same number, then look.
+    await lockNameForTransaction(trx, ctx.engine, `lgrtrn.trnnum:${input.transactionNumber}`);
+    const already = await trx('lgrtrn').where({ trnnum: input.transactionNumber }).whereNot({ status: 2 }).orderBy('recnum').first();
+    if (already) {
+      const existing = await readLedgerTransaction(trx, ctx.dialect, already);
+      const diff = differences(existing, input);
+      if (diff.length === 0) return { result: result(existing), duplicate: true };
+      throw new ApiProblem(
+        'TRANSACTION_NUMBER_CONFLICT',
+        `Transaction number ${input.transactionNumber} was already posted (ledger transaction ${existing.recordNumber}, period ${existing.period} of ${existing.year}) with different content: ${diff.join(', ')}.`,
+        {
+          errors: [{ field: 'transactionNumber', code: 'already_posted' }, ...diff.map((field) => ({ field, code: 'differs' }))],
+          extensions: { existingRecordNumber: existing.recordNumber },
+        },
+      );
+    }
+
+    const check = new ReferenceCheck();
+    const sources = await loadReferenced(trx, 'source', 'recnum', [{ field: 'sourceNumber', value: input.sourceNumber }], ['inactv']);
+    const source = sources.get(String(input.sourceNumber));
+    if (!source) check.notFound('sourceNumber', `transaction source ${input.sourceNumber}`);
+    else if (isTrue(source.inactv)) check.notPostable('sourceNumber', `transaction source ${input.sourceNumber} is inactive`, 'inactive');
+    const accountRefs = input.lines.map((l) => ({ field: `lines[${l.index}].ledgerAccount`, value: l.ledgerAccount }));
+    const accounts = await loadReferenced(trx, 'lgract', 'recnum', accountRefs, ['inactv']);
+    for (const ref of accountRefs) {
+      const account = accounts.get(String(ref.value));
+      if (!account) check.notFound(ref.field, `ledger account ${ref.value}`);
+      else if (isTrue(account.inactv)) check.notPostable(ref.field, `ledger account ${ref.value} is inactive`, 'inactive');
+    }
+    check.throwIfAny();
+
+    const setup = await loadLedgerSetup(trx);
+    const { period, year } = await resolvePostingPeriod(trx, setup, {
+      date: input.transactionDate,
+      dateField: 'transactionDate',
+      period: input.period ?? null,
+      year: input.year ?? null,
+    });
+
+    const posted = await writeJournal(ctx, {
+      recordNumber: numbers.ledgerRecord,
+      transactionNumber: input.transactionNumber,
+      transactionDate: input.transactionDate,
+      enteredDate: input.enteredDate ?? ctx.today,
+      description: input.description,
+      sourceNumber: input.sourceNumber,
+      period,
+      year,
+      lines: input.lines.map((l) => ({
+        lineNumber: l.lineNumber,
+        ledgerAccount: l.ledgerAccount,
+        description: l.description,
+        debit: l.debit,
+        credit: l.credit,
+      })),
+    });
+    return { result: result(posted) };
+  },
+};

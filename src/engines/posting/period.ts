@@ -1,0 +1,160 @@
+import type { Knex } from 'knex';
+import { ApiProblem } from '../../http/errors/problem';
+import { toIsoDate } from '../../storage/db-time';
+
+/**
+ * Posting period resolution (spec, Writes rule 8), shared by every write.
+ *
+ *   explicit period + year   honoured when valid: both present, period 0 to 12, a period of the
+ *                            ledger setup (a row of fiscal-periods when the company keeps them);
+ *                            otherwise 422 PERIOD_INVALID.
+ *   derived                  from the endpoint's date field under the ledger-setup policy:
+ *                            policy 1 posts to the current (open) period whatever the date;
+ *                            policy 2 derives it from the date (the fiscal-periods row whose dates
+ *                            hold it, else the fiscal calendar of fiscalYearEndMonth).
+ *   later than the open period (current year + period of the ledger setup) -> 422 PERIOD_CLOSED
+ *   naming both; an earlier period is accepted and the entry lands there, unless an
+ *   administrator locked that period (fiscal-periods status 3) -> 422 PERIOD_CLOSED too.
+ */
+
+export interface LedgerSetup {
+  fiscalYearEndMonth: number;
+  currentYear: number;
+  currentPeriod: number;
+  /** 1 post to the current period, 2 derive from the document date. */
+  periodPolicy: number;
+  apControlAccount: number | null;
+  retainagePayableAccount: number | null;
+  wipAccount: number | null;
+  directExpenseAccount: number | null;
+  equipmentExpenseAccount: number | null;
+}
+
+export interface PostingPeriod {
+  period: number;
+  year: number;
+}
+
+export interface PeriodRequest {
+  /** The document date that drives the period (YYYY-MM-DD). */
+  date: string;
+  /** Its JSON field name, for error messages (transactionDate, invoiceDate, ...). */
+  dateField: string;
+  period?: number | null;
+  year?: number | null;
+}
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export async function loadLedgerSetup(db: Knex | Knex.Transaction): Promise<LedgerSetup> {
+  const row = await db('lgrstp').orderBy('recnum').first();
+  if (!row) {
+    throw new ApiProblem('BUSINESS_RULE_VIOLATED', 'The ledger setup of the company is missing; nothing can be posted until it exists.');
+  }
+  return {
+    fiscalYearEndMonth: Number(row.fscend ?? 12),
+    currentYear: Number(row.curyer),
+    currentPeriod: Number(row.curprd ?? 1),
+    periodPolicy: Number(row.prdplc ?? 1),
+    apControlAccount: num(row.apcact),
+    retainagePayableAccount: num(row.rtpact),
+    wipAccount: num(row.wipact),
+    directExpenseAccount: num(row.dexact),
+    equipmentExpenseAccount: num(row.eqpact),
+  };
+}
+
+/** Fiscal year and period (1 to 12) of a date; the fiscal year is named after the calendar year it ends in. */
+export function fiscalPeriodOfDate(date: string, fiscalYearEndMonth: number): PostingPeriod {
+  const [y, m] = date.split('-').map(Number) as [number, number];
+  const end = Math.min(Math.max(Math.trunc(fiscalYearEndMonth) || 12, 1), 12);
+  const period = ((((m - end - 1) % 12) + 12) % 12) + 1;
+  const year = m > end ? y + 1 : y;
+  return { period, year };
+}
+
+/** Orders (year, period) pairs: negative when a is earlier. */
+export function comparePeriods(a: PostingPeriod, b: PostingPeriod): number {
+  return a.year !== b.year ? a.year - b.year : a.period - b.period;
+}
+
+const describe = (p: PostingPeriod) => `period ${p.period} of ${p.year}`;
+
+function periodInvalid(detail: string, fields: string[]): ApiProblem {
+  return new ApiProblem('PERIOD_INVALID', detail, { errors: fields.map((field) => ({ field, code: 'period_invalid' })) });
+}
+
+export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: LedgerSetup, request: PeriodRequest): Promise<PostingPeriod> {
+  const open: PostingPeriod = { period: setup.currentPeriod, year: setup.currentYear };
+  const hasPeriod = request.period !== undefined && request.period !== null;
+  const hasYear = request.year !== undefined && request.year !== null;
+  let resolved: PostingPeriod;
+  let explicit = false;
+  if (hasPeriod || hasYear) {
+    if (!hasPeriod || !hasYear) {
+      const missing = hasPeriod ? 'year' : 'period';
+      throw periodInvalid(`period and year are an optional pair: ${missing} is missing.`, [missing]);
+    }
+    const period = request.period as number;
+    const year = request.year as number;
+    if (!Number.isInteger(period) || period < 0 || period > 12) {
+      throw periodInvalid(`period ${period} is not a posting period: periods run from 0 (prior-year adjustments) to 12.`, ['period']);
+    }
+    if (!Number.isInteger(year) || year < 1900 || year > 9999) throw periodInvalid(`year ${year} is not a fiscal year of the ledger.`, ['year']);
+    resolved = { period, year };
+    explicit = true;
+  } else if (setup.periodPolicy === 2) {
+    resolved = await periodOfDate(db, setup, request.date);
+  } else {
+    resolved = open;
+  }
+
+  if (comparePeriods(resolved, open) > 0) {
+    const source = explicit ? 'the explicit period and year' : `${request.dateField} ${request.date}`;
+    throw new ApiProblem(
+      'PERIOD_CLOSED',
+      `The posting period resolved from ${source} is ${describe(resolved)}, later than the open period, ${describe(open)}.`,
+      {
+        errors: explicit ? [{ field: 'period', code: 'period_closed' }, { field: 'year', code: 'period_closed' }] : [{ field: request.dateField, code: 'period_closed' }],
+        extensions: { resolvedPeriod: resolved.period, resolvedYear: resolved.year, openPeriod: open.period, openYear: open.year },
+      },
+    );
+  }
+
+  // Earlier (or equal) periods are accepted, if they are periods of the ledger and not locked.
+  const rows = await db('fscprd').where({ postyr: resolved.year }).select('actprd', 'status');
+  if (rows.length > 0 || explicit) {
+    const known = await companyKeepsFiscalPeriods(db, rows.length);
+    if (known) {
+      const row = rows.find((r: any) => Number(r.actprd) === resolved.period);
+      if (!row && !(resolved.period === 0 && rows.length > 0)) {
+        if (explicit) throw periodInvalid(`${describe(resolved)} is not a period of the ledger setup (no such fiscal period).`, ['period', 'year']);
+      } else if (row && Number(row.status) === 3) {
+        throw new ApiProblem('PERIOD_CLOSED', `${describe(resolved)} is locked by an administrator; it accepts no postings.`, {
+          errors: explicit ? [{ field: 'period', code: 'period_locked' }] : [{ field: request.dateField, code: 'period_locked' }],
+          extensions: { resolvedPeriod: resolved.period, resolvedYear: resolved.year, openPeriod: open.period, openYear: open.year },
+        });
+      }
+    }
+  }
+  return resolved;
+}
+
+/** Whether the company keeps a fiscal-periods table at all (if not, every year up to the open one is valid). */
+async function companyKeepsFiscalPeriods(db: Knex | Knex.Transaction, rowsForYear: number): Promise<boolean> {
+  if (rowsForYear > 0) return true;
+  const any = await db('fscprd').first('recnum');
+  return Boolean(any);
+}
+
+async function periodOfDate(db: Knex | Knex.Transaction, setup: LedgerSetup, date: string): Promise<PostingPeriod> {
+  const row = await db('fscprd')
+    .where('sttdte', '<=', date)
+    .andWhere('enddte', '>=', date)
+    .andWhere('actprd', '>=', 1)
+    .orderBy('postyr')
+    .orderBy('actprd')
+    .first('postyr', 'actprd', 'sttdte');
+  if (row && toIsoDate(row.sttdte)) return { period: Number(row.actprd), year: Number(row.postyr) };
+  return fiscalPeriodOfDate(date, setup.fiscalYearEndMonth);
+}

@@ -1,0 +1,71 @@
+import { Router, type Request, type Response } from 'express';
+import type { Services } from '../../services';
+import { ApiProblem } from '../errors/problem';
+import type { WriteDefinition, WriteResponse } from '../../engines/posting/run-write';
+import { ledgerTransactionsWrite } from '../../engines/posting/ledger-transactions';
+import { apInvoicesWrite } from '../../engines/posting/ap-invoices';
+
+/**
+ * The write endpoints. Each is a WriteDefinition run by the one WriteRunner (services.writes),
+ * which applies the rules every write shares; this file only adapts HTTP to it.
+ */
+
+/**
+ * `?dryRun=true`. Express 5 computes `req.query` afresh on every access, so the validator's type
+ * coercion does not stick: read the raw value here. The contract validator has already refused
+ * anything that is not a boolean.
+ */
+export function isDryRun(req: Request): boolean {
+  const raw = (req.query as Record<string, unknown>).dryRun;
+  const value = Array.isArray(raw) ? raw[raw.length - 1] : raw;
+  return value === true || (typeof value === 'string' && value.trim().toLowerCase() === 'true');
+}
+
+function idempotencyKey(req: Request): string | undefined {
+  const raw = req.headers['idempotency-key'];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  return value === undefined ? undefined : value;
+}
+
+export function sendWriteResponse(res: Response, out: WriteResponse): void {
+  res.setHeader('Idempotency-Status', out.idempotencyStatus);
+  for (const [name, value] of Object.entries(out.headers)) res.setHeader(name, value);
+  res.status(out.status);
+  if (out.status < 400) {
+    res.json(out.body);
+    return;
+  }
+  const code = out.headers['X-Error-Code'];
+  if (code) res.locals.errorCode = code;
+  res.type('application/problem+json');
+  res.send(JSON.stringify(out.body));
+}
+
+export function writeHandler<I, A, R>(services: Services, def: WriteDefinition<I, A, R>) {
+  return async (req: Request, res: Response, next: (err?: unknown) => void) => {
+    try {
+      const apiKey = res.locals.apiKey;
+      if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
+      const out = await services.writes.run(def, {
+        route: def.route,
+        instance: req.originalUrl.split('?')[0] ?? req.originalUrl,
+        correlationId: String(res.locals.correlationId ?? ''),
+        apiKeyId: apiKey.id,
+        apiKeyName: apiKey.name,
+        idempotencyKey: idempotencyKey(req),
+        dryRun: isDryRun(req),
+        body: req.body,
+      });
+      sendWriteResponse(res, out);
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+export function writeRoutes(services: Services): Router {
+  const router = Router();
+  router.post('/ledger-transactions', writeHandler(services, ledgerTransactionsWrite));
+  router.post('/ap-invoices', writeHandler(services, apInvoicesWrite));
+  return router;
+}

@@ -1,0 +1,235 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { ApiProblem } from '../http/errors/problem';
+import { ApiKeyRepository, hashApiKey, type ApiKeyRecord } from './api-keys';
+import type { Engine } from './database';
+import { fromDbTime, toDbTime } from './db-time';
+
+/**
+ * The maintenance lock (spec, States and transitions).
+ *
+ * The table `mntlck` (at most one row, id 1) is the persistent copy; the state the gate reads
+ * on every request is held here in memory, so answering 423 never needs the database. While
+ * locked the service holds NO database connection: the knex pool is destroyed when the lock is
+ * taken (after the requests already inside have finished) and re-created only by un-lock.
+ * Authentication keeps working meanwhile from a snapshot of the API keys taken just before the
+ * pool was dropped.
+ *
+ * The state is loaded from the table once, before the first request is served (or explicitly
+ * with `load()` at boot); a database that was locked when the service stopped is locked again
+ * after the restart, and its pool is dropped right after reading the lock.
+ */
+export interface LockHolder {
+  userName: string;
+  apiKeyId: string | null;
+  lockedAt: string;
+}
+
+export interface PoolStats {
+  /** false while the pool is destroyed (locked). */
+  exists: boolean;
+  used: number;
+  free: number;
+  pendingAcquires: number;
+  pendingCreates: number;
+}
+
+export const LOCK_RETRY_AFTER_SECONDS = 60;
+
+function sameUser(a: string, b: string): boolean {
+  return a.trim().toLowerCase() === b.trim().toLowerCase();
+}
+
+export class MaintenanceLock {
+  private holder: LockHolder | null = null;
+  private loading: Promise<void> | null = null;
+  private loadedOnce = false;
+  private keySnapshot: Map<string, ApiKeyRecord> | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly engine: Engine,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The holder, or null when unlocked. Pure memory. */
+  get current(): LockHolder | null {
+    return this.holder;
+  }
+
+  isLocked(): boolean {
+    return this.holder !== null;
+  }
+
+  /** True once the persistent state has been read. */
+  get loaded(): boolean {
+    return this.loadedOnce;
+  }
+
+  /** Loads the persistent state once (retried on the next call if the database could not answer). */
+  ensureLoaded(): Promise<void> {
+    if (this.loadedOnce) return Promise.resolve();
+    this.loading ??= this.load().catch((err) => {
+      this.loading = null;
+      throw err;
+    });
+    return this.loading;
+  }
+
+  /** Reads `mntlck`; when a lock is recorded, takes the key snapshot and drops the pool. */
+  async load(): Promise<void> {
+    await this.serialized(async () => {
+      if (this.loadedOnce) return;
+      const row = await this.knex('mntlck').where({ id: 1 }).first();
+      if (row) {
+        const holder: LockHolder = {
+          userName: String(row.user_name),
+          apiKeyId: row.api_key_id ?? null,
+          lockedAt: (fromDbTime(row.locked_at) ?? new Date()).toISOString(),
+        };
+        await this.takeSnapshot();
+        this.holder = holder;
+        await this.dropPool();
+        this.logger.warn({ lockUser: holder.userName, lockedAt: holder.lockedAt }, 'database is locked for maintenance (restored at start); connections dropped');
+      }
+      this.loadedOnce = true;
+    });
+  }
+
+  /**
+   * Locks. Same holder again (same API key and userName): answered as locked, nothing changes.
+   * Held by anyone else: 409 LOCK_HELD naming the holder.
+   */
+  async lock(apiKeyId: string, userName: string): Promise<{ holder: LockHolder; already: boolean }> {
+    await this.ensureLoaded();
+    return this.serialized(async () => {
+      if (this.holder) {
+        if (this.holder.apiKeyId === apiKeyId && sameUser(this.holder.userName, userName)) return { holder: this.holder, already: true };
+        throw this.heldBy(this.holder, 'lock');
+      }
+      const lockedAt = new Date();
+      try {
+        await this.knex('mntlck').insert({ id: 1, user_name: userName, api_key_id: apiKeyId, locked_at: toDbTime(this.engine, lockedAt) });
+      } catch (err) {
+        // Another instance locked it meanwhile: report that holder.
+        const row = await this.knex('mntlck').where({ id: 1 }).first().catch(() => undefined);
+        if (row) throw this.heldBy({ userName: String(row.user_name), apiKeyId: row.api_key_id ?? null, lockedAt: '' }, 'lock');
+        throw err;
+      }
+      await this.takeSnapshot();
+      // From here the gate answers 423; requests already inside finish before the pool goes.
+      this.holder = { userName, apiKeyId, lockedAt: lockedAt.toISOString() };
+      await this.dropPool();
+      this.logger.warn({ lockUser: userName, apiKeyId }, 'database locked for maintenance; every connection dropped');
+      return { holder: this.holder, already: false };
+    });
+  }
+
+  /**
+   * Unlocks. The holder (same API key and userName) unlocks; anyone else gets 409 LOCK_HELD
+   * unless `override`. Unlocking an unlocked database answers unlocked (nothing to do).
+   */
+  async unlock(apiKeyId: string, userName: string, override: boolean): Promise<{ previous: LockHolder | null }> {
+    await this.ensureLoaded();
+    return this.serialized(async () => {
+      const previous = this.holder;
+      if (!previous) return { previous: null };
+      const isHolder = previous.apiKeyId === apiKeyId && sameUser(previous.userName, userName);
+      if (!isHolder && !override) throw this.heldBy(previous, 'un-lock');
+      this.knex.initialize();
+      try {
+        await this.knex('mntlck').where({ id: 1 }).del();
+      } catch (err) {
+        await this.dropPool();
+        throw err;
+      }
+      this.holder = null;
+      this.keySnapshot = null;
+      this.logger.warn({ previousHolder: previous.userName, by: userName, override: !isHolder }, 'maintenance lock released; connections allowed again');
+      return { previous };
+    });
+  }
+
+  /** API key lookup while locked (no database). */
+  findKeyWhileLocked(key: string): ApiKeyRecord | undefined {
+    return this.keySnapshot?.get(hashApiKey(key));
+  }
+
+  poolStats(): PoolStats {
+    const pool = (this.knex.client as any).pool;
+    if (!pool) return { exists: false, used: 0, free: 0, pendingAcquires: 0, pendingCreates: 0 };
+    return {
+      exists: true,
+      used: pool.numUsed(),
+      free: pool.numFree(),
+      pendingAcquires: pool.numPendingAcquires(),
+      pendingCreates: pool.numPendingCreates(),
+    };
+  }
+
+  lockedProblem(): ApiProblem {
+    const holder = this.holder;
+    return new ApiProblem(
+      'MAINTENANCE_LOCK',
+      holder ? `The accounting database is locked for maintenance by ${holder.userName} since ${holder.lockedAt}.` : 'The accounting database is locked for maintenance.',
+      { headers: { 'Retry-After': String(LOCK_RETRY_AFTER_SECONDS) }, extensions: holder ? { lockUser: holder.userName, lockedAt: holder.lockedAt } : {} },
+    );
+  }
+
+  private heldBy(holder: LockHolder, action: 'lock' | 'un-lock'): ApiProblem {
+    return new ApiProblem(
+      'LOCK_HELD',
+      action === 'lock'
+        ? `The database is already locked for maintenance by ${holder.userName}.`
+        : `The maintenance lock is held by ${holder.userName}; only the holder may release it, or send override: true.`,
+      { extensions: { lockUser: holder.userName } },
+    );
+  }
+
+  private async takeSnapshot(): Promise<void> {
+    const rows = await this.knex('apikey').select('id', 'key_hash', 'name', 'role', 'state', 'reason', 'created_at');
+    const map = new Map<string, ApiKeyRecord>();
+    for (const row of rows) {
+      map.set(String(row.key_hash), {
+        id: row.id,
+        name: row.name,
+        role: row.role,
+        state: row.state,
+        reason: row.reason ?? null,
+        createdAt: (fromDbTime(row.created_at) ?? new Date(0)).toISOString(),
+      });
+    }
+    this.keySnapshot = map;
+  }
+
+  private async dropPool(): Promise<void> {
+    await this.knex.destroy();
+  }
+
+  private serialized<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/**
+ * The API key repository the service uses: while the database is locked it answers from the
+ * lock's snapshot instead of the (dropped) pool. Loading the lock state happens on the first
+ * lookup, so a service restarted while locked drops its pool before serving anything.
+ */
+export class LockAwareApiKeys extends ApiKeyRepository {
+  constructor(
+    knex: Knex,
+    private readonly lock: MaintenanceLock,
+  ) {
+    super(knex);
+  }
+
+  override async findByKey(key: string): Promise<ApiKeyRecord | undefined> {
+    await this.lock.ensureLoaded();
+    if (this.lock.isLocked()) return this.lock.findKeyWhileLocked(key);
+    return super.findByKey(key);
+  }
+}

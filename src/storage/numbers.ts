@@ -1,0 +1,94 @@
+import type { Knex } from 'knex';
+import type { Engine } from './database';
+import { toDbTime } from './db-time';
+
+/**
+ * Record and reference numbers (`numseq`, one counter per name; the name of a table's record
+ * number counter is the table name: `lgrtrn`, `acpinv`, `jobcst`, `lgrbal`).
+ *
+ * Documents get their numbers OUTSIDE the posting transaction, in a statement of their own
+ * that commits at once, like a SQL Server identity: a posting that rolls back (a dry run, a
+ * 422 found late, a crash) leaves a permanent gap, on every engine, and concurrent postings
+ * never wait on each other's counter row for longer than one statement.
+ *
+ * `allocateIn(trx, ...)` allocates inside a transaction instead (numbers that are not reference
+ * numbers, such as the record number of a new ledger balance row, roll back with it).
+ */
+export interface NumberRange {
+  first: number;
+  count: number;
+}
+
+export function rangeValues(range: NumberRange): number[] {
+  return Array.from({ length: range.count }, (_, i) => range.first + i);
+}
+
+export class NumberAllocator {
+  /** Counters checked against max(recnum) of their table since start. */
+  private readonly synced = new Set<string>();
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly engine: Engine,
+  ) {}
+
+  /** Allocates `count` consecutive numbers of `name` in their own committed statement. */
+  async allocate(name: string, count: number): Promise<NumberRange> {
+    if (count <= 0) return { first: 0, count: 0 };
+    if (!this.synced.has(name)) {
+      await this.knex.transaction((trx) => this.sync(trx, name));
+      this.synced.add(name);
+    }
+    return this.bump(this.knex, name, count);
+  }
+
+  /** Allocates inside `trx` (rolled back with it). */
+  async allocateIn(trx: Knex.Transaction, name: string, count: number): Promise<NumberRange> {
+    if (count <= 0) return { first: 0, count: 0 };
+    if (!this.synced.has(name)) await this.sync(trx, name);
+    return this.bump(trx, name, count);
+  }
+
+  private async bump(db: Knex | Knex.Transaction, name: string, count: number): Promise<NumberRange> {
+    const now = toDbTime(this.engine, new Date());
+    const rows: Array<{ next_value: number | string }> = await db('numseq')
+      .where({ name })
+      .update({ next_value: db.raw('next_value + ?', [count]), upddte: now }, ['next_value']);
+    const row = rows[0];
+    if (!row) {
+      // Counter created by someone else meanwhile, or not at all: create it and retry once.
+      if ((db as Knex.Transaction).isTransaction) await this.sync(db, name);
+      else await this.knex.transaction((trx) => this.sync(trx, name));
+      const again: Array<{ next_value: number | string }> = await db('numseq')
+        .where({ name })
+        .update({ next_value: db.raw('next_value + ?', [count]), upddte: now }, ['next_value']);
+      if (!again[0]) throw new Error(`numseq counter ${name} could not be created`);
+      return { first: Number(again[0].next_value) - count, count };
+    }
+    return { first: Number(row.next_value) - count, count };
+  }
+
+  /**
+   * Makes sure the counter exists and is past every record number of its table (rows inserted
+   * by the seed or by the accounting system itself do not advance it).
+   */
+  private async sync(trx: Knex | Knex.Transaction, name: string): Promise<void> {
+    let maxUsed = 0;
+    if (/^[a-z][a-z0-9_]*$/.test(name) && (await trx.schema.hasTable(name))) {
+      const row = await trx(name).max<{ m: number | string | null }>({ m: 'recnum' }).first();
+      maxUsed = Number(row?.m ?? 0);
+    }
+    const existing = await trx('numseq').where({ name }).first();
+    if (!existing) {
+      if (this.engine === 'mssql') {
+        await trx('numseq').insert({ name, next_value: maxUsed + 1 });
+      } else {
+        await trx('numseq').insert({ name, next_value: maxUsed + 1 }).onConflict('name').ignore();
+      }
+    }
+    await trx('numseq')
+      .where({ name })
+      .where('next_value', '<=', maxUsed)
+      .update({ next_value: maxUsed + 1 });
+  }
+}

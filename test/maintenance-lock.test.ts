@@ -1,0 +1,148 @@
+/**
+ * The maintenance lock (spec, States and transitions): lock / un-lock by the holder, by someone
+ * else (409), with override; 423 on every read and write while locked, ping answering without the
+ * database; every connection of the service dropped and kept dropped; the lock surviving a restart.
+ */
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import knexFactory from 'knex';
+import { startTestApp, type TestApp } from './support/app';
+import { assertProblem } from './support/http';
+import { FX, countRows, installPostingFixture, journal } from './support/posting-fixture';
+import { parseDatabaseUrl } from '../src/storage/database';
+
+let t: TestApp;
+
+before(async () => {
+  t = await startTestApp();
+  await installPostingFixture(t.knex);
+});
+after(async () => {
+  await t?.close();
+});
+
+function pool(app: TestApp) {
+  return app.services.lock.poolStats();
+}
+
+/** Reads mntlck through a connection of its own (the service's pool is empty while locked). */
+async function lockRow(app: TestApp): Promise<Record<string, any> | undefined> {
+  const other = knexFactory(parseDatabaseUrl(app.services.config.databaseUrl, { min: 0, max: 1 }).config);
+  try {
+    return await other('mntlck').where({ id: 1 }).first();
+  } finally {
+    await other.destroy();
+  }
+}
+
+test('only an admin key may lock', async () => {
+  assertProblem(await t.post('/api/v3/utility/lock', { userName: 'jsmith' }), 'FORBIDDEN');
+  assertProblem(await t.post('/api/v3/utility/un-lock', { userName: 'jsmith' }), 'FORBIDDEN');
+  assertProblem(await t.post('/api/v3/utility/lock', {}, t.adminKey), 'VALIDATION_FAILED');
+});
+
+test('un-lock while unlocked answers unlocked', async () => {
+  const res = await t.post('/api/v3/utility/un-lock', { userName: 'nobody' }, t.adminKey);
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.status, 'unlocked');
+});
+
+test('lock: status locked with the holder; the pool is emptied and stays empty while locked', async () => {
+  assert.equal((await t.post('/api/v3/ledger-transactions', journal('LK-1'))).status, 200);
+  const res = await t.post('/api/v3/utility/lock', { userName: 'jsmith' }, t.adminKey);
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.status, 'locked');
+  assert.equal(res.body.lockUser, 'jsmith');
+  assert.equal(res.body.response.connectionsDropped, true);
+  assert.ok(!Number.isNaN(Date.parse(res.body.response.lockedAt)));
+  const stats = pool(t);
+  assert.equal(stats.used + stats.free, 0, JSON.stringify(stats));
+  const row = await lockRow(t);
+  assert.equal(row?.user_name, 'jsmith', 'persisted in mntlck');
+});
+
+test('while locked every read and write is 423 MAINTENANCE_LOCK with Retry-After 60 and the holder, without a connection', async () => {
+  for (const [path, body] of [
+    ['/api/v3/ledger-transactions', journal('LK-2')],
+    ['/api/v3/ap-invoices', {}],
+    ['/api/v3/ledger-accounts/query', {}],
+    ['/api/v3/vendors/match', { matchString: 'x', matchFields: ['vendorName'], select: ['vendorName'], maxDistance: 1 }],
+  ] as const) {
+    const res = await t.post(path, body);
+    const problem = assertProblem(res, 'MAINTENANCE_LOCK', path);
+    assert.equal(res.headers['retry-after'], '60');
+    assert.equal(problem.lockUser, 'jsmith');
+    assert.match(problem.detail, /jsmith/);
+  }
+  const stats = pool(t);
+  assert.equal(stats.exists, false);
+  assert.equal(stats.used + stats.free, 0);
+});
+
+test('ping while locked answers 200 status locked with lockUser, without touching the database', async () => {
+  const res = await t.post('/api/v3/utility/ping');
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.status, 'locked');
+  assert.equal(res.body.lockUser, 'jsmith');
+  assert.equal(res.body.databaseRoundTripMs, undefined);
+  assert.equal(pool(t).exists, false);
+});
+
+test('lock again: by the holder answers locked; by someone else 409 LOCK_HELD naming the holder', async () => {
+  const same = await t.post('/api/v3/utility/lock', { userName: 'jsmith' }, t.adminKey);
+  assert.equal(same.status, 200);
+  assert.equal(same.body.lockUser, 'jsmith');
+  const other = await t.post('/api/v3/utility/lock', { userName: 'mjones' }, t.adminKey);
+  const body = assertProblem(other, 'LOCK_HELD');
+  assert.equal(body.lockUser, 'jsmith');
+});
+
+test('un-lock by someone else without override is 409 LOCK_HELD; the lock stays', async () => {
+  const res = await t.post('/api/v3/utility/un-lock', { userName: 'mjones' }, t.adminKey);
+  const body = assertProblem(res, 'LOCK_HELD');
+  assert.equal(body.lockUser, 'jsmith');
+  assert.match(body.detail, /jsmith/);
+  assertProblem(await t.post('/api/v3/ledger-transactions', journal('LK-3')), 'MAINTENANCE_LOCK');
+  assert.equal(pool(t).exists, false);
+});
+
+test('the lock survives a restart: a new service on the same database starts locked with an empty pool', async () => {
+  const restarted = await startTestApp({ databaseUrl: t.services.config.databaseUrl });
+  try {
+    const res = await restarted.post('/api/v3/ledger-transactions', journal('LK-4'));
+    const body = assertProblem(res, 'MAINTENANCE_LOCK');
+    assert.equal(body.lockUser, 'jsmith');
+    const stats = pool(restarted);
+    assert.equal(stats.used + stats.free, 0, 'the restarted service dropped its pool after reading the lock');
+    const ping = await restarted.post('/api/v3/utility/ping');
+    assert.equal(ping.body.status, 'locked');
+    // Its admin key is another key: not the holder.
+    assertProblem(await restarted.post('/api/v3/utility/un-lock', { userName: 'jsmith' }, restarted.adminKey), 'LOCK_HELD');
+  } finally {
+    await restarted.knex.destroy();
+  }
+});
+
+test('un-lock by the holder: unlocked, the pool comes back, writes work again', async () => {
+  const res = await t.post('/api/v3/utility/un-lock', { userName: 'JSmith' }, t.adminKey);
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.status, 'unlocked');
+  assert.equal(res.body.response.previousHolder, 'jsmith');
+  assert.equal(await lockRow(t), undefined, 'mntlck is empty');
+  const ping = await t.post('/api/v3/utility/ping');
+  assert.equal(ping.body.status, 'ok');
+  const write = await t.post('/api/v3/ledger-transactions', journal('LK-5'));
+  assert.equal(write.status, 200, write.text);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'LK-5' }), 1);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'LK-2' }), 0);
+});
+
+test('un-lock with override releases a lock held by someone else', async () => {
+  const other = await t.services.keys.create('second admin', 'admin');
+  assert.equal((await t.post('/api/v3/utility/lock', { userName: 'mjones' }, other.key)).status, 200);
+  assertProblem(await t.post('/api/v3/utility/un-lock', { userName: 'mjones' }, t.adminKey), 'LOCK_HELD');
+  const res = await t.post('/api/v3/utility/un-lock', { userName: 'ops', override: true }, t.adminKey);
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.response.previousHolder, 'mjones');
+  assert.equal((await t.post('/api/v3/ledger-transactions', journal('LK-6', { transactionDate: FX.openDate }))).status, 200);
+});

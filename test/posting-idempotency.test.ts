@@ -1,0 +1,356 @@
+/**
+ * Idempotency of writes (spec, Writes rules 1-7 and the key states), over HTTP, checked against
+ * what is in the database: a key posts once, replays its recorded response, is scoped to the API
+ * key, refuses another body or route, survives validation failures unconsumed, stores 422/502,
+ * answers concurrent duplicates with 409 in flight, is taken over when its owner is dead, and
+ * writes without deduplication (Idempotency-Status unavailable) when the store cannot answer.
+ */
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { startTestApp, type TestApp } from './support/app';
+import { assertProblem } from './support/http';
+import { FX, apInvoice, balanceOf, countRows, installPostingFixture, journal } from './support/posting-fixture';
+import { requestFingerprint } from '../src/engines/idempotency/fingerprint';
+import type { IdempotencyStore } from '../src/engines/idempotency/store';
+import { toDbTime } from '../src/storage/db-time';
+
+let t: TestApp;
+const PATH = '/api/v3/ledger-transactions';
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+before(async () => {
+  t = await startTestApp();
+  await installPostingFixture(t.knex);
+});
+after(async () => {
+  await t?.close();
+});
+
+function keyed(path: string, body: unknown, key: string, apiKey = t.apiKey) {
+  return t.http.post(path).set('x-api-key', apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body as object);
+}
+
+async function apiKeyId(key: string): Promise<string> {
+  return (await t.services.keys.findByKey(key))!.id;
+}
+
+test('first write applied, repeat replayed: same status and body, posted once, balances moved once', async () => {
+  const key = `k-${randomUUID()}`;
+  const first = await keyed(PATH, journal('JI-1'), key);
+  assert.equal(first.status, 200, first.text);
+  assert.equal(first.headers['idempotency-status'], 'applied');
+  const balance = await balanceOf(t.knex, FX.accounts.overhead, FX.year, FX.openPeriod);
+  const again = await keyed(PATH, journal('JI-1'), key);
+  assert.equal(again.status, 200);
+  assert.equal(again.headers['idempotency-status'], 'replayed');
+  assert.deepEqual(again.body, first.body);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-1' }), 1);
+  assert.deepEqual(await balanceOf(t.knex, FX.accounts.overhead, FX.year, FX.openPeriod), balance);
+  const record = await t.knex('idmkey').where({ idem_key: key }).first();
+  assert.equal(record.state, 'completed');
+  assert.equal(Number(record.status_code), 200);
+});
+
+test('re-serialising the same payload (key order, whitespace) is the same request', async () => {
+  const key = `k-${randomUUID()}`;
+  const body = journal('JI-2') as Record<string, any>;
+  const first = await keyed(PATH, body, key);
+  assert.equal(first.status, 200);
+  const reordered = Object.fromEntries(Object.entries(body).reverse());
+  const text = JSON.stringify(reordered, null, 4).replace(/\n/g, '\r\n  ');
+  const again = await t.http.post(PATH).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(text);
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.headers['idempotency-status'], 'replayed');
+  assert.equal(again.body.document.recordNumber, first.body.document.recordNumber);
+});
+
+test('same key with another body or another route is 409 IDEMPOTENCY_KEY_REUSED', async () => {
+  const key = `k-${randomUUID()}`;
+  assert.equal((await keyed(PATH, journal('JI-3'), key)).status, 200);
+  assertProblem(await keyed(PATH, journal('JI-3', { description: 'other' }), key), 'IDEMPOTENCY_KEY_REUSED');
+  assertProblem(await keyed('/api/v3/ap-invoices', apInvoice('JI-3-INV'), key), 'IDEMPOTENCY_KEY_REUSED');
+  assert.equal(await countRows(t.knex, 'acpinv', { invnum: 'JI-3-INV' }), 0);
+});
+
+test('keys are scoped to the API key', async () => {
+  const other = await t.services.keys.create('second integration', 'integration');
+  const key = `k-${randomUUID()}`;
+  const a = await keyed(PATH, journal('JI-4a'), key);
+  const b = await keyed(PATH, journal('JI-4b'), key, other.key);
+  assert.equal(a.status, 200);
+  assert.equal(b.status, 200);
+  assert.equal(b.headers['idempotency-status'], 'applied');
+  assert.notEqual(a.body.document.recordNumber, b.body.document.recordNumber);
+});
+
+test('an invalid key is 400 IDEMPOTENCY_KEY_INVALID (too long, not printable ASCII, empty) and nothing is written', async () => {
+  for (const bad of ['x'.repeat(129), 'clé-1', '']) {
+    const res = await keyed(PATH, journal('JI-5'), bad);
+    const body = assertProblem(res, 'IDEMPOTENCY_KEY_INVALID');
+    assert.equal(body.errors[0].field, 'Idempotency-Key');
+  }
+  const ok = await keyed(PATH, journal('JI-5'), 'x'.repeat(128));
+  assert.equal(ok.status, 200, ok.text);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-5' }), 1);
+});
+
+test('failures decided before dispatch (400) do not consume the key', async () => {
+  const key = `k-${randomUUID()}`;
+  const bad = await keyed(PATH, journal('JI-6', { bogus: true }), key);
+  assertProblem(bad, 'VALIDATION_FAILED');
+  const decimals = await keyed(PATH, journal('JI-6', { lines: [{ lineNumber: 1, ledgerAccount: FX.accounts.cash, debitAmount: 1.001 }] }), key);
+  assertProblem(decimals, 'VALIDATION_FAILED');
+  assert.equal(await countRows(t.knex, 'idmkey', { idem_key: key }), 0);
+  const good = await keyed(PATH, journal('JI-6'), key);
+  assert.equal(good.status, 200);
+  assert.equal(good.headers['idempotency-status'], 'applied');
+});
+
+test('a 422 from the engine is stored and replayed; the corrected body needs a new key', async () => {
+  const key = `k-${randomUUID()}`;
+  const unbalanced = journal('JI-7', {
+    lines: [
+      { lineNumber: 1, ledgerAccount: FX.accounts.overhead, debitAmount: 5 },
+      { lineNumber: 2, ledgerAccount: FX.accounts.cash, creditAmount: 4 },
+    ],
+  });
+  const first = await keyed(PATH, unbalanced, key);
+  const body1 = assertProblem(first, 'JOURNAL_UNBALANCED');
+  assert.equal(first.headers['idempotency-status'], 'applied');
+  const again = await keyed(PATH, unbalanced, key);
+  const body2 = assertProblem(again, 'JOURNAL_UNBALANCED');
+  assert.equal(again.headers['idempotency-status'], 'replayed');
+  assert.equal(body2.detail, body1.detail);
+  assert.equal(body2.originalCorrelationId, body1.correlationId);
+  assertProblem(await keyed(PATH, journal('JI-7'), key), 'IDEMPOTENCY_KEY_REUSED');
+  const record = await t.knex('idmkey').where({ idem_key: key }).first();
+  assert.equal(Number(record.status_code), 422);
+});
+
+test('a dry run ignores the key and does not consume it', async () => {
+  const key = `k-${randomUUID()}`;
+  const dry = await keyed(`${PATH}?dryRun=true`, journal('JI-8'), key);
+  assert.equal(dry.status, 200);
+  assert.equal(dry.body.dryRun, true);
+  assert.equal(await countRows(t.knex, 'idmkey', { idem_key: key }), 0);
+  const real = await keyed(PATH, journal('JI-8'), key);
+  assert.equal(real.status, 200);
+  assert.equal(real.headers['idempotency-status'], 'applied');
+  assert.equal(real.body.dryRun, false);
+  const dryAgain = await keyed(`${PATH}?dryRun=true`, journal('JI-8'), key);
+  assert.equal(dryAgain.body.dryRun, true, 'a dry run is never answered from the store');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-8' }), 1);
+});
+
+test('the store cannot answer: the write goes ahead without deduplication (Idempotency-Status unavailable)', async () => {
+  const real = t.services.writes.store;
+  const failing: IdempotencyStore = {
+    ...real,
+    claim: async () => {
+      throw new Error('idempotency store down');
+    },
+    complete: real.complete.bind(real),
+    completeAlone: real.completeAlone.bind(real),
+    markUnknown: real.markUnknown.bind(real),
+    release: real.release.bind(real),
+    purgeExpired: real.purgeExpired.bind(real),
+  };
+  t.services.writes.store = failing;
+  try {
+    const key = `k-${randomUUID()}`;
+    const res = await keyed(PATH, journal('JI-9'), key);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.headers['idempotency-status'], 'unavailable');
+    assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-9' }), 1);
+    assert.equal(await countRows(t.knex, 'idmkey', { idem_key: key }), 0);
+  } finally {
+    t.services.writes.store = real;
+  }
+});
+
+test('a concurrent duplicate is 409 IDEMPOTENCY_KEY_IN_FLIGHT with a short Retry-After', async () => {
+  const key = `k-${randomUUID()}`;
+  // The first request holds its claim (no connection) while the duplicate arrives.
+  t.services.writes.hooks.afterClaim = () => sleep(400);
+  try {
+    const first = keyed(PATH, journal('JI-10'), key).then((r) => r);
+    await sleep(150);
+    const second = await keyed(PATH, journal('JI-10'), key);
+    const body = assertProblem(second, 'IDEMPOTENCY_KEY_IN_FLIGHT');
+    assert.equal(second.headers['retry-after'], '1');
+    assert.match(body.detail, /still being processed/);
+    assert.equal((await first).status, 200);
+  } finally {
+    delete t.services.writes.hooks.afterClaim;
+  }
+  const after = await keyed(PATH, journal('JI-10'), key);
+  assert.equal(after.headers['idempotency-status'], 'replayed');
+});
+
+test('50 identical requests with one key at once post exactly once; the others are in flight or replays', async () => {
+  const key = `k-${randomUUID()}`;
+  const results = await Promise.all(Array.from({ length: 50 }, () => keyed(PATH, journal('JI-11'), key)));
+  const applied = results.filter((r) => r.status === 200 && r.headers['idempotency-status'] === 'applied');
+  const replayed = results.filter((r) => r.status === 200 && r.headers['idempotency-status'] === 'replayed');
+  const inFlight = results.filter((r) => r.status === 409 && r.headers['x-error-code'] === 'IDEMPOTENCY_KEY_IN_FLIGHT');
+  assert.equal(applied.length, 1, results.map((r) => `${r.status} ${r.headers['x-error-code'] ?? r.headers['idempotency-status']}`).join(', '));
+  assert.equal(applied.length + replayed.length + inFlight.length, 50);
+  for (const r of replayed) assert.equal(r.body.document.recordNumber, applied[0]!.body.document.recordNumber);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-11' }), 1);
+});
+
+test('two service instances on one database: the unique (api key, key) decides, posted once', async () => {
+  const second = await startTestApp({ databaseUrl: t.services.config.databaseUrl });
+  try {
+    const key = `k-${randomUUID()}`;
+    t.services.writes.hooks.afterClaim = () => sleep(400);
+    const first = keyed(PATH, journal('JI-12'), key).then((r) => r);
+    await sleep(150);
+    const results = await Promise.all([
+      first,
+      second.http.post(PATH).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(journal('JI-12')),
+    ]);
+    delete t.services.writes.hooks.afterClaim;
+    const codes = results.map((r) => `${r.status}:${r.headers['x-error-code'] ?? r.headers['idempotency-status']}`).sort();
+    assert.ok(
+      codes.includes('200:applied') && codes.includes('409:IDEMPOTENCY_KEY_IN_FLIGHT'),
+      codes.join(', '),
+    );
+    assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-12' }), 1);
+  } finally {
+    delete t.services.writes.hooks.afterClaim;
+    await second.knex.destroy();
+  }
+});
+
+test('a record in flight whose owner is dead (lease expired) is taken over by the retry; a live one is in flight', async () => {
+  const scope = await apiKeyId(t.apiKey);
+  const now = Date.now();
+  const put = async (key: string, state: string, lockedUntil: number, body: unknown, route = '/ledger-transactions') => {
+    await t.knex('idmkey').insert({
+      id: randomUUID(),
+      api_key_id: scope,
+      idem_key: key,
+      fingerprint: requestFingerprint(route, body),
+      state,
+      created_at: toDbTime(t.engine, new Date(now - 60_000)),
+      updated_at: toDbTime(t.engine, new Date(now - 60_000)),
+      expires_at: toDbTime(t.engine, new Date(now + 3_600_000)),
+      locked_until: toDbTime(t.engine, new Date(lockedUntil)),
+      ...(state === 'unknown' ? { status_code: 504, response_headers: '{}', response_body: JSON.stringify({ type: 'x', title: 'x', status: 504, detail: 'unknown', instance: PATH, correlationId: 'old' }) } : {}),
+    });
+  };
+  const dead = `k-${randomUUID()}`;
+  await put(dead, 'in_flight', now - 1000, journal('JI-13'));
+  const res = await keyed(PATH, journal('JI-13'), dead);
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.headers['idempotency-status'], 'applied');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-13' }), 1);
+
+  const deadUnknown = `k-${randomUUID()}`;
+  await put(deadUnknown, 'unknown', now - 1000, journal('JI-13b'));
+  const taken = await keyed(PATH, journal('JI-13b'), deadUnknown);
+  assert.equal(taken.status, 200, taken.text);
+  assert.equal(taken.headers['idempotency-status'], 'applied');
+
+  const live = `k-${randomUUID()}`;
+  await put(live, 'in_flight', now + 60_000, journal('JI-14'));
+  const busy = await keyed(PATH, journal('JI-14'), live);
+  assertProblem(busy, 'IDEMPOTENCY_KEY_IN_FLIGHT');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-14' }), 0);
+
+  const unknown = `k-${randomUUID()}`;
+  await put(unknown, 'unknown', now + 60_000, journal('JI-15'));
+  const replay = await keyed(PATH, journal('JI-15'), unknown);
+  assert.equal(replay.status, 504);
+  assert.equal(replay.headers['idempotency-status'], 'replayed');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-15' }), 0);
+});
+
+test('expired records are as good as absent and are purged', async () => {
+  const scope = await apiKeyId(t.apiKey);
+  const key = `k-${randomUUID()}`;
+  const old = new Date(Date.now() - 25 * 3_600_000);
+  await t.knex('idmkey').insert({
+    id: randomUUID(),
+    api_key_id: scope,
+    idem_key: key,
+    fingerprint: 'f'.repeat(64),
+    state: 'completed',
+    status_code: 200,
+    response_headers: '{}',
+    response_body: '{}',
+    created_at: toDbTime(t.engine, old),
+    updated_at: toDbTime(t.engine, old),
+    expires_at: toDbTime(t.engine, new Date(old.getTime() + 24 * 3_600_000)),
+    locked_until: null,
+  });
+  const res = await keyed(PATH, journal('JI-16'), key);
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.headers['idempotency-status'], 'applied', 'an expired record does not make the key reused');
+  for (let i = 0; i < 3; i += 1) {
+    await t.knex('idmkey').insert({
+      id: randomUUID(),
+      api_key_id: scope,
+      idem_key: `expired-${i}-${randomUUID()}`,
+      fingerprint: 'f'.repeat(64),
+      state: 'completed',
+      created_at: toDbTime(t.engine, old),
+      updated_at: toDbTime(t.engine, old),
+      expires_at: toDbTime(t.engine, new Date(Date.now() - 1000)),
+    });
+  }
+  const purged = await t.services.writes.store.purgeExpired();
+  assert.ok(purged >= 3, `purged ${purged}`);
+  assert.equal(await countRows(t.knex, 'idmkey', { state: 'completed', status_code: null }), 0);
+  const live = await t.knex('idmkey').where({ idem_key: key }).first();
+  assert.ok(live, 'live records stay');
+});
+
+test('the database refusing (a real unique violation) is 502 DATABASE_REFUSED without Retry-After, stored and replayed', async () => {
+  // Make the record number counter hand out a number that exists: the insert violates the unique key.
+  const taken = await t.knex('lgrtrn').max<{ m: number }>({ m: 'recnum' }).first();
+  const saved = await t.knex('numseq').where({ name: 'lgrtrn' }).first();
+  await t.knex('numseq').where({ name: 'lgrtrn' }).update({ next_value: Number(taken!.m) });
+  try {
+    const key = `k-${randomUUID()}`;
+    const first = await keyed(PATH, journal('JI-17'), key);
+    const body = assertProblem(first, 'DATABASE_REFUSED');
+    assert.equal(first.headers['retry-after'], undefined);
+    assert.equal(body.refusal, 'constraint');
+    assert.equal(first.headers['idempotency-status'], 'applied');
+    const again = await keyed(PATH, journal('JI-17'), key);
+    assertProblem(again, 'DATABASE_REFUSED');
+    assert.equal(again.headers['idempotency-status'], 'replayed');
+    assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-17' }), 0);
+    // Without a key: the same 502, nothing stored.
+    await t.knex('numseq').where({ name: 'lgrtrn' }).update({ next_value: Number(taken!.m) });
+    assertProblem(await t.post(PATH, journal('JI-17b')), 'DATABASE_REFUSED');
+  } finally {
+    await t.knex('numseq').where({ name: 'lgrtrn' }).update({ next_value: Math.max(Number(saved.next_value), Number(taken!.m) + 10) });
+  }
+});
+
+test('a deadlock or dropped connection from the driver is 502, never 500', async () => {
+  const code = t.engine === 'postgres' ? '40P01' : 'SQLITE_BUSY';
+  t.services.writes.hooks.beforeCommit = () => {
+    throw Object.assign(new Error('simulated driver refusal'), { code });
+  };
+  try {
+    assertProblem(await t.post(PATH, journal('JI-18')), 'DATABASE_REFUSED');
+    t.services.writes.hooks.beforeCommit = () => {
+      throw Object.assign(new Error('Connection terminated unexpectedly'), {});
+    };
+    assertProblem(await keyed(PATH, journal('JI-18'), `k-${randomUUID()}`), 'DATABASE_REFUSED');
+    t.services.writes.hooks.beforeCommit = () => {
+      throw new TypeError('a bug');
+    };
+    const key = `k-${randomUUID()}`;
+    assertProblem(await keyed(PATH, journal('JI-18'), key), 'INTERNAL_ERROR');
+    assert.equal(await countRows(t.knex, 'idmkey', { idem_key: key }), 0, 'an unexpected failure releases the key');
+  } finally {
+    delete t.services.writes.hooks.beforeCommit;
+  }
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-18' }), 0);
+});
