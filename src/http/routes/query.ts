@@ -4,8 +4,9 @@ import type { Catalog, EntityDef } from '../../catalog/types';
 import { CATALOG } from '../../../generated/catalog';
 import { ApiProblem } from '../errors/problem';
 import { queryDialectFor } from '../../storage/dialect';
-import { runQuery } from '../../engines/query/run';
-import { runMatch } from '../../engines/match/run';
+import { executePlan } from '../../engines/query/run';
+import { planQuery } from '../../engines/query/plan';
+import { executeMatch, planMatch } from '../../engines/match/run';
 import type { QueryRequest } from '../../engines/query/types';
 import type { MatchRequest } from '../../engines/match/types';
 
@@ -29,15 +30,16 @@ export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Rou
 
   router.post('/:entity/query', async (req, res) => {
     const entity = entityOf(req, 'query');
-    const body = (req.body ?? {}) as QueryRequest;
-    const envelope = await runQuery(services.knex, qd, entity, body, { maxFilterDepth: services.config.maxFilterDepth });
+    const plan = planQuery(entity, (req.body ?? {}) as QueryRequest, { maxFilterDepth: services.config.maxFilterDepth });
+    // Through the on-premise boundary: deadline (504) and driver errors (502).
+    const envelope = await services.boundary.read((db) => executePlan(db, qd, plan), { what: `reading ${entity.entity}` });
     res.json(envelope);
   });
 
   router.post('/:entity/match', async (req, res) => {
     const entity = entityOf(req, 'match');
-    const body = (req.body ?? {}) as MatchRequest;
-    const result = await runMatch(services.knex, qd, entity, body, { maxFilterDepth: services.config.maxFilterDepth });
+    const plan = planMatch(entity, (req.body ?? {}) as MatchRequest, { maxFilterDepth: services.config.maxFilterDepth });
+    const result = await services.boundary.read((db) => executeMatch(db, qd, plan), { what: `matching ${entity.entity}` });
     res.json(result);
   });
 
