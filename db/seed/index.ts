@@ -1,0 +1,212 @@
+/**
+ * The demo company: Cascade Ridge Builders, a general contractor with a service department,
+ * books of fiscal year 2026 open in period 11 (November). Deterministic: the same scale and
+ * random seed give the same rows on every engine.
+ *
+ *   seedDemoCompany(knex, { scale, randomSeed, onProgress })  seeds a migrated, empty database
+ *   ensureSeeded(knex, options)                              seeds only when there are no ledger accounts
+ *
+ * The year is simulated day by day: documents post through one bookkeeping core (books.ts) so
+ * that journals balance, balances equal the journal lines, job costs equal the job-coded
+ * direct-expense lines, stock equals its movements, and invoices and orders agree with their
+ * payments and receipts. test/seed-invariants.test.ts checks all of it from SQL.
+ */
+import type { Knex } from 'knex';
+import { CATALOG } from '../../generated/catalog';
+import { CUTOFF_DATE } from './books';
+import { Ctx } from './context';
+import { cardStatement, createPurchaseOrder, dailyPayables, monthlyOverhead, runChecks, subcontractBilling } from './ap';
+import { Receivables } from './ar';
+import { patchMasters, writeBankReconciliations, writeInventory, writeLedgerBalances, writePayrollTotals, writeSequences } from './finish';
+import { seedMasters, writeJobs } from './masters';
+import { allocations, equipmentRevenue, monthEndOps, openingBalances } from './ops';
+import { Payroll, taxDeposits } from './payroll';
+import { Projects } from './projects';
+import { seedSetup } from './setup';
+import { Sim } from './sim';
+import { addDays, lastDayOfMonth, weekday, ZERO } from './util';
+import { BatchWriter } from './writer';
+import { Dec } from '../../src/storage/decimal';
+
+export interface SeedOptions {
+  /** Volume multiplier (1: about 300 parts and a few thousand job costs). */
+  scale?: number;
+  /** Seed of the pseudo-random generator (default 20261122). */
+  randomSeed?: number;
+  /** Receives progress lines: table, rows, elapsed seconds. */
+  onProgress?: (line: string) => void;
+}
+
+export interface SeedReport {
+  scale: number;
+  randomSeed: number;
+  elapsedMs: number;
+  totalRows: number;
+  tables: Array<{ table: string; rows: number }>;
+  journals: number;
+  jobCosts: number;
+  /** What the schema lacked or the seed had to fill in. */
+  notes: string[];
+}
+
+export const DEFAULT_RANDOM_SEED = 20261122;
+
+/** Every table of the entity catalog (records and their line tables). */
+export function entityTables(): string[] {
+  const out: string[] = [];
+  for (const e of Object.values(CATALOG)) {
+    out.push(e.table);
+    for (const c of Object.values(e.children)) out.push(c.table);
+  }
+  return [...new Set(out)];
+}
+
+/** Decimal scales of every catalogued column (the writer encodes with them). */
+function catalogScales(): Map<string, Map<string, number>> {
+  const out = new Map<string, Map<string, number>>();
+  const add = (table: string, fields: Record<string, { column: string; kind: string; scale?: number }>) => {
+    const m = out.get(table) ?? new Map<string, number>();
+    for (const f of Object.values(fields)) if (f.kind === 'decimal' && f.scale !== undefined) m.set(f.column, f.scale);
+    out.set(table, m);
+  };
+  for (const e of Object.values(CATALOG)) {
+    add(e.table, e.fields);
+    for (const c of Object.values(e.children)) add(c.table, c.fields);
+  }
+  return out;
+}
+
+/** Rows in the entity tables (the CLI refuses to seed a database that has any). */
+export async function countEntityRows(knex: Knex): Promise<number> {
+  let total = 0;
+  for (const e of Object.values(CATALOG)) {
+    if (!(await knex.schema.hasTable(e.table))) continue;
+    const row = (await knex(e.table).count({ n: '*' }).first()) as { n: number | string } | undefined;
+    total += Number(row?.n ?? 0);
+  }
+  return total;
+}
+
+/** Seeds only when the database has no ledger accounts yet (first start of the embedded database). */
+export async function ensureSeeded(knex: Knex, options: SeedOptions = {}): Promise<SeedReport | null> {
+  const accounts = CATALOG['ledger-accounts']?.table ?? 'lgract';
+  const row = (await knex(accounts).count({ n: '*' }).first()) as { n: number | string } | undefined;
+  if (Number(row?.n ?? 0) > 0) return null;
+  return seedDemoCompany(knex, options);
+}
+
+export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Promise<SeedReport> {
+  const started = Date.now();
+  const scale = options.scale ?? 1;
+  if (!(scale > 0) || !Number.isFinite(scale)) throw new Error(`seed: scale must be a positive number (got ${scale})`);
+  const randomSeed = options.randomSeed ?? DEFAULT_RANDOM_SEED;
+  const w = new BatchWriter(knex, { scales: catalogScales(), ...(options.onProgress ? { onProgress: options.onProgress } : {}), startedAt: started });
+  await w.describe([...entityTables(), 'numseq']);
+  const ctx = new Ctx(w, scale, randomSeed);
+  const sim = new Sim(ctx);
+  const projects = new Projects(ctx);
+  const payroll = new Payroll(sim);
+
+  await w.group(() => seedSetup(ctx));
+  await w.group(async () => {
+    await seedMasters(ctx);
+    writeJobs(ctx);
+    projects.plan(sim);
+    projects.openProposals();
+  });
+  w.report();
+  await w.group(() => openingBalances(sim));
+
+  const receivables = new Receivables(sim, projects.changes);
+  const cardBalances = new Map<number, Dec>();
+  payroll.assign('2025-12-29');
+  // One transaction per simulated week (Monday to Sunday).
+  for (let weekStart = '2025-12-29'; weekStart <= CUTOFF_DATE; weekStart = addDays(weekStart, 7)) {
+    await w.group(() => {
+      for (let d = 0; d < 7; d++) {
+        const date = addDays(weekStart, d);
+        if (date < '2026-01-01' || date > CUTOFF_DATE) continue;
+        simulateDay(date);
+      }
+    });
+    w.report();
+  }
+
+  function simulateDay(date: string): void {
+    const wd = weekday(date);
+    const business = wd >= 1 && wd <= 5;
+    const day = Number(date.slice(8, 10));
+    const month = Number(date.slice(5, 7));
+    sim.today = date;
+    if (wd === 1) payroll.assign(date);
+    if (day === 1) receivables.contractBillings(date);
+    if (business && (day <= 3 && isFirstBusinessDay(date))) monthlyOverhead(sim, date);
+    if (business) {
+      dailyPayables(sim, date);
+      const r = ctx.rnd('po-days');
+      const orders = Math.round(0.4 * ctx.scale * (0.4 + r.next() * 1.2));
+      for (let k = 0; k < orders; k++) createPurchaseOrder(sim, date);
+      allocations(sim, date);
+      receivables.serviceCalls(date);
+    }
+    if (day === 15) taxDeposits(sim, date);
+    if (day === 25) subcontractBilling(sim, date, projects.subcontracts);
+    for (const issuer of ctx.special.cardIssuers) {
+      if (day === (issuer.num === 1 ? 25 : 28)) cardBalances.set(issuer.num, cardStatement(sim, date, issuer, cardBalances.get(issuer.num) ?? ZERO));
+    }
+    sim.runDay(date);
+    if (wd === 4) runChecks(sim, date);
+    if (wd === 5) {
+      payroll.run(addDays(date, -11));
+      equipmentRevenue(sim, addDays(date, -4));
+    }
+    if (date === lastDayOfMonth(2026, month)) {
+      receivables.monthEnd(date);
+      monthEndOps(sim, date);
+      if (month === 9 || month === 10) sim.inv.snapshot(month);
+    }
+  }
+
+  await w.group(() => {
+    projects.writeSubcontracts();
+    projects.writeCompletionReports(sim);
+    writeLedgerBalances(ctx);
+    writeInventory(sim);
+    writePayrollTotals(ctx, payroll);
+  });
+  await w.group(async () => {
+    const reconciled = writeBankReconciliations(sim);
+    await w.flushAll();
+    await patchMasters(sim, reconciled);
+  });
+  await w.group(() => writeSequences(ctx));
+  w.report();
+
+  const notes: string[] = [...ctx.notes];
+  for (const [table, cols] of Object.entries(w.notes.droppedColumns)) notes.push(`schema lacks ${table}.${cols.join(', ')} (the seed's values were dropped)`);
+  for (const [table, cols] of Object.entries(w.notes.filledColumns)) notes.push(`${table}.${cols.join(', ')}: NOT NULL without default and not provided by the seed (neutral value written)`);
+  if (w.notes.missingTables.length) notes.push(`tables missing from the schema: ${w.notes.missingTables.join(', ')}`);
+  if (w.notes.unknownScales.length) notes.push(`decimal columns without a known scale (written with 2): ${w.notes.unknownScales.join(', ')}`);
+  if (w.notes.scaleMismatches.length) notes.push(`decimal scale differs from the seed's: ${w.notes.scaleMismatches.join('; ')}`);
+  const empty = entityTables().filter((t) => w.hasTable(t) && !(w.counts.get(t) ?? 0));
+  if (empty.length) notes.push(`entity tables left empty: ${empty.join(', ')}`);
+  const tables = [...w.counts.entries()].map(([table, rows]) => ({ table, rows })).sort((a, b) => a.table.localeCompare(b.table));
+  return {
+    scale,
+    randomSeed,
+    elapsedMs: Date.now() - started,
+    totalRows: tables.reduce((s, t) => s + t.rows, 0),
+    tables,
+    journals: ctx.books.stats.journals,
+    jobCosts: ctx.books.stats.jobCosts,
+    notes,
+  };
+}
+
+function isFirstBusinessDay(date: string): boolean {
+  const first = `${date.slice(0, 8)}01`;
+  for (let d = first; ; d = addDays(d, 1)) {
+    const wd = weekday(d);
+    if (wd >= 1 && wd <= 5) return d === date;
+  }
+}
