@@ -1,0 +1,185 @@
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Knex } from 'knex';
+import pino, { type Logger } from 'pino';
+import type { Config } from './config';
+import { createServices, type Services } from './services';
+import { API_BASE, createApp } from './app';
+import { ApiKeyRepository } from './storage/api-keys';
+import { openDatabase, parseDatabaseUrl, type DatabaseTarget } from './storage/database';
+import { migrateLatest } from '../db/migrate';
+import { ensureSeeded } from '../db/seed';
+import type { OpsState } from './http/routes/ops';
+
+export interface RunningServer {
+  port: number;
+  services: Services;
+  server: http.Server;
+  /** Stops accepting, drains in-flight requests (up to config.shutdownGraceMs), closes the pool. */
+  close(): Promise<void>;
+  /** Settles when the contract validator has compiled every operation (or failed to). */
+  ready: Promise<void>;
+  /** What the start did to the database (key created, seeded). */
+  boot: BootReport;
+}
+
+export interface StartServerOptions {
+  /** Defaults to pino JSON lines on stdout at config.logLevel. */
+  logger?: Logger;
+  /** Print the human-readable banner (key, curl) on stderr. Default true. */
+  banner?: boolean;
+  /** Interface to listen on. Default: all interfaces. */
+  host?: string;
+}
+
+export interface BootReport {
+  /** A key created on this start (first start of an empty embedded database), shown once. */
+  createdKey?: string;
+  /** A key known to work (the created one or DEMO_API_KEY), for the curl line. */
+  usableKey?: string;
+  seeded: boolean;
+}
+
+/** Migrates, seeds an empty embedded database, and makes sure a key exists to call the server with. */
+export async function prepareDatabase(config: Config, target: DatabaseTarget, knex: Knex, logger: Logger): Promise<BootReport> {
+  const started = Date.now();
+  await migrateLatest(knex);
+  logger.info({ database: target.display, ms: Date.now() - started }, 'migrations applied');
+
+  const embedded = target.engine === 'sqlite';
+  let seeded = false;
+  if (embedded && config.seedOnStart) {
+    const seedStarted = Date.now();
+    logger.info('seeding the demo company into the database if it is empty');
+    const seed = await ensureSeeded(knex, { onProgress: (line) => logger.debug({ seed: line }, 'seed progress') });
+    seeded = seed !== null;
+    if (seed) logger.info({ ms: Date.now() - seedStarted, rows: seed.totalRows, scale: seed.scale }, 'demo company seeded');
+  }
+
+  const keys = new ApiKeyRepository(knex);
+  const report: BootReport = { seeded };
+  if (config.demoApiKey) {
+    const record = await keys.ensure(config.demoApiKey, 'demo (DEMO_API_KEY)', 'admin');
+    logger.info({ keyId: record.id }, 'DEMO_API_KEY is an active admin key');
+    report.usableKey = config.demoApiKey;
+  } else if (embedded && (await keys.count()) === 0) {
+    const { key, record } = await keys.create('first start admin', 'admin');
+    logger.info({ keyId: record.id }, 'created an admin API key on the first start of an empty database (printed on stderr, stored hashed)');
+    report.createdKey = key;
+    report.usableKey = key;
+  }
+  return report;
+}
+
+function banner(port: number, report: BootReport): string {
+  const base = `http://localhost:${port}`;
+  const key = report.usableKey ?? '$API_KEY';
+  const lines = [''];
+  if (report.createdKey) {
+    lines.push('An admin API key was created for this new database. It is shown only now (stored hashed):', '', `    ${report.createdKey}`, '');
+  } else if (!report.usableKey) {
+    lines.push('Create an API key with:  npm run keys -- create --name me   (set API_KEY to the printed key)', '');
+  }
+  lines.push(
+    `Accounting Integration API v3 listening on ${base}  (reference: ${base}/docs)`,
+    'Try it:',
+    `    curl -s -X POST ${base}${API_BASE}/utility/ping -H "x-api-key: ${key}"`,
+    '',
+  );
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * Boots the whole server: database (migrate, seed an empty embedded one, keys), app, validator
+ * warm-up, listen. `config.port` 0 picks a free port; the chosen one is in the result and in the
+ * `listening` log line (field `port`).
+ */
+export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: config.dbPoolMax });
+  const knex = openDatabase(target);
+  let report: BootReport;
+  try {
+    report = await prepareDatabase(config, target, knex, logger);
+  } catch (err) {
+    await knex.destroy().catch(() => undefined);
+    throw err;
+  }
+
+  const services = createServices(config, logger, knex, target.engine);
+  const app = createApp(services);
+  const opsState = app.locals.opsState as OpsState;
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000; // above common load-balancer idle timeouts
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  // While draining, answer the request in flight on each connection with Connection: close.
+  server.on('request', (_req, res) => {
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
+      if (opsState.draining && !this.headersSent) this.setHeader('Connection', 'close');
+      return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
+    } as typeof res.writeHead;
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ port, database: target.display, engine: target.engine }, 'listening');
+  if (options.banner !== false) process.stderr.write(banner(port, report));
+
+  // Compile the validator for every operation now rather than on each operation's first request
+  // (~90 ms each). In the background, so the port opens at once; /readyz is 503 until done.
+  opsState.warming = true;
+  const warm = app.locals.warmContract as () => Promise<{ operations: number; ms: number }>;
+  const warmed = warm().then(
+    (result) => {
+      opsState.warming = false;
+      logger.info(result, 'contract validator compiled');
+    },
+    (err) => {
+      opsState.warming = false;
+      opsState.warmError = err instanceof Error ? err.message : String(err);
+      logger.error({ err }, 'contract validator failed to compile openapi.yaml');
+    },
+  );
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      opsState.draining = true;
+      const started = Date.now();
+      logger.info({ inFlightConnections: sockets.size, graceMs: config.shutdownGraceMs }, 'shutting down: draining in-flight requests');
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections become idle once their in-flight request is answered: close them then.
+      const reaper = setInterval(() => server.closeIdleConnections(), 50);
+      server.closeIdleConnections();
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), config.shutdownGraceMs);
+      });
+      const outcome = await Promise.race([closed.then(() => 'drained' as const), grace]);
+      clearTimeout(timer);
+      clearInterval(reaper);
+      if (outcome === 'timeout') {
+        logger.warn({ openConnections: sockets.size }, 'grace period over: closing the remaining connections');
+        server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
+        await closed;
+      }
+      await services.knex.destroy();
+      logger.info({ ms: Date.now() - started, outcome }, 'stopped');
+    })();
+    return closing;
+  };
+
+  return { port, services, server, close, ready: warmed, boot: report };
+}
