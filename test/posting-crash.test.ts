@@ -1,0 +1,163 @@
+/**
+ * Crash safety with the real service in a child process: postings fired with Idempotency-Keys,
+ * the process SIGKILLed mid-flight, restarted, every request retried with its key. Each posting
+ * exists exactly once, no document is half-written, the books balance, and every response seen
+ * before the crash is the one replayed after it. Then: a lock taken before a SIGKILL is still
+ * held after the restart.
+ */
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import knexFactory, { type Knex } from 'knex';
+import { createTestDatabase } from './support/app';
+import { parseDatabaseUrl } from '../src/storage/database';
+import { dialectFor, engineOf } from '../src/storage/dialect';
+import { Dec } from '../src/storage/decimal';
+import { FX, apInvoice, booksBalance, installPostingFixture, journal } from './support/posting-fixture';
+import { postJson, spawnServer, type HttpResult, type SpawnedServer } from './support/server-process';
+
+const adminKey = randomUUID();
+const apiKey = randomUUID();
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+let db: { url: string; drop: () => Promise<void> };
+let knex: Knex;
+const servers: SpawnedServer[] = [];
+
+before(async () => {
+  db = await createTestDatabase();
+  knex = knexFactory(parseDatabaseUrl(db.url, { min: 0, max: 2 }).config);
+  await installPostingFixture(knex);
+});
+after(async () => {
+  for (const s of servers) await s.kill();
+  await knex?.destroy();
+  await db?.drop();
+});
+
+async function start(env: Record<string, string> = {}): Promise<SpawnedServer> {
+  // DB_DEADLINE_MS 1000: the in-flight lease (2 x deadline) of a killed owner expires in 2 s.
+  const server = await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: { DB_DEADLINE_MS: '1000', ...env } });
+  servers.push(server);
+  return server;
+}
+
+interface Planned {
+  path: string;
+  key: string;
+  body: Record<string, unknown>;
+  number: string;
+}
+
+test('SIGKILL mid-flight, restart, retry with the same keys: every posting exactly once, nothing half-written, books balance', async () => {
+  const planned: Planned[] = [];
+  for (let i = 0; i < 24; i += 1) {
+    const number = `CR-INV-${i}`;
+    planned.push({ path: '/api/v3/ap-invoices', key: `crash-${randomUUID()}`, body: apInvoice(number, 10), number });
+  }
+  for (let i = 0; i < 12; i += 1) {
+    const number = `CR-JE-${i}`;
+    planned.push({ path: '/api/v3/ledger-transactions', key: `crash-${randomUUID()}`, body: journal(number), number });
+  }
+
+  const first = await start({ POSTING_DELAY_MS: '120' });
+  const seen = new Map<string, HttpResult>();
+  let answered = 0;
+  const inFlight = planned.map((p) =>
+    postJson(first.port, p.path, p.body, { 'x-api-key': apiKey, 'Idempotency-Key': p.key })
+      .then((res) => {
+        answered += 1;
+        seen.set(p.key, res);
+      })
+      .catch(() => undefined),
+  );
+  while (answered < 3) await sleep(10);
+  await first.kill('SIGKILL');
+  await Promise.all(inFlight);
+  assert.ok(seen.size < planned.length, `the kill landed mid-flight (${seen.size} of ${planned.length} answered)`);
+
+  // Nothing half-written right after the crash; some keys were left in flight by the dead owner.
+  await assertWhole(knex);
+  const orphaned = await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).where({ state: 'in_flight' });
+  assert.ok(orphaned.length >= 1, 'the crash left claimed keys whose posting never committed');
+
+  const second = await start();
+  const final = new Map<string, HttpResult>();
+  for (const p of planned) {
+    for (let attempt = 0; ; attempt += 1) {
+      assert.ok(attempt < 100, `${p.number} settled`);
+      let res: HttpResult;
+      try {
+        res = await postJson(second.port, p.path, p.body, { 'x-api-key': apiKey, 'Idempotency-Key': p.key });
+      } catch {
+        await sleep(100);
+        continue;
+      }
+      if (res.status === 409 && res.headers['x-error-code'] === 'IDEMPOTENCY_KEY_IN_FLIGHT') {
+        await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
+        continue;
+      }
+      assert.equal(res.status, 200, `${p.number}: ${JSON.stringify(res.body)}`);
+      final.set(p.key, res);
+      break;
+    }
+  }
+
+  for (const p of planned) {
+    const table = p.path === '/api/v3/ap-invoices' ? 'acpinv' : 'lgrtrn';
+    const column = table === 'acpinv' ? 'invnum' : 'trnnum';
+    const rows = await knex(table).where({ [column]: p.number });
+    assert.equal(rows.length, 1, `${p.number} exists exactly once`);
+    const before = seen.get(p.key);
+    if (before && before.status === 200) {
+      assert.deepEqual(final.get(p.key)!.body, before.body, `${p.number}: the replay equals the answer sent before the crash`);
+      assert.equal(final.get(p.key)!.headers['idempotency-status'], 'replayed');
+    }
+  }
+  await assertWhole(knex);
+  const books = await booksBalance(knex);
+  assert.equal(books.debit, books.credit, 'the books balance');
+  const open = await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).whereNot({ state: 'completed' });
+  assert.deepEqual(open, [], 'every key ends completed');
+  await second.kill('SIGTERM');
+});
+
+/** Every AP invoice of the test has 10 lines, its journal with lines, and 10 job costs; balances match the lines. */
+async function assertWhole(db: Knex): Promise<void> {
+  const invoices = await db('acpinv').where('invnum', 'like', 'CR-INV-%');
+  for (const inv of invoices) {
+    const lines = await db('apivln').where({ _idref: inv._idnum });
+    assert.equal(lines.length, 10, `${inv.invnum}: all lines`);
+    const journal = await db('lgrtrn').where({ recnum: inv.lgrrec }).first();
+    assert.ok(journal, `${inv.invnum}: its journal`);
+    assert.equal((await db('lgtnln').where({ _idref: journal._idnum })).length, 11, `${inv.invnum}: journal lines`);
+    assert.equal((await db('jobcst').where({ srcnum: 11, srcrec: inv.recnum })).length, 10, `${inv.invnum}: job costs`);
+  }
+  // The balance of the test's expense account equals what its journal lines say.
+  const dialect = dialectFor(engineOf(db));
+  const lineRows = await db('lgtnln as l').join('lgrtrn as h', 'h._idnum', 'l._idref').where('l.lgract', FX.accounts.directExpense).select('l.dbtamt', 'l.crdamt', 'h.actprd', 'h.postyr');
+  let debit = new Dec(0);
+  for (const r of lineRows) if (Number(r.postyr) === FX.year && Number(r.actprd) === FX.openPeriod) debit = debit.plus(dialect.decodeDecimal(r.dbtamt, 2)!);
+  const bal = await db('lgrbal').where({ lgract: FX.accounts.directExpense, postyr: FX.year, actprd: FX.openPeriod }).first();
+  assert.equal(bal ? dialect.decodeDecimal(bal.dbttot, 2)!.toFixed(2) : '0.00', debit.toFixed(2), 'ledger balance equals the posted lines');
+}
+
+test('a lock taken before a SIGKILL is still held after the restart (and the restarted service holds no connection for it)', async () => {
+  const s1 = await start();
+  const lock = await postJson(s1.port, '/api/v3/utility/lock', { userName: 'nightly-backup' }, { 'x-api-key': adminKey });
+  assert.equal(lock.status, 200, JSON.stringify(lock.body));
+  await s1.kill('SIGKILL');
+  const s2 = await start();
+  const ping = await postJson(s2.port, '/api/v3/utility/ping', {}, { 'x-api-key': apiKey });
+  assert.equal(ping.status, 200);
+  assert.equal(ping.body.status, 'locked');
+  assert.equal(ping.body.lockUser, 'nightly-backup');
+  const write = await postJson(s2.port, '/api/v3/ledger-transactions', journal('CR-LOCK'), { 'x-api-key': apiKey });
+  assert.equal(write.status, 423);
+  assert.equal(write.headers['retry-after'], '60');
+  assert.equal(write.body.lockUser, 'nightly-backup');
+  const unlock = await postJson(s2.port, '/api/v3/utility/un-lock', { userName: 'nightly-backup' }, { 'x-api-key': adminKey });
+  assert.equal(unlock.status, 200, JSON.stringify(unlock.body));
+  const after = await postJson(s2.port, '/api/v3/ledger-transactions', journal('CR-LOCK'), { 'x-api-key': apiKey });
+  assert.equal(after.status, 200, JSON.stringify(after.body));
+  await s2.kill('SIGTERM');
+});
