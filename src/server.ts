@@ -50,7 +50,7 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
   let seeded = false;
   if (embedded && config.seedOnStart) {
     const seedStarted = Date.now();
-    logger.info('seeding the demo company into the database if it is empty');
+    logger.debug('seeding the demo company if the database is empty');
     const seed = await ensureSeeded(knex, { onProgress: (line) => logger.debug({ seed: line }, 'seed progress') });
     seeded = seed !== null;
     if (seed) logger.info({ ms: Date.now() - seedStarted, rows: seed.totalRows, scale: seed.scale }, 'demo company seeded');

@@ -6,7 +6,7 @@ import { OPERATIONS } from '../../generated/operations';
 import { contractDocument } from './openapi-document';
 
 export interface ContractValidator {
-  /** express-openapi-validator's middleware chain (request validation; responses too when asked). */
+  /** express-openapi-validator's middleware chain (request validation; responses too when asked), as one handler. */
   middleware: RequestHandler[];
   /**
    * Compiles the validator for every operation now instead of on its first request (the spec is
@@ -18,7 +18,9 @@ export interface ContractValidator {
 }
 
 export function contractValidator(options: { base: string; validateResponses: boolean }): ContractValidator {
-  const middleware = OpenApiValidator.middleware({
+  // Built on first use (warm-up or first request): loading the document takes seconds of CPU,
+  // which would otherwise hold up the server's listen.
+  const build = () => OpenApiValidator.middleware({
     apiSpec: contractDocument() as any,
     // allErrors: one entry per culprit, not just the first one ajv meets. coerceTypes false: body
     // values must have their declared type ("5" is not a number); query parameters are always
@@ -33,6 +35,25 @@ export function contractValidator(options: { base: string; validateResponses: bo
     ignorePaths: (p: string) => !p.startsWith(options.base),
     $refParser: { mode: 'bundle' },
   }) as unknown as RequestHandler[];
+  let chain: RequestHandler[] | undefined;
+
+  /** Runs the validator's middleware chain in order, as `app.use(...chain)` would. */
+  const run: RequestHandler = (req, res, next) => {
+    const handlers = (chain ??= build());
+    let i = 0;
+    const step = (err?: unknown): void => {
+      if (err !== undefined && err !== null) return next(err);
+      const handler = handlers[i++];
+      if (!handler) return next();
+      try {
+        void handler(req, res, step);
+      } catch (e) {
+        next(e);
+      }
+    };
+    step();
+  };
+  const middleware = [run];
 
   async function warm(): Promise<{ operations: number; ms: number }> {
     const started = process.hrtime.bigint();
