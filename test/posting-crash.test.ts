@@ -35,8 +35,8 @@ after(async () => {
 });
 
 async function start(env: Record<string, string> = {}): Promise<SpawnedServer> {
-  // DB_DEADLINE_MS 1000: the in-flight lease (2 x deadline) of a killed owner expires in 2 s.
-  const server = await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: { DB_DEADLINE_MS: '1000', ...env } });
+  // DB_DEADLINE_MS 2000: the in-flight lease (2 x deadline) of a killed owner expires in 4 s.
+  const server = await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: { DB_DEADLINE_MS: '2000', ...env } });
   servers.push(server);
   return server;
 }
@@ -94,6 +94,11 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
       }
       if (res.status === 409 && res.headers['x-error-code'] === 'IDEMPOTENCY_KEY_IN_FLIGHT') {
         await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
+        continue;
+      }
+      // What a client does on 504 (outcome unknown) and 502 (refused): retry with the same key.
+      if (res.status === 504 || res.status === 502) {
+        await sleep(200 * (attempt + 1));
         continue;
       }
       assert.equal(res.status, 200, `${p.number}: ${JSON.stringify(res.body)}`);
