@@ -107,6 +107,8 @@ export async function startServer(config: Config, options: StartServerOptions = 
   }
 
   const services = createServices(config, logger, knex, target.engine);
+  // A service restarted while the maintenance lock is held drops its pool before serving anything.
+  await services.lock.ensureLoaded();
   const app = createApp(services);
   const opsState = app.locals.opsState as OpsState;
   const server = http.createServer(app);

@@ -77,6 +77,23 @@ test('GET /readyz is 200 when the database answers and every migration is applie
   }
 });
 
+test('GET /readyz stays 200 while the maintenance lock is held (the pool is dropped on purpose)', async () => {
+  const locked = await t.post('/api/v3/utility/lock', { userName: 'readyz-test' }, t.adminKey);
+  assert.equal(locked.status, 200, locked.text);
+  try {
+    const res = await t.http.get('/readyz');
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.database, 'locked');
+    assert.equal(res.body.lockUser, 'readyz-test');
+    const metrics = await t.http.get('/metrics');
+    assert.equal(metrics.status, 200, 'metrics work without a pool');
+  } finally {
+    const unlocked = await t.post('/api/v3/utility/un-lock', { userName: 'readyz-test' }, t.adminKey);
+    assert.equal(unlocked.status, 200, unlocked.text);
+  }
+  assert.equal((await t.http.get('/readyz')).body.database, 'ok');
+});
+
 test('GET /metrics: request counter and latency histogram by operationId and status, pool gauges, process metrics', async () => {
   await t.post('/api/v3/utility/ping');
   await t.http.post('/api/v3/utility/ping');

@@ -127,9 +127,15 @@ export function opsRoutes(services: Services, registry: Registry, state: OpsStat
             ? 'The server is starting: the contract validator is compiling.'
             : state.warmError
               ? 'The contract document failed to compile; see the log.'
-              : await readinessProblem(services);
+              : services.lock?.isLocked()
+                ? undefined
+                : await readinessProblem(services);
         if (problem) throw new ApiProblem('SERVICE_UNAVAILABLE', problem, { headers: { 'Retry-After': '5' } });
-        res.json({ status: 'ready', database: 'ok', migrations: 'applied' });
+        // While the maintenance lock is held the pool is dropped on purpose and every v3 call
+        // answers 423: the service is working as intended, so it stays ready.
+        const holder = services.lock?.isLocked() ? services.lock.current : null;
+        if (holder) res.json({ status: 'ready', database: 'locked', lockUser: holder.userName });
+        else res.json({ status: 'ready', database: 'ok', migrations: 'applied' });
       } catch (err) {
         next(err);
       }
