@@ -92,6 +92,8 @@ export interface Part {
   vendor: number;
   costCode: string;
   serialized: boolean;
+  /** Last price-book edit (upddte). */
+  edited: string;
 }
 
 export interface Location {

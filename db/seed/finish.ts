@@ -204,14 +204,15 @@ export async function patchMasters(sim: Sim, reconciled: Map<number, { date: str
   const w = ctx.w;
   await batchUpdate(w, w.executor, 'tkfprt', {
     key: 'recnum',
-    columns: ['avgcst', 'lstcst'],
-    rows: ctx.parts.map((p) => [p.num, price(sim.inv.average(p.num)), price(sim.inv.lastCost.get(p.num) ?? p.cost)]),
+    columns: ['avgcst', 'lstcst', 'upddte'],
+    rows: ctx.parts.map((p) => [p.num, price(sim.inv.average(p.num)), price(sim.inv.lastCost.get(p.num) ?? p.cost), p.edited]),
   });
   if (w.hasTable('bnkact')) {
     await batchUpdate(w, w.executor, 'bnkact', {
       key: 'recnum',
-      columns: ['lstrec', 'lstbal'],
-      rows: [...reconciled.entries()].map(([bank, r]) => [bank, r.date, money(r.balance)]),
+      // upddte set explicitly (and different from the insert's), so the update trigger keeps it.
+      columns: ['lstrec', 'lstbal', 'upddte'],
+      rows: [...reconciled.entries()].map(([bank, r]) => [bank, r.date, money(r.balance), stamp(addDays(r.date, 8), 16 * 60)]),
     });
   }
 }

@@ -50,6 +50,8 @@ export interface SeedReport {
 }
 
 export const DEFAULT_RANDOM_SEED = 20261122;
+/** Rows per batch group (transaction) of the simulated year. */
+const GROUP_ROWS = 60_000;
 
 /** Every table of the entity catalog (records and their line tables). */
 export function entityTables(): string[] {
@@ -120,13 +122,19 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
   const receivables = new Receivables(sim, projects.changes);
   const cardBalances = new Map<number, Dec>();
   payroll.assign('2025-12-29');
-  // One transaction per simulated week (Monday to Sunday).
-  for (let weekStart = '2025-12-29'; weekStart <= CUTOFF_DATE; weekStart = addDays(weekStart, 7)) {
-    await w.group(() => {
-      for (let d = 0; d < 7; d++) {
-        const date = addDays(weekStart, d);
-        if (date < '2026-01-01' || date > CUTOFF_DATE) continue;
-        simulateDay(date);
+  // Batch groups: whole simulated weeks (Monday to Sunday) in one transaction, until about
+  // GROUP_ROWS rows were written (at scale 1 the year is a few groups, at large scales a week each).
+  let weekStart = '2025-12-29';
+  while (weekStart <= CUTOFF_DATE) {
+    await w.group(async () => {
+      while (weekStart <= CUTOFF_DATE && w.pendingRows() < GROUP_ROWS) {
+        for (let d = 0; d < 7; d++) {
+          const date = addDays(weekStart, d);
+          if (date < '2026-01-01' || date > CUTOFF_DATE) continue;
+          simulateDay(date);
+        }
+        weekStart = addDays(weekStart, 7);
+        await w.checkpoint();
       }
     });
     w.report();
@@ -200,7 +208,9 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
     journals: ctx.books.stats.journals,
     jobCosts: ctx.books.stats.jobCosts,
     notes,
-  };
+    dbMs: Number(w.dbNanos / 1_000_000n),
+    statements: w.statements,
+  } as SeedReport;
 }
 
 function isFirstBusinessDay(date: string): boolean {

@@ -485,6 +485,7 @@ function parts(ctx: Ctx): void {
       vendor: vendor.num,
       costCode: CLASS_CODES[cls]!,
       serialized,
+      edited: `${formatDate(parseDate('2026-01-05') + r.int(0, 300) * 86400000)} 10:${String(r.int(10, 59))}:00`,
     };
     ctx.parts.push(p);
     ctx.w.add('tkfprt', {
@@ -507,9 +508,10 @@ function parts(ctx: Ctx): void {
       minqty: qty(r.int(2, 20)),
       brcode: `0${r.int(10000, 99999)}${r.int(100000, 999999)}`,
       inactv: r.chance(0.01),
-      // Price-book edits spread over the year (lastUpdated); the average cost is completed in finish.ts.
+      // The average and last cost are completed in finish.ts, which also sets upddte to the
+      // last price-book edit (a value different from this one, so the upddte trigger keeps it).
       insdte: '2025-01-06 08:00:00',
-      upddte: `${formatDate(parseDate('2026-01-05') + r.int(0, 300) * 86400000)} 10:${String(r.int(10, 59))}:00`,
+      upddte: '2025-01-06 08:00:00',
       insusr: 'dfairbanks',
       updusr: 'dfairbanks',
     });

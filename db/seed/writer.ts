@@ -49,6 +49,8 @@ export interface WriterNotes {
 
 const PARAM_LIMIT: Record<Engine, number> = { sqlite: 32766, postgres: 65535, mssql: 2100 };
 const ROW_LIMIT: Record<Engine, number> = { sqlite: 5000, postgres: 5000, mssql: 1000 };
+/** Rows per prepared multi-row insert on SQLite (reused for every full chunk). */
+const SQLITE_ROWS_PER_STATEMENT = 200;
 
 export interface WriterOptions {
   /** table -> column -> decimal scale, normally compiled from the entity catalog. */
@@ -126,6 +128,7 @@ export class BatchWriter {
     if (this.db !== this.knex) throw new Error('writer: groups do not nest');
     return this.knex.transaction(async (trx) => {
       this.db = trx;
+      this.writtenInGroup = 0;
       try {
         const out = await fn();
         await this.flushAll();
@@ -135,6 +138,18 @@ export class BatchWriter {
       }
     });
   }
+
+  /** Rows buffered and not yet written. */
+  pendingRows(): number {
+    let n = 0;
+    for (const rows of this.buffers.values()) n += rows.length;
+    return n + this.writtenInGroup;
+  }
+
+  private writtenInGroup = 0;
+  /** Time spent in the database and statements run (diagnostics). */
+  dbNanos = 0n;
+  statements = 0;
 
   /** Flushes every buffer (in registration order) when any of them holds a full chunk. */
   async checkpoint(): Promise<void> {
@@ -166,6 +181,34 @@ export class BatchWriter {
         this.options.onProgress?.(`${t.padEnd(8)} ${String(n).padStart(9)} rows  ${elapsed.padStart(7)} s`);
       }
     }
+  }
+
+  private readonly prepared = new WeakMap<object, Map<string, { run(params: unknown[]): unknown }>>();
+
+  /**
+   * Prepared statements on the group's SQLite connection (better-sqlite3): a multi-row insert of
+   * the chunk size (from the column count and SQLite's 32766 parameters) and a one-row insert.
+   */
+  private async sqliteStatements(head: string, tuple: string, columns: number) {
+    const conn = (await (this.db as unknown as { client: { acquireConnection(): Promise<unknown> } }).client.acquireConnection()) as {
+      prepare(sql: string): { run(params: unknown[]): unknown };
+    };
+    let cache = this.prepared.get(conn);
+    if (!cache) {
+      cache = new Map();
+      this.prepared.set(conn, cache);
+    }
+    const rows = Math.max(1, Math.min(SQLITE_ROWS_PER_STATEMENT, Math.floor(PARAM_LIMIT.sqlite / columns)));
+    const get = (n: number) => {
+      const sql = head + new Array(n).fill(tuple).join(', ');
+      let st = cache!.get(sql);
+      if (!st) {
+        st = conn.prepare(sql);
+        cache!.set(sql, st);
+      }
+      return st;
+    };
+    return { rows, full: get(rows), one: get(1) };
   }
 
   private chunkRows(table: string, rows: Row[]): number {
@@ -223,8 +266,9 @@ export class BatchWriter {
     const q = (id: string) => (this.engine === 'mssql' ? `[${id}]` : `"${id}"`);
     const head = `insert into ${q(table)} (${all.map((c) => q(c.name)).join(', ')}) values `;
     const tuple = `(${all.map(() => '?').join(', ')})`;
-    for (let start = 0; start < rows.length; start += per) {
-      const slice = rows.slice(start, start + per);
+    const sqlite = this.engine === 'sqlite' ? await this.sqliteStatements(head, tuple, all.length) : null;
+    for (let start = 0; start < rows.length; start += sqlite ? sqlite.rows : per) {
+      const slice = rows.slice(start, start + (sqlite ? sqlite.rows : per));
       const bindings: unknown[] = [];
       for (const r of slice) {
         for (const c of cols) {
@@ -241,14 +285,24 @@ export class BatchWriter {
         }
         for (const c of fillers) bindings.push(neutralValue(c));
       }
-      const sql = head + new Array(slice.length).fill(tuple).join(', ');
-      await this.db.raw(sql, bindings as Knex.RawBinding[]);
+      const t0 = process.hrtime.bigint();
+      if (sqlite) {
+        // SQLite: the same prepared multi-row statement for every full chunk, one-row statements for the rest.
+        if (slice.length === sqlite.rows) sqlite.full.run(bindings);
+        else for (let i = 0; i < bindings.length; i += all.length) sqlite.one.run(bindings.slice(i, i + all.length));
+      } else {
+        const sql = head + new Array(slice.length).fill(tuple).join(', ');
+        await this.db.raw(sql, bindings as Knex.RawBinding[]);
+      }
+      this.dbNanos += process.hrtime.bigint() - t0;
+      this.statements++;
     }
     if (shape.has('recnum')) {
       let max = this.maxRecnum.get(table) ?? 0;
       for (const r of rows) if (typeof r.recnum === 'number' && r.recnum > max) max = r.recnum;
       this.maxRecnum.set(table, max);
     }
+    this.writtenInGroup += rows.length;
     const before = this.counts.get(table) ?? 0;
     this.counts.set(table, before + rows.length);
     // A progress line every 100k rows of a big table.
