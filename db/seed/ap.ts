@@ -400,13 +400,13 @@ export function createPurchaseOrder(sim: Sim, date: string): void {
   const recnum = ctx.books.recnum('pchord');
   const orderNumber = `PO26-${String(recnum).padStart(6, '0')}`;
   const stock = r.chance(0.45) || jobs.length === 0;
-  const siteJobs = jobs.filter((j) => j.siteLocation);
+  const siteJobs = ctx.activeSiteJobs(date);
   const toSite = stock && siteJobs.length > 0 && r.chance(0.3) ? siteJobs[r.int(0, siteJobs.length - 1)]! : null;
   const job = stock ? toSite : jobs[r.int(0, jobs.length - 1)]!;
   const location = stock ? (toSite ? toSite.siteLocation! : 1) : null;
   const locationAccount = location ? ctx.locations[location - 1]!.account : null;
   const lines: PoLine[] = [];
-  const vendorParts = ctx.parts.filter((p) => p.vendor === vendor.num);
+  const vendorParts = ctx.partsByVendor.get(vendor.num) ?? [];
   const lineCount = r.int(2, 6);
   for (let k = 1; k <= lineCount; k++) {
     const part = vendorParts.length && r.chance(0.8) ? vendorParts[r.int(0, vendorParts.length - 1)]! : ctx.parts[r.int(0, ctx.parts.length - 1)]!;

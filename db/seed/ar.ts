@@ -41,9 +41,19 @@ export class Receivables {
     return this.sim.ctx;
   }
 
+  private changesByJob: Map<number, ChangeOrderEffect[]> | null = null;
+
   private contractOn(job: Job, date: string): Dec {
+    if (!this.changesByJob) {
+      this.changesByJob = new Map();
+      for (const ch of this.approvedChanges) {
+        const list = this.changesByJob.get(ch.job) ?? [];
+        list.push(ch);
+        this.changesByJob.set(ch.job, list);
+      }
+    }
     let c = job.contract;
-    for (const ch of this.approvedChanges) if (ch.job === job.num && ch.date <= date) c = c.plus(ch.amount);
+    for (const ch of this.changesByJob.get(job.num) ?? []) if (ch.date <= date) c = c.plus(ch.amount);
     return c;
   }
 
@@ -309,7 +319,7 @@ export class Receivables {
     const ctx = this.ctx;
     const r = ctx.rnd('service');
     if (ctx.serviceLocations.length === 0) return;
-    const techs = ctx.employees.filter((e) => e.role === 'service' && e.hire <= date && (!e.termination || e.termination >= date));
+    const techs = ctx.employeesByRole('service').filter((e) => e.hire <= date && (!e.termination || e.termination >= date));
     if (techs.length === 0) return;
     const count = Math.round(0.8 * ctx.scale * (0.4 + r.next() * 1.2));
     for (let i = 0; i < count; i++) {
@@ -345,7 +355,7 @@ export class Receivables {
       const months = (Number(date.slice(0, 4)) - Number(c.start.slice(0, 4))) * 12 + Number(date.slice(5, 7)) - Number(c.start.slice(5, 7));
       const step = c.frequency === 1 ? 1 : c.frequency === 2 ? 3 : 12;
       if (months % step !== 0) continue;
-      const site = ctx.serviceLocations.find((l) => l.num === c.location)!;
+      const site = ctx.serviceLocationsByNum.get(c.location)!;
       this.serviceInvoice(r, {
         date,
         client: c.client,

@@ -120,8 +120,11 @@ export class Ctx {
   readonly employees: Employee[] = [];
   readonly equipment: Equipment[] = [];
   readonly parts: Part[] = [];
+  /** Parts by preferred vendor. */
+  readonly partsByVendor = new Map<number, Part[]>();
   readonly locations: Location[] = [];
   readonly serviceLocations: ServiceLocation[] = [];
+  readonly serviceLocationsByNum = new Map<number, ServiceLocation>();
   readonly serviceInventory = new Map<number, number[]>();
   readonly serviceContracts: Array<{ num: number; client: number; location: number; amount: Dec; frequency: number; start: string; end: string }> = [];
   readonly notes: string[] = [];
@@ -166,6 +169,18 @@ export class Ctx {
     return this.books.uuid();
   }
 
+  private readonly roleCache = new Map<string, Employee[]>();
+
+  /** Employees of a role (the list is fixed once masters are made). */
+  employeesByRole(role: Employee['role']): Employee[] {
+    let list = this.roleCache.get(role);
+    if (!list) {
+      list = this.employees.filter((e) => e.role === role);
+      this.roleCache.set(role, list);
+    }
+    return list;
+  }
+
   has(table: string): boolean {
     return this.w.hasTable(table);
   }
@@ -205,6 +220,14 @@ export class Ctx {
   }
 
   private activeCache: { date: string; jobs: Job[] } = { date: '', jobs: [] };
+
+  private siteCache: { date: string; jobs: Job[] } = { date: '', jobs: [] };
+
+  /** Running jobs with a job-site store. */
+  activeSiteJobs(date: string): Job[] {
+    if (this.siteCache.date !== date) this.siteCache = { date, jobs: this.activeJobs(date).filter((j) => j.siteLocation) };
+    return this.siteCache.jobs;
+  }
 
   /** Jobs under way on `date` (current, or complete but not yet finished then). Cached per day. */
   activeJobs(date: string): Job[] {

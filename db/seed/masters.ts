@@ -488,6 +488,9 @@ function parts(ctx: Ctx): void {
       edited: `${formatDate(parseDate('2026-01-05') + r.int(0, 300) * 86400000)} 10:${String(r.int(10, 59))}:00`,
     };
     ctx.parts.push(p);
+    const byVendor = ctx.partsByVendor.get(vendor.num) ?? [];
+    byVendor.push(p);
+    ctx.partsByVendor.set(vendor.num, byVendor);
     ctx.w.add('tkfprt', {
       _idnum: ctx.uuid(),
       recnum: i,
@@ -515,7 +518,8 @@ function parts(ctx: Ctx): void {
       insusr: 'dfairbanks',
       updusr: 'dfairbanks',
     });
-    const others = r.sample(suppliers.filter((s) => s.num !== vendor.num), r.chance(0.6) ? 1 : 0);
+    const other = suppliers.length > 1 && r.chance(0.6) ? suppliers[r.int(0, suppliers.length - 1)]! : null;
+    const others = other && other.num !== vendor.num ? [other] : [];
     for (const [k, v] of [vendor, ...others].entries()) {
       ctx.add('vndprc', {
         _idnum: ctx.uuid(),
@@ -628,6 +632,7 @@ function serviceMasters(ctx: Ctx): void {
       const contact = personName(r);
       const taxDistrict = a.city === 'Pinecrest' ? 2 : a.city === 'Tamarack' ? 3 : 1;
       ctx.serviceLocations.push({ num, client: c.num, taxDistrict });
+      ctx.serviceLocationsByNum.set(num, ctx.serviceLocations[ctx.serviceLocations.length - 1]!);
       ctx.add('srvloc', {
         _idnum: ctx.uuid(),
         recnum: num,

@@ -61,9 +61,16 @@ export function allocations(sim: Sim, date: string): void {
       const lines = picked.map(({ part, quantity }) => ({ part, quantity, value: sim.inv.issueValue(part, quantity), code: null, phase: null, costType: null }));
       allocation(sim, { date, purpose, from, to: null, job: null, status: 4, lines, description: r.pick(['Damaged in storage', 'Cycle count shortage', 'Theft from yard']) });
     } else {
-      const stocked = sim.inv.partsAt(1).filter((p) => sim.inv.available(p, 1).gt(0));
-      if (stocked.length === 0) continue;
-      const part = stocked[r.int(0, stocked.length - 1)]!;
+      const candidates = sim.inv.partsAt(1);
+      let part = 0;
+      for (let tries = 0; tries < 10 && candidates.length; tries++) {
+        const p = candidates[r.int(0, candidates.length - 1)]!;
+        if (sim.inv.available(p, 1).gt(0)) {
+          part = p;
+          break;
+        }
+      }
+      if (!part) continue;
       const totals = sim.inv.partTotals(part);
       const pct = new Dec(r.int(2, 8)).div(100).times(r.chance(0.5) ? 1 : -1);
       const delta = r2(totals.value.times(pct));

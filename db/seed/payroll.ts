@@ -461,12 +461,19 @@ export class Payroll {
     const ctx = this.ctx;
     const day = addDays(weekStart, 2);
     const week = Math.floor((Date.parse(weekStart) - Date.parse('2026-01-05')) / (7 * 86400000));
+    const onJob = new Map<number, Array<(typeof ctx.equipment)[number]>>();
+    for (const q of ctx.equipment) {
+      if (!q.job) continue;
+      const list = onJob.get(q.job) ?? [];
+      list.push(q);
+      onJob.set(q.job, list);
+    }
     for (const [jobNum, crew] of [...crews.entries()].sort((a, b) => a[0] - b[0])) {
       if ((jobNum + week) % 2 !== 0) continue;
       const job = ctx.job(jobNum);
       const members = crew.filter((c) => c.line.payType === 1);
       if (members.length === 0) continue;
-      const equipment = ctx.equipment.filter((q) => q.job === jobNum);
+      const equipment = onJob.get(jobNum) ?? [];
       const id = ctx.uuid();
       const total = new Dec(8 * members.length);
       ctx.add('dlypyr', {

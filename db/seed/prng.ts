@@ -5,6 +5,8 @@
  */
 import { Dec } from '../../src/storage/decimal';
 
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
 export class Prng {
   private state: number;
   private readonly seed: number;
@@ -81,13 +83,17 @@ export class Prng {
 
   /** RFC 4122 version-4 shaped uuid made from the generator. */
   uuid(): string {
-    const hex = (n: number) => n.toString(16).padStart(8, '0');
-    const a = hex(this.nextU32());
-    const b = hex(this.nextU32());
-    const c = hex(this.nextU32());
-    const d = hex(this.nextU32());
-    const variant = ((parseInt(c[0]!, 16) & 0x3) | 0x8).toString(16);
-    return `${a}-${b.slice(0, 4)}-4${b.slice(5, 8)}-${variant}${c.slice(1, 4)}-${c.slice(4, 8)}${d}`;
+    const a = this.nextU32();
+    const b = this.nextU32();
+    const c = this.nextU32();
+    const d = this.nextU32();
+    return (
+      HEX[a >>> 24]! + HEX[(a >>> 16) & 255]! + HEX[(a >>> 8) & 255]! + HEX[a & 255]! + '-' +
+      HEX[b >>> 24]! + HEX[(b >>> 16) & 255]! + '-' +
+      HEX[((b >>> 8) & 0x0f) | 0x40]! + HEX[b & 255]! + '-' +
+      HEX[((c >>> 24) & 0x3f) | 0x80]! + HEX[(c >>> 16) & 255]! + '-' +
+      HEX[(c >>> 8) & 255]! + HEX[c & 255]! + HEX[d >>> 24]! + HEX[(d >>> 16) & 255]! + HEX[(d >>> 8) & 255]! + HEX[d & 255]!
+    );
   }
 
   /**

@@ -27,6 +27,8 @@ export class Projects {
   readonly budgets = new Map<number, BudgetLine[]>();
   readonly subcontracts: SubcontractPlan[] = [];
   readonly changes: ChangeOrderEffect[] = [];
+  /** Index of the first subcontract of the job being planned. */
+  private firstSubOfJob = 0;
 
   constructor(private readonly ctx: Ctx) {}
 
@@ -101,6 +103,7 @@ export class Projects {
         }
       }
       this.changeOrders(job, r);
+      this.firstSubOfJob = this.subcontracts.length;
     }
     for (const s of this.subcontracts) sim.commit(s.job.num, s.original.plus(s.changes));
   }
@@ -168,7 +171,7 @@ export class Projects {
       estcst: money(planned),
       mrkpct: pct(markup),
       expdte: addDays(when, 60),
-      slsnum: ctx.employees.find((e) => e.role === 'office')?.num ?? null,
+      slsnum: ctx.employeesByRole('office')[0]?.num ?? null,
       status,
       ...ctx.audit(when < '2025-01-02' ? '2025-01-02' : when, 15 * 60, USERS[0]!),
       upddte: `${status === 3 ? minDate(addDays(when, 20), CUTOFF_DATE) : when} 15:30:00`,
@@ -198,7 +201,7 @@ export class Projects {
     if (from >= to) return;
     const span = daysBetween(from, to);
     const count = r.int(0, 3);
-    const subs = this.subcontracts.filter((s) => s.job.num === job.num);
+    const subs = this.subcontracts.slice(this.firstSubOfJob);
     for (let k = 0; k < count; k++) {
       const date = addDays(from, r.int(0, span));
       const sub = subs.length && r.chance(0.25) ? subs[r.int(0, subs.length - 1)]! : null;
@@ -276,7 +279,7 @@ export class Projects {
         estcst: money(r2(amount.div('1.2'))),
         mrkpct: pct(20),
         expdte: addDays(when, 45),
-        slsnum: ctx.employees.find((e) => e.role === 'office')?.num ?? null,
+        slsnum: ctx.employeesByRole('office')[0]?.num ?? null,
         status: r.chance(0.15) ? 5 : r.chance(0.5) ? 1 : 2,
         ...ctx.audit(when, 14 * 60, USERS[0]!),
       });

@@ -183,6 +183,23 @@ export class BatchWriter {
     }
   }
 
+  private readonly encoded = new Map<string, string | number>();
+
+  /**
+   * dialect.encodeDecimal, remembered per value and scale: amounts repeat a lot (zeros, rates,
+   * quantities) and the encoding is the costly part of a row.
+   */
+  private encode(value: Dec, scale: number): string | number {
+    const k = `${scale}:${value.toString()}`;
+    let e = this.encoded.get(k);
+    if (e === undefined) {
+      e = this.dialect.encodeDecimal(value, scale);
+      if (this.encoded.size > 200_000) this.encoded.clear();
+      this.encoded.set(k, e);
+    }
+    return e;
+  }
+
   private readonly prepared = new WeakMap<object, Map<string, { run(params: unknown[]): unknown }>>();
 
   /**
@@ -275,9 +292,8 @@ export class BatchWriter {
           const v = r[c.name];
           if (v instanceof Scaled) {
             const scale = this.scaleOf(table, c.name, c, v.scale);
-            bindings.push(this.dialect.encodeDecimal(scale === v.scale ? v.value : v.value.toDecimalPlaces(scale), scale));
-          }
-          else if (v instanceof Dec) bindings.push(this.dialect.encodeDecimal(v, this.scaleOf(table, c.name, c)));
+            bindings.push(this.encode(scale === v.scale ? v.value : v.value.toDecimalPlaces(scale), scale));
+          } else if (v instanceof Dec) bindings.push(this.encode(v, this.scaleOf(table, c.name, c)));
           else if (v === undefined) bindings.push(null);
           else if (typeof v === 'boolean' && this.engine !== 'postgres') bindings.push(v ? 1 : 0);
           else if (typeof v === 'string' && c.maxLength !== undefined && v.length > c.maxLength) bindings.push(v.slice(0, c.maxLength));
