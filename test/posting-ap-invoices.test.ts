@@ -277,3 +277,15 @@ test('the posted invoice reads back through the query API with its lines', async
   assert.equal(costs.status, 200, costs.text);
   assert.deepEqual(costs.body.data, posted.body.jobCosts);
 });
+
+test('concurrent postings over the same accounts neither deadlock nor lose an update', async () => {
+  const expense = await balanceOf(t.knex, A.directExpense, FX.year, FX.openPeriod);
+  const ap = await balanceOf(t.knex, A.apControl, FX.year, FX.openPeriod);
+  const results = await Promise.all(Array.from({ length: 20 }, (_, i) => t.post(PATH, apInvoice(`API-C-${i}`, 1 + (i % 4)))));
+  for (const r of results) assert.equal(r.status, 200, r.text);
+  const total = results.reduce((s, r) => s.plus(r.body.document.invoiceTotal), new Dec(0));
+  const expenseAfter = await balanceOf(t.knex, A.directExpense, FX.year, FX.openPeriod);
+  const apAfter = await balanceOf(t.knex, A.apControl, FX.year, FX.openPeriod);
+  assert.equal(new Dec(expenseAfter.debit).minus(expense.debit).toFixed(2), total.toFixed(2));
+  assert.equal(new Dec(apAfter.credit).minus(ap.credit).toFixed(2), total.toFixed(2));
+});

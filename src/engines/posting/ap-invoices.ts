@@ -456,12 +456,14 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
   prepare: prepareApInvoice,
 
   async allocate(input, numbers: NumberAllocator): Promise<Numbers> {
-    const invoice = await numbers.allocate('acpinv', 1);
-    if (input.status !== STATUS_OPEN) return { invoiceRecord: invoice.first, ledgerRecord: null, jobCostRecords: [] };
-    const ledger = await numbers.allocate('lgrtrn', 1);
-    const jobLines = input.lines.filter((l) => jobOf(input, l) !== undefined).length;
-    const costs = await numbers.allocate('jobcst', jobLines);
-    return { invoiceRecord: invoice.first, ledgerRecord: ledger.first, jobCostRecords: Array.from({ length: costs.count }, (_, i) => costs.first + i) };
+    const posts = input.status === STATUS_OPEN;
+    const jobLines = posts ? input.lines.filter((l) => jobOf(input, l) !== undefined).length : 0;
+    const got = await numbers.allocateMany({ acpinv: 1, lgrtrn: posts ? 1 : 0, jobcst: jobLines });
+    return {
+      invoiceRecord: got.acpinv!.first,
+      ledgerRecord: posts ? got.lgrtrn!.first : null,
+      jobCostRecords: Array.from({ length: got.jobcst!.count }, (_, i) => got.jobcst!.first + i),
+    };
   },
 
   async post(ctx, input, numbers): Promise<PostOutcome<ApInvoiceWriteResult>> {

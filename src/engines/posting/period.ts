@@ -84,30 +84,52 @@ function periodInvalid(detail: string, fields: string[]): ApiProblem {
   return new ApiProblem('PERIOD_INVALID', detail, { errors: fields.map((field) => ({ field, code: 'period_invalid' })) });
 }
 
+interface FiscalRow {
+  year: number;
+  period: number;
+  start: string | null;
+  end: string | null;
+  status: number;
+}
+
 export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: LedgerSetup, request: PeriodRequest): Promise<PostingPeriod> {
   const open: PostingPeriod = { period: setup.currentPeriod, year: setup.currentYear };
   const hasPeriod = request.period !== undefined && request.period !== null;
   const hasYear = request.year !== undefined && request.year !== null;
-  let resolved: PostingPeriod;
-  let explicit = false;
-  if (hasPeriod || hasYear) {
-    if (!hasPeriod || !hasYear) {
-      const missing = hasPeriod ? 'year' : 'period';
-      throw periodInvalid(`period and year are an optional pair: ${missing} is missing.`, [missing]);
-    }
+  if (hasPeriod !== hasYear) {
+    const missing = hasPeriod ? 'year' : 'period';
+    throw periodInvalid(`period and year are an optional pair: ${missing} is missing.`, [missing]);
+  }
+  const explicit = hasPeriod && hasYear;
+  if (explicit) {
     const period = request.period as number;
     const year = request.year as number;
     if (!Number.isInteger(period) || period < 0 || period > 12) {
       throw periodInvalid(`period ${period} is not a posting period: periods run from 0 (prior-year adjustments) to 12.`, ['period']);
     }
     if (!Number.isInteger(year) || year < 1900 || year > 9999) throw periodInvalid(`year ${year} is not a fiscal year of the ledger.`, ['year']);
-    resolved = { period, year };
-    explicit = true;
-  } else if (setup.periodPolicy === 2) {
-    resolved = await periodOfDate(db, setup, request.date);
-  } else {
-    resolved = open;
   }
+
+  // One read of the fiscal periods around the document date (and the explicit year).
+  const calendarYear = Number(request.date.slice(0, 4));
+  const years = [calendarYear - 1, calendarYear, calendarYear + 1];
+  if (explicit && !years.includes(request.year as number)) years.push(request.year as number);
+  const rows: FiscalRow[] = (await db('fscprd').whereIn('postyr', years).select('postyr', 'actprd', 'sttdte', 'enddte', 'status')).map((r: any) => ({
+    year: Number(r.postyr),
+    period: Number(r.actprd),
+    start: toIsoDate(r.sttdte),
+    end: toIsoDate(r.enddte),
+    status: Number(r.status),
+  }));
+
+  let resolved: PostingPeriod;
+  if (explicit) resolved = { period: request.period as number, year: request.year as number };
+  else if (setup.periodPolicy === 2) {
+    const holding = rows
+      .filter((r) => r.period >= 1 && r.start !== null && r.end !== null && r.start <= request.date && request.date <= r.end)
+      .sort((a, b) => a.year - b.year || a.period - b.period)[0];
+    resolved = holding ? { period: holding.period, year: holding.year } : fiscalPeriodOfDate(request.date, setup.fiscalYearEndMonth);
+  } else resolved = open;
 
   if (comparePeriods(resolved, open) > 0) {
     const source = explicit ? 'the explicit period and year' : `${request.dateField} ${request.date}`;
@@ -122,39 +144,18 @@ export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: L
   }
 
   // Earlier (or equal) periods are accepted, if they are periods of the ledger and not locked.
-  const rows = await db('fscprd').where({ postyr: resolved.year }).select('actprd', 'status');
-  if (rows.length > 0 || explicit) {
-    const known = await companyKeepsFiscalPeriods(db, rows.length);
-    if (known) {
-      const row = rows.find((r: any) => Number(r.actprd) === resolved.period);
-      if (!row && !(resolved.period === 0 && rows.length > 0)) {
-        if (explicit) throw periodInvalid(`${describe(resolved)} is not a period of the ledger setup (no such fiscal period).`, ['period', 'year']);
-      } else if (row && Number(row.status) === 3) {
-        throw new ApiProblem('PERIOD_CLOSED', `${describe(resolved)} is locked by an administrator; it accepts no postings.`, {
-          errors: explicit ? [{ field: 'period', code: 'period_locked' }] : [{ field: request.dateField, code: 'period_locked' }],
-          extensions: { resolvedPeriod: resolved.period, resolvedYear: resolved.year, openPeriod: open.period, openYear: open.year },
-        });
-      }
+  const ofYear = rows.filter((r) => r.year === resolved.year);
+  const keepsPeriods = rows.length > 0 || (explicit && Boolean(await db('fscprd').first('recnum')));
+  if (keepsPeriods) {
+    const row = ofYear.find((r) => r.period === resolved.period);
+    if (!row && !(resolved.period === 0 && ofYear.length > 0)) {
+      if (explicit) throw periodInvalid(`${describe(resolved)} is not a period of the ledger setup (no such fiscal period).`, ['period', 'year']);
+    } else if (row && row.status === 3) {
+      throw new ApiProblem('PERIOD_CLOSED', `${describe(resolved)} is locked by an administrator; it accepts no postings.`, {
+        errors: explicit ? [{ field: 'period', code: 'period_locked' }] : [{ field: request.dateField, code: 'period_locked' }],
+        extensions: { resolvedPeriod: resolved.period, resolvedYear: resolved.year, openPeriod: open.period, openYear: open.year },
+      });
     }
   }
   return resolved;
-}
-
-/** Whether the company keeps a fiscal-periods table at all (if not, every year up to the open one is valid). */
-async function companyKeepsFiscalPeriods(db: Knex | Knex.Transaction, rowsForYear: number): Promise<boolean> {
-  if (rowsForYear > 0) return true;
-  const any = await db('fscprd').first('recnum');
-  return Boolean(any);
-}
-
-async function periodOfDate(db: Knex | Knex.Transaction, setup: LedgerSetup, date: string): Promise<PostingPeriod> {
-  const row = await db('fscprd')
-    .where('sttdte', '<=', date)
-    .andWhere('enddte', '>=', date)
-    .andWhere('actprd', '>=', 1)
-    .orderBy('postyr')
-    .orderBy('actprd')
-    .first('postyr', 'actprd', 'sttdte');
-  if (row && toIsoDate(row.sttdte)) return { period: Number(row.actprd), year: Number(row.postyr) };
-  return fiscalPeriodOfDate(date, setup.fiscalYearEndMonth);
 }

@@ -15,6 +15,7 @@ import type { PostingContext, PostingHooks } from './context';
  *   dry run                          whole cascade in a transaction that is rolled back; the key is ignored
  *   Idempotency-Key                  phase 1 claims the key in its own short transaction; phase 2 runs
  *                                    the posting and stores the response it produced in ONE transaction
+ *                                    (a refusal rolls the posting back and is stored on its own)
  *   numbers                          allocated after the claim and outside the posting transaction
  *   deadline                         a posting that misses it answers 504; the key is marked unknown and
  *                                    the late commit replaces "unknown" with the real result
@@ -225,19 +226,11 @@ export class WriteRunner {
         throw err;
       }
 
+      // Phase 2: the posting and the completion of the record commit together, or not at all.
       const rendered = await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
-          let out: Rendered;
-          try {
-            // A savepoint: a problem found by the engine rolls back its writes, and the stored
-            // problem commits with the record in this same transaction.
-            const outcome = await trx.transaction((sp) => def.post(this.context(sp, req), input, numbers));
-            out = this.renderResult(outcome, false);
-          } catch (err) {
-            const problem = this.deps.boundary.problemFor(err);
-            if (!problem) throw err;
-            out = this.renderProblem(problem, req);
-          }
+          const outcome = await def.post(this.context(trx, req), input, numbers);
+          const out = this.renderResult(outcome, false);
           await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: false, trx });
           if (!(await this.deps.store.complete(trx, token, this.stored(out)))) throw new LostOwnership();
           return out;
@@ -261,9 +254,11 @@ export class WriteRunner {
       if (err instanceof LostOwnership) throw this.inFlight(key);
       const problem = this.deps.boundary.problemFor(err);
       if (problem) {
-        // The posting transaction itself broke (commit refused, connection dropped): record the 502.
+        // The engine refused (404/409/422) or the database did (502): the posting rolled back as a
+        // whole; the answer is recorded under the key on its own. Should that fail, the record stays
+        // in flight, its lease expires, and the retry executes again to the same answer.
         const rendered = this.renderProblem(problem, req);
-        await this.deps.store.completeAlone(token, this.stored(rendered)).catch(() => undefined);
+        await this.deps.store.completeAlone(token, this.stored(rendered)).catch((e) => this.deps.logger.warn({ err: e }, 'could not record the answer under the idempotency key'));
         return this.answer(rendered, 'applied');
       }
       await this.deps.store.release(token).catch(() => undefined);
