@@ -118,7 +118,7 @@ export function writePayrollTotals(ctx: Ctx, payroll: Payroll): void {
         empnum: e.num,
         calnum: 8,
         bnfnme: 'Health plan (employer share)',
-        bnfrte: price(110),
+        bnfrte: price(220),
         maxamt: money(0),
         ytdamt: money(health),
         sttdte: e.hire > '2026-01-01' ? e.hire : '2026-01-01',

@@ -24,12 +24,12 @@ import { Payroll, taxDeposits } from './payroll';
 import { Projects } from './projects';
 import { seedSetup } from './setup';
 import { Sim } from './sim';
-import { addDays, lastDayOfMonth, weekday, ZERO } from './util';
+import { addDays, daysBetween, lastDayOfMonth, weekday, ZERO } from './util';
 import { BatchWriter } from './writer';
 import { Dec } from '../../src/storage/decimal';
 
 export interface SeedOptions {
-  /** Volume multiplier (1: about 300 parts and a few thousand job costs). */
+  /** Volume multiplier (1: about 400 parts and a few thousand job costs). */
   scale?: number;
   /** Seed of the pseudo-random generator (default 20261122). */
   randomSeed?: number;
@@ -104,6 +104,23 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
   const randomSeed = options.randomSeed ?? DEFAULT_RANDOM_SEED;
   const w = new BatchWriter(knex, { scales: catalogScales(), ...(options.onProgress ? { onProgress: options.onProgress } : {}), startedAt: started });
   await w.describe([...entityTables(), 'numseq']);
+  // SQLite: a large page cache while seeding (dozens of indexes on random uuids would otherwise
+  // thrash the default 2 MB) and no fsync per checkpoint; restored at the end.
+  const sqlite = w.engine === 'sqlite';
+  if (sqlite) {
+    await knex.raw('pragma cache_size = -262144');
+    await knex.raw('pragma synchronous = OFF');
+  }
+  try {
+    return await run();
+  } finally {
+    if (sqlite) {
+      await knex.raw('pragma cache_size = -2000');
+      await knex.raw('pragma synchronous = NORMAL');
+    }
+  }
+
+  async function run(): Promise<SeedReport> {
   const ctx = new Ctx(w, scale, randomSeed);
   const sim = new Sim(ctx);
   const projects = new Projects(ctx);
@@ -121,7 +138,7 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
 
   const receivables = new Receivables(sim, projects.changes);
   const cardBalances = new Map<number, Dec>();
-  payroll.assign('2025-12-29');
+  payroll.assign('2025-12-22');
   // Batch groups: whole simulated weeks (Monday to Sunday) in one transaction, until about
   // GROUP_ROWS rows were written (at scale 1 the year is a few groups, at large scales a week each).
   let weekStart = '2025-12-29';
@@ -165,13 +182,14 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
     sim.runDay(date);
     if (wd === 4) runChecks(sim, date);
     if (wd === 5) {
-      payroll.run(addDays(date, -11));
+      // Payday every other Friday (2026-01-09, 01-23, ...) for the two weeks ending the Sunday before last.
+      if ((daysBetween('2026-01-09', date) / 7) % 2 === 0) payroll.run(addDays(date, -18));
       equipmentRevenue(sim, addDays(date, -4));
     }
     if (date === lastDayOfMonth(2026, month)) {
       receivables.monthEnd(date);
       monthEndOps(sim, date);
-      if (month === 9 || month === 10) sim.inv.snapshot(month);
+      if (month === 10) sim.inv.snapshot(month);
     }
   }
 
@@ -211,6 +229,7 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
     dbMs: Number(w.dbNanos / 1_000_000n),
     statements: w.statements,
   } as SeedReport;
+  }
 }
 
 function isFirstBusinessDay(date: string): boolean {

@@ -223,7 +223,7 @@ function employees(ctx: Ctx): void {
     const [, min, max] = tradeIndex >= 0 ? TRADES[tradeIndex]! : ['Office', 0, 0];
     const hourly = role !== 'office';
     const rate = hourly ? r.money(min, max) : new Dec(0);
-    const salary = hourly ? new Dec(0) : r.money(1050, 2300);
+    const salary = hourly ? new Dec(0) : r.money(2100, 4600);
     const name = personName(r);
     const hire = r.chance(0.12) ? formatDate(parseDate('2026-01-12') + r.int(0, 240) * 86400000) : formatDate(parseDate('2008-01-01') + r.int(0, 6500) * 86400000);
     const leaves = i > fixed.length && r.chance(0.06);
@@ -464,7 +464,7 @@ function equipment(ctx: Ctx): void {
 
 function parts(ctx: Ctx): void {
   const r = ctx.rnd('parts');
-  const count = ctx.n(300, 60);
+  const count = ctx.n(400, 60);
   const suppliers = ctx.vendorsByKind.get(1) ?? [];
   for (let i = 1; i <= count; i++) {
     const cls = (i - 1) % PART_CLASSES.length;

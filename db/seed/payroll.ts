@@ -1,5 +1,5 @@
 /**
- * Weekly payroll: crews are assigned to jobs, payroll records get timecard lines (job labor,
+ * Payroll every other Friday for two weeks' work: crews are assigned to jobs, payroll records get timecard lines (job labor,
  * shop labor on equipment, service calls, salaries, holidays), withholdings and deductions are
  * computed, paychecks written, and one journal per pay date posts it (source 16): gross wages to
  * direct expense by job, shop labor by equipment, overhead; employer burden; liabilities and net
@@ -55,6 +55,9 @@ export class Payroll {
   /** Deduction totals per `employee|calc`. */
   readonly deductionTotals = new Map<string, Dec>();
 
+  /** Monday of the second week of the pay period being run. */
+  private periodSecondWeek: string | null = null;
+
   constructor(private readonly sim: Sim) {}
 
   private get ctx(): Ctx {
@@ -82,15 +85,17 @@ export class Payroll {
     return e.hire <= weekEnd && (!e.termination || e.termination >= weekStart);
   }
 
-  /** Pays the week `weekStart`..`weekStart + 6` on the following Friday. */
+  /** Pays the two weeks from `weekStart` (Monday) to the second Sunday on the following Friday. */
   run(weekStart: string): void {
     const ctx = this.ctx;
     const sim = this.sim;
     const r = ctx.rnd('payroll');
-    const weekEnd = addDays(weekStart, 6);
+    const weekEnd = addDays(weekStart, 13);
     const checkDate = addDays(weekEnd, 5);
     if (checkDate > CUTOFF_DATE) return;
-    const holidays = [0, 1, 2, 3, 4].map((d) => addDays(weekStart, d)).filter((d) => HOLIDAYS.has(d));
+    const secondWeek = addDays(weekStart, 7);
+    this.periodSecondWeek = secondWeek;
+    const holidaysOf = (monday: string) => [0, 1, 2, 3, 4].map((d) => addDays(monday, d)).filter((d) => HOLIDAYS.has(d));
     const journalRecnum = ctx.books.recnum('lgrtrn');
     // Totals of the week's journal.
     const byJob = new Map<number, Dec>();
@@ -109,7 +114,10 @@ export class Payroll {
 
     for (const e of ctx.employees) {
       if (!this.employed(e, weekStart, weekEnd)) continue;
-      const lines = this.timeLines(r, e, weekStart, holidays);
+      const lines = [
+        ...(this.employed(e, weekStart, addDays(weekStart, 6)) ? this.timeLines(r, e, weekStart, holidaysOf(weekStart)) : []),
+        ...(this.employed(e, secondWeek, weekEnd) ? this.timeLines(r, e, secondWeek, holidaysOf(secondWeek)) : []),
+      ];
       if (lines.length === 0) continue;
       const gross = sum(lines.map((l) => l.amount));
       const regular = sum(lines.filter((l) => l.payType === 1).map((l) => l.hours));
@@ -127,7 +135,7 @@ export class Payroll {
       const erFica = r2(gross.times('0.0765'));
       const unemployment = r2(gross.times('0.03'));
       const wc = r2(gross.times(WC_RATE.get(e.workersComp) ?? ZERO).div(100));
-      const erHealth = health.isZero() ? ZERO : new Dec(110);
+      const erHealth = health.isZero() ? ZERO : new Dec(220);
 
       const recnum = ctx.books.recnum('payrec');
       const dd = (e.num * 7) % 10 < 7;
@@ -245,10 +253,8 @@ export class Payroll {
       const payNames: Record<number, string> = { 1: 'Regular', 2: 'Overtime', 5: 'Vacation', 6: 'Holiday' };
       for (const [t, v] of byType) checkLines.push([1, null, payNames[t] ?? 'Other pay', v.hours, v.rate, v.amount]);
       checkLines.push([2, CALC.federal, 'Federal income tax', ZERO, ZERO, federal]);
-      checkLines.push([2, CALC.socialSecurity, 'Social security', ZERO, ZERO, socialSecurity]);
-      checkLines.push([2, CALC.medicare, 'Medicare', ZERO, ZERO, medicare]);
-      checkLines.push([2, CALC.state, 'Oregon income tax', ZERO, ZERO, state]);
-      checkLines.push([2, CALC.local, 'Statewide transit tax', ZERO, ZERO, transit]);
+      checkLines.push([2, CALC.socialSecurity, 'Social security and Medicare', ZERO, ZERO, socialSecurity.plus(medicare)]);
+      checkLines.push([2, CALC.state, 'Oregon income and transit tax', ZERO, ZERO, state.plus(transit)]);
       if (!union.isZero()) checkLines.push([3, CALC.union, 'Union dues', ZERO, ZERO, union]);
       if (!retirement.isZero()) checkLines.push([3, CALC.retirement, '401(k) deferral', ZERO, ZERO, retirement]);
       if (!health.isZero()) checkLines.push([3, CALC.health, 'Health plan', ZERO, ZERO, health]);
@@ -341,7 +347,7 @@ export class Payroll {
       source: SRC.postPayroll,
       date: checkDate,
       number: `PR${checkDate.replace(/-/g, '')}`,
-      description: `Payroll week ending ${weekEnd}`,
+      description: `Payroll period ending ${weekEnd}`,
       enteredDate: checkDate,
       user,
       lines,
@@ -363,7 +369,10 @@ export class Payroll {
     const lines: TimeLine[] = [];
     const holidayHours = new Dec(8 * holidays.length);
     if (!e.hourly) {
-      return [{ workDate: weekStart, job: null, phase: null, code: null, equipment: null, payType: 1, hours: new Dec(40), rate: r4(e.salary.div(40)), amount: e.salary, account: A.officeSalaries, description: 'Salary' }];
+      // Salary is per (two-week) pay period: half of it each week.
+      const half = r2(e.salary.div(2));
+      const amount = weekStart.localeCompare(this.periodSecondWeek ?? '') === 0 ? e.salary.minus(half) : half;
+      return [{ workDate: weekStart, job: null, phase: null, code: null, equipment: null, payType: 1, hours: new Dec(40), rate: r4(e.salary.div(80)), amount, account: A.officeSalaries, description: 'Salary' }];
     }
     const absent = r.chance(0.03);
     if (absent) {
@@ -456,11 +465,10 @@ export class Payroll {
     void weekStart;
   }
 
-  /** Crew reports: every other week per job, Wednesday's hours of the crew and equipment. */
+  /** Crew reports: one per job and pay period, the second Wednesday's hours of the crew and equipment. */
   private dailyPayrolls(weekStart: string, crews: Map<number, Array<{ e: Employee; line: TimeLine }>>): void {
     const ctx = this.ctx;
-    const day = addDays(weekStart, 2);
-    const week = Math.floor((Date.parse(weekStart) - Date.parse('2026-01-05')) / (7 * 86400000));
+    const day = addDays(weekStart, 9);
     const onJob = new Map<number, Array<(typeof ctx.equipment)[number]>>();
     for (const q of ctx.equipment) {
       if (!q.job) continue;
@@ -469,7 +477,6 @@ export class Payroll {
       onJob.set(q.job, list);
     }
     for (const [jobNum, crew] of [...crews.entries()].sort((a, b) => a[0] - b[0])) {
-      if ((jobNum + week) % 2 !== 0) continue;
       const job = ctx.job(jobNum);
       const members = crew.filter((c) => c.line.payType === 1);
       if (members.length === 0) continue;
@@ -484,7 +491,7 @@ export class Payroll {
         frmnum: job.supervisor,
         dscrpt: `Crew report ${job.name}`.slice(0, 50),
         ttlhrs: hours(total),
-        status: addDays(weekStart, 11) <= CUTOFF_DATE ? 2 : 1,
+        status: addDays(weekStart, 18) <= CUTOFF_DATE ? 2 : 1,
         ...ctx.txn(day, day, 'field-app', 17 * 60),
       });
       members.forEach((m, k) => {
