@@ -31,6 +31,8 @@ export interface WriteDefinition<I, A, R> {
   route: string;
   /** For messages: "posting a journal". */
   what: string;
+  /** The write cannot be made safe without a key (POST /purchase-order-receipts): a missing key is 400 (dry runs excepted). */
+  requireKey?: boolean;
   /** Pure checks and parsing; ApiProblem 400 here does not consume the key. */
   prepare(body: unknown): I;
   /** Reference and record numbers, allocated outside the posting transaction (committed, never returned). */
@@ -129,6 +131,11 @@ export class WriteRunner {
   }
 
   async run<I, A, R>(def: WriteDefinition<I, A, R>, req: WriteRequest): Promise<WriteResponse> {
+    if (def.requireKey && req.idempotencyKey === undefined && !req.dryRun) {
+      throw new ApiProblem('IDEMPOTENCY_KEY_INVALID', `${def.route} requires an Idempotency-Key header (1 to 128 printable ASCII characters).`, {
+        errors: [{ field: 'Idempotency-Key', code: 'required' }],
+      });
+    }
     const input = def.prepare(req.body);
     const deadlineAt = this.deps.boundary.deadlineFromNow();
     if (req.dryRun || req.idempotencyKey === undefined) {
