@@ -2,7 +2,8 @@
  * The HTTP surface's own cost (not a test): requests per second through the full app versus a
  * bare Express handler that does the same work and returns the same JSON, in one run.
  *
- *   ping   POST /api/v3/utility/ping        full app  vs  bare: `select 1` + the same JSON
+ *   ping   POST /api/v3/utility/ping        full app  vs  bare: `select 1` (through the same
+ *                                            on-premise boundary) + the same JSON
  *   query  POST /api/v3/parts/query (small)  full app  vs  bare: same plan + execution (the engine)
  *
  * "Full app" is createApp as production builds it: correlation id, operation label, metrics,
@@ -72,7 +73,7 @@ async function serve(): Promise<void> {
   const bare = express();
   bare.post('/api/v3/utility/ping', async (_req, res) => {
     const started = process.hrtime.bigint();
-    await knex.raw('select 1 as ok');
+    await services.boundary.read((db) => db.raw('select 1 as ok'), { what: 'ping' });
     const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
     res.json({ status: 'ok', databaseRoundTripMs: Math.round(elapsedMs * 1000) / 1000, engine: target.engine, serverTime: new Date().toISOString() });
   });

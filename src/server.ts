@@ -10,6 +10,7 @@ import { openDatabase, parseDatabaseUrl, type DatabaseTarget } from './storage/d
 import { migrateLatest } from '../db/migrate';
 import { ensureSeeded } from '../db/seed';
 import type { OpsState } from './http/routes/ops';
+import { answerClientErrors } from './http/client-error';
 
 export interface RunningServer {
   port: number;
@@ -113,6 +114,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const opsState = app.locals.opsState as OpsState;
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000; // above common load-balancer idle timeouts
+  answerClientErrors(server, logger);
   const sockets = new Set<Socket>();
   server.on('connection', (socket) => {
     sockets.add(socket);

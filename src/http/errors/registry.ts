@@ -15,6 +15,7 @@ export interface ProblemCodeSpec {
 export const PROBLEM_CODES = {
   VALIDATION_FAILED: { status: 400, title: 'Request validation failed', when: 'A body field, query parameter or header breaks its rule; errors[] names each field.' },
   MALFORMED_JSON: { status: 400, title: 'Malformed JSON body', when: 'The body is not parseable JSON.' },
+  MALFORMED_REQUEST: { status: 400, title: 'Malformed HTTP request', when: 'The request is not valid HTTP/1.1 (request line or headers); answered before any routing.' },
   FILTER_TOO_DEEP: { status: 400, title: 'Filter tree too deep', when: 'The and/or nesting of filters exceeds the documented bound.' },
   UNKNOWN_FIELD: { status: 400, title: 'Unknown field', when: 'A select, orderBy, filter or match field name is not a published field of the entity.' },
   UNKNOWN_CHILD_COLLECTION: { status: 400, title: 'Unknown child collection', when: 'A children name is not a collection of the entity; detail lists the valid ones.' },
@@ -26,6 +27,7 @@ export const PROBLEM_CODES = {
   UNKNOWN_ENTITY: { status: 404, title: 'Unknown entity', when: 'A read names an entity that the API does not publish.' },
   REFERENCE_NOT_FOUND: { status: 404, title: 'Referenced record not found', when: 'A write refers to a record (account, vendor, job, source, ...) that does not exist; errors[] names the field.' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', when: 'The path exists but not for this HTTP method; the Allow header lists the methods.' },
+  REQUEST_TIMEOUT: { status: 408, title: 'Request timeout', when: 'The request (headers and body) did not arrive completely in time.' },
   IDEMPOTENCY_KEY_REUSED: { status: 409, title: 'Idempotency-Key reused', when: 'The key was used before with a different body or route.' },
   IDEMPOTENCY_KEY_IN_FLIGHT: { status: 409, title: 'Idempotent request in flight', when: 'A request with the same key is still being processed; retry after Retry-After.' },
   TRANSACTION_NUMBER_CONFLICT: { status: 409, title: 'Transaction number already posted', when: 'A journal with this transactionNumber was already posted with different lines.' },
@@ -42,6 +44,7 @@ export const PROBLEM_CODES = {
   BUSINESS_RULE_VIOLATED: { status: 422, title: 'Business rule violated', when: 'The document is well-formed but cannot be applied (for example more received than ordered, stock below zero).' },
   MAINTENANCE_LOCK: { status: 423, title: 'Database locked for maintenance', when: 'The accounting database is locked for maintenance; the body names the holder. Retry after Retry-After.' },
   RATE_LIMITED: { status: 429, title: 'Rate limit exceeded', when: 'The API key exceeded its request rate; retry after Retry-After.' },
+  HEADERS_TOO_LARGE: { status: 431, title: 'Request headers too large', when: 'The request line and headers together exceed 16 KiB.' },
   INTERNAL_ERROR: { status: 500, title: 'Internal server error', when: 'An unexpected failure; the body is redacted and correlationId is the handle to the full log record.' },
   CHANGE_STAMP_UNSUPPORTED: { status: 501, title: 'Change stamp not supported', when: 'lastUpdated or createdSince was sent to an entity without that stamp; the body names the field.' },
   NOT_IMPLEMENTED: { status: 501, title: 'Not implemented', when: 'The posting path is not wired up in this build.' },
