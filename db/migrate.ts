@@ -8,6 +8,7 @@ import * as m001 from './migrations/20261122000001_infrastructure';
 import * as m002 from './migrations/20261122000002_ledger_ap_jobcost_core';
 import * as m003 from './migrations/20261122000003_entities';
 import * as m004 from './migrations/20261122000004_upddte_triggers';
+import * as m005 from './migrations/20261122000005_query_indexes';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -20,6 +21,7 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261122000002_ledger_ap_jobcost_core', m002],
   ['20261122000003_entities', m003],
   ['20261122000004_upddte_triggers', m004],
+  ['20261122000005_query_indexes', m005],
 ];
 
 type Entry = readonly [string, MigrationModule];
