@@ -13,7 +13,7 @@ import type { Ctx, Employee, Job } from './context';
 import type { Prng } from './prng';
 import { CALC, WORKERS_COMP } from './setup';
 import { BANK, Sim } from './sim';
-import { addDays, code, hours, money, price, r2, r4, sum, ZERO } from './util';
+import { addDays, code, daysBetween, hours, money, price, r2, r4, sum, ZERO } from './util';
 import { jobCode } from './ap';
 
 const HOLIDAYS = new Set(['2026-01-01', '2026-05-25', '2026-07-03', '2026-09-07']);
@@ -465,7 +465,7 @@ export class Payroll {
     void weekStart;
   }
 
-  /** Crew reports: one per job and pay period, the second Wednesday's hours of the crew and equipment. */
+  /** Crew reports: every other pay period per job, the second Wednesday's hours of the crew and equipment. */
   private dailyPayrolls(weekStart: string, crews: Map<number, Array<{ e: Employee; line: TimeLine }>>): void {
     const ctx = this.ctx;
     const day = addDays(weekStart, 9);
@@ -476,7 +476,10 @@ export class Payroll {
       list.push(q);
       onJob.set(q.job, list);
     }
+    const period = Math.round(daysBetween('2025-12-22', weekStart) / 14);
     for (const [jobNum, crew] of [...crews.entries()].sort((a, b) => a[0] - b[0])) {
+      // Foremen send a crew report every other pay period.
+      if ((jobNum + period) % 2 !== 0) continue;
       const job = ctx.job(jobNum);
       const members = crew.filter((c) => c.line.payType === 1);
       if (members.length === 0) continue;

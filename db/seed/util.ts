@@ -12,7 +12,10 @@ export class Scaled {
   ) {}
 }
 
-const round = (v: Dec | number | string, places: number) => new Dec(v).toDecimalPlaces(places, Dec.ROUND_HALF_UP);
+const round = (v: Dec | number | string, places: number) => {
+  const d = v instanceof Dec ? v : new Dec(v);
+  return d.decimalPlaces() <= places ? d : d.toDecimalPlaces(places, Dec.ROUND_HALF_UP);
+};
 
 /** decimal(14,2) money. */
 export const money = (v: Dec | number | string) => new Scaled(round(v, 2), 2);
@@ -46,8 +49,18 @@ export function formatDate(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
+const dayCache = new Map<string, string>();
+
+/** `d` plus `n` days (memoized: the simulation asks for the same few hundred dates over and over). */
 export function addDays(d: string, n: number): string {
-  return formatDate(parseDate(d) + n * DAY);
+  const k = `${d}|${n}`;
+  let out = dayCache.get(k);
+  if (out === undefined) {
+    out = formatDate(parseDate(d) + n * DAY);
+    if (dayCache.size > 100_000) dayCache.clear();
+    dayCache.set(k, out);
+  }
+  return out;
 }
 
 export function daysBetween(a: string, b: string): number {
