@@ -301,7 +301,7 @@ export function dailyPayables(sim: Sim, date: string): void {
   const { ctx } = sim;
   const r = ctx.rnd('ap');
   const jobs = ctx.activeJobs(date);
-  const count = Math.round(1.6 * ctx.scale * (0.4 + r.next() * 1.2));
+  const count = ctx.daily(r, 1.6);
   for (let i = 0; i < count; i++) {
     const kind = r.weighted([[1, 8], [3, 3], [4, 2], [5, 2], [6, 1]] as const);
     const vendors = ctx.vendorsByKind.get(kind);

@@ -321,7 +321,7 @@ export class Receivables {
     if (ctx.serviceLocations.length === 0) return;
     const techs = ctx.employeesByRole('service').filter((e) => e.hire <= date && (!e.termination || e.termination >= date));
     if (techs.length === 0) return;
-    const count = Math.round(0.8 * ctx.scale * (0.4 + r.next() * 1.2));
+    const count = ctx.daily(r, 0.8);
     for (let i = 0; i < count; i++) {
       const site = ctx.serviceLocations[r.int(0, ctx.serviceLocations.length - 1)]!;
       const type = r.weighted([[1, 3], [2, 4], [3, 1], [4, 1], [5, 1]] as const);

@@ -4,12 +4,13 @@
  *   npx tsx db/seed/cli.ts [--scale N] [--seed N] [--force]
  *
  * SCALE and SEED in the environment are honoured too (flags win). Migrates to the latest
- * schema first. Refuses to seed a database that already holds entity rows unless --force.
+ * schema first. Refuses to seed a database that already holds entity rows unless --force,
+ * which deletes those rows (entity tables and their number sequences) and seeds again.
  */
 import fs from 'node:fs';
 import { DEFAULT_DATABASE_URL, openDatabase, parseDatabaseUrl } from '../../src/storage/database';
 import { migrateLatest } from '../migrate';
-import { countEntityRows, seedDemoCompany } from './index';
+import { clearEntityTables, countEntityRows, seedDemoCompany } from './index';
 
 interface Args {
   scale: number;
@@ -52,11 +53,13 @@ async function main(): Promise<void> {
     await migrateLatest(knex);
     const existing = await countEntityRows(knex);
     if (existing > 0 && !args.force) {
-      process.stderr.write(
-        `refusing to seed: the database already holds ${existing} entity rows (use --force to add the demo company anyway, or seed an empty database)\n`,
-      );
+      process.stderr.write(`refusing to seed: the database already holds ${existing} entity rows (--force deletes them and seeds again)\n`);
       process.exitCode = 1;
       return;
+    }
+    if (existing > 0) {
+      process.stdout.write(`--force: deleting ${existing} entity rows\n`);
+      await clearEntityTables(knex);
     }
     const report = await seedDemoCompany(knex, {
       scale: args.scale,

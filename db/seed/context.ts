@@ -160,6 +160,16 @@ export class Ctx {
     return r;
   }
 
+  /**
+   * How many documents of a kind today: `perDay` at scale 1, times the scale, varied by +-60%
+   * and rounded at random (so that small scales still get some).
+   */
+  daily(r: Prng, perDay: number): number {
+    const x = perDay * this.scale * (0.4 + r.next() * 1.2);
+    const whole = Math.floor(x);
+    return whole + (r.next() < x - whole ? 1 : 0);
+  }
+
   /** Count scaled from the scale-1 figure (at least `min`). */
   n(base: number, min = 1): number {
     return Math.max(min, Math.round(base * this.scale));

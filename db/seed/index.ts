@@ -13,6 +13,8 @@
  */
 import type { Knex } from 'knex';
 import { CATALOG } from '../../generated/catalog';
+import { steps as coreSteps } from '../migrations/20261122000002_ledger_ap_jobcost_core';
+import { steps as entitySteps } from '../migrations/20261122000003_entities';
 import { CUTOFF_DATE } from './books';
 import { Ctx } from './context';
 import { cardStatement, createPurchaseOrder, dailyPayables, monthlyOverhead, runChecks, subcontractBilling } from './ap';
@@ -87,6 +89,18 @@ export async function countEntityRows(knex: Knex): Promise<number> {
     total += Number(row?.n ?? 0);
   }
   return total;
+}
+
+/**
+ * Deletes every row of the entity tables (children before parents: the reverse of the order the
+ * migrations create them in) and their number sequences. Used by the CLI's --force.
+ */
+export async function clearEntityTables(knex: Knex): Promise<void> {
+  const ordered = [...coreSteps, ...entitySteps].map((s) => s.table).reverse();
+  await knex.transaction(async (trx) => {
+    for (const table of ordered) if (await trx.schema.hasTable(table)) await trx(table).del();
+    if (await trx.schema.hasTable('numseq')) await trx('numseq').whereIn('name', ordered).del();
+  });
 }
 
 /** Seeds only when the database has no ledger accounts yet (first start of the embedded database). */
@@ -169,7 +183,7 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
     if (business) {
       dailyPayables(sim, date);
       const r = ctx.rnd('po-days');
-      const orders = Math.round(0.4 * ctx.scale * (0.4 + r.next() * 1.2));
+      const orders = ctx.daily(r, 0.4);
       for (let k = 0; k < orders; k++) createPurchaseOrder(sim, date);
       allocations(sim, date);
       receivables.serviceCalls(date);

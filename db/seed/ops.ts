@@ -25,7 +25,7 @@ interface AllocLine {
 export function allocations(sim: Sim, date: string): void {
   const { ctx } = sim;
   const r = ctx.rnd('allocations');
-  const count = Math.round(0.6 * ctx.scale * (0.4 + r.next() * 1.2));
+  const count = ctx.daily(r, 0.6);
   const jobs = ctx.activeJobs(date);
   const trucks = ctx.locations.filter((l) => l.type === 2);
   for (let i = 0; i < count; i++) {
