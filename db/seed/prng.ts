@@ -58,6 +58,18 @@ export class Prng {
 
   /** k distinct items (k clamped to the list length), in random order. */
   sample<T>(items: readonly T[], k: number): T[] {
+    if (k * 4 < items.length) {
+      // Few out of many: draw indices (no copy of a large list).
+      const seen = new Set<number>();
+      const out: T[] = [];
+      while (out.length < k) {
+        const i = Math.floor(this.next() * items.length);
+        if (seen.has(i)) continue;
+        seen.add(i);
+        out.push(items[i] as T);
+      }
+      return out;
+    }
     const copy = items.slice();
     const n = Math.min(k, copy.length);
     for (let i = 0; i < n; i++) {
