@@ -47,6 +47,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     inFlightRetryAfterSeconds: 1,
     isLocked: () => lock.isLocked(),
     purgeEveryMs: 10 * 60_000,
+    ttlMs: config.idempotencyTtlHours * 3_600_000,
   });
   return { config, logger, knex, engine, dialect, keys: new LockAwareApiKeys(knex, lock), lock, boundary, numbers, writes };
 }

@@ -30,10 +30,12 @@ export interface SpawnOptions {
   adminKey: string;
   apiKey: string;
   env?: Record<string, string>;
+  /** Extra node flags (e.g. --cpu-prof). */
+  nodeArgs?: string[];
 }
 
 export async function spawnServer(options: SpawnOptions): Promise<SpawnedServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'server-process.ts')], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', path.join(__dirname, 'server-process.ts')], {
     cwd: path.resolve(__dirname, '..', '..'),
     env: {
       ...process.env,
@@ -125,6 +127,7 @@ async function main(): Promise<void> {
   if (delay > 0) services.writes.hooks.beforeCommit = () => new Promise<void>((r) => setTimeout(r, delay));
   const app = createApp(services);
   const server = http.createServer(app);
+  process.on('SIGTERM', () => process.exit(0));
   server.listen(config.port, '127.0.0.1', () => {
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : 0;

@@ -23,7 +23,7 @@ export interface StoredResponse {
 
 export type ClaimResult =
   | { kind: 'claimed'; token: string; takeover: boolean }
-  | { kind: 'completed'; response: StoredResponse }
+  | { kind: 'completed'; response: StoredResponse; expiresAt: number }
   | { kind: 'unknown'; response: StoredResponse | null }
   | { kind: 'in_flight'; retryAfterSeconds: number }
   | { kind: 'reused' };
@@ -128,7 +128,7 @@ export class KnexIdempotencyStore implements IdempotencyStore {
       if (row.fingerprint !== request.fingerprint) return { kind: 'reused' };
       if (row.state === 'completed') {
         const response = parseResponse(row);
-        if (response) return { kind: 'completed', response };
+        if (response) return { kind: 'completed', response, expiresAt };
       }
       const leaseUntil = fromDbTime(row.locked_until)?.getTime() ?? 0;
       if (leaseUntil > now) {

@@ -11,7 +11,7 @@ import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from './input';
 import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from './journal';
 import { readJobCostsOf, writeJobCosts, type JobCostToWrite, type PostedJobCost } from './job-costs';
 import { readLedgerTransaction } from './ledger-transactions';
-import { loadLedgerSetup, resolvePostingPeriod, type LedgerSetup } from './period';
+import { loadPostingSetup, resolvePostingPeriod, type LedgerSetup } from './period';
 import { ReferenceCheck, isTrue, loadReferenced } from './references';
 import type { PostOutcome, WriteDefinition } from './run-write';
 
@@ -488,7 +488,8 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       );
     }
 
-    const setup = await loadLedgerSetup(trx);
+    const periodRequest = { date: input.invoiceDate, dateField: 'invoiceDate', period: input.period ?? null, year: input.year ?? null };
+    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest);
     const { lines, vendor } = await resolveLines(ctx, input, setup);
     const posts = input.status === STATUS_OPEN && input.invoiceTotal.greaterThan(0);
     if (posts) {
@@ -498,12 +499,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       if (!source) check.notPostable('status', `transaction source ${AP_SOURCE} (Payable Invoices) does not exist`, 'setup_incomplete');
       check.throwIfAny();
     }
-    const { period, year } = await resolvePostingPeriod(trx, setup, {
-      date: input.invoiceDate,
-      dateField: 'invoiceDate',
-      period: input.period ?? null,
-      year: input.year ?? null,
-    });
+    const { period, year } = await resolvePostingPeriod(trx, setup, periodRequest, fiscal);
 
     const invoiceId = randomUUID();
     const enteredDate = ctx.today;

@@ -7,7 +7,7 @@ import type { NumberAllocator } from '../../storage/numbers';
 import { SCALE, type PostingContext } from './context';
 import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from './input';
 import { journalTotals, writeJournal, type PostedLedgerTransaction } from './journal';
-import { loadLedgerSetup, resolvePostingPeriod } from './period';
+import { loadPostingSetup, resolvePostingPeriod } from './period';
 import { ReferenceCheck, isTrue, loadReferenced } from './references';
 import type { PostOutcome, WriteDefinition } from './run-write';
 
@@ -222,13 +222,9 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, Numbers, Jou
     }
     check.throwIfAny();
 
-    const setup = await loadLedgerSetup(trx);
-    const { period, year } = await resolvePostingPeriod(trx, setup, {
-      date: input.transactionDate,
-      dateField: 'transactionDate',
-      period: input.period ?? null,
-      year: input.year ?? null,
-    });
+    const periodRequest = { date: input.transactionDate, dateField: 'transactionDate', period: input.period ?? null, year: input.year ?? null };
+    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest);
+    const { period, year } = await resolvePostingPeriod(trx, setup, periodRequest, fiscal);
 
     const posted = await writeJournal(ctx, {
       recordNumber: numbers.ledgerRecord,

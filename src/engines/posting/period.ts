@@ -46,11 +46,7 @@ export interface PeriodRequest {
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
-export async function loadLedgerSetup(db: Knex | Knex.Transaction): Promise<LedgerSetup> {
-  const row = await db('lgrstp').orderBy('recnum').first();
-  if (!row) {
-    throw new ApiProblem('BUSINESS_RULE_VIOLATED', 'The ledger setup of the company is missing; nothing can be posted until it exists.');
-  }
+function setupFromRow(row: Record<string, any>): LedgerSetup {
   return {
     fiscalYearEndMonth: Number(row.fscend ?? 12),
     currentYear: Number(row.curyer),
@@ -62,6 +58,49 @@ export async function loadLedgerSetup(db: Knex | Knex.Transaction): Promise<Ledg
     directExpenseAccount: num(row.dexact),
     equipmentExpenseAccount: num(row.eqpact),
   };
+}
+
+const missingSetup = () => new ApiProblem('BUSINESS_RULE_VIOLATED', 'The ledger setup of the company is missing; nothing can be posted until it exists.');
+
+export async function loadLedgerSetup(db: Knex | Knex.Transaction): Promise<LedgerSetup> {
+  const row = await db('lgrstp').orderBy('recnum').first();
+  if (!row) throw missingSetup();
+  return setupFromRow(row);
+}
+
+/** Years of fiscal-periods rows a resolution may need: around the document date, and the explicit year. */
+function fiscalYearsFor(request: Pick<PeriodRequest, 'date' | 'year'>): number[] {
+  const calendarYear = Number(request.date.slice(0, 4));
+  const years = [calendarYear - 1, calendarYear, calendarYear + 1];
+  if (typeof request.year === 'number' && Number.isInteger(request.year) && !years.includes(request.year)) years.push(request.year);
+  return years;
+}
+
+export interface PostingSetup {
+  setup: LedgerSetup;
+  /** fiscal-periods rows of the years around the document date (see fiscalYearsFor). */
+  fiscal: FiscalRow[];
+}
+
+const fiscalRow = (r: Record<string, any>): FiscalRow => ({
+  year: Number(r.postyr),
+  period: Number(r.actprd),
+  start: toIsoDate(r.sttdte),
+  end: toIsoDate(r.enddte),
+  status: Number(r.status),
+});
+
+/** The ledger setup and the fiscal periods a posting needs, in one statement. */
+export async function loadPostingSetup(db: Knex | Knex.Transaction, request: Pick<PeriodRequest, 'date' | 'year'>): Promise<PostingSetup> {
+  const years = fiscalYearsFor(request);
+  const rows = await db('lgrstp as s')
+    .leftJoin('fscprd as f', (join) => join.onIn('f.postyr', years))
+    .orderBy('s.recnum')
+    .select('s.recnum', 's.fscend', 's.curyer', 's.curprd', 's.prdplc', 's.apcact', 's.rtpact', 's.wipact', 's.dexact', 's.eqpact', 'f.postyr', 'f.actprd', 'f.sttdte', 'f.enddte', 'f.status');
+  if (rows.length === 0) throw missingSetup();
+  const first = rows[0]!.recnum;
+  const mine = rows.filter((r: any) => r.recnum === first);
+  return { setup: setupFromRow(mine[0]!), fiscal: mine.filter((r: any) => r.postyr !== null && r.postyr !== undefined).map(fiscalRow) };
 }
 
 /** Fiscal year and period (1 to 12) of a date; the fiscal year is named after the calendar year it ends in. */
@@ -84,7 +123,7 @@ function periodInvalid(detail: string, fields: string[]): ApiProblem {
   return new ApiProblem('PERIOD_INVALID', detail, { errors: fields.map((field) => ({ field, code: 'period_invalid' })) });
 }
 
-interface FiscalRow {
+export interface FiscalRow {
   year: number;
   period: number;
   start: string | null;
@@ -92,7 +131,7 @@ interface FiscalRow {
   status: number;
 }
 
-export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: LedgerSetup, request: PeriodRequest): Promise<PostingPeriod> {
+export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: LedgerSetup, request: PeriodRequest, preloaded?: FiscalRow[]): Promise<PostingPeriod> {
   const open: PostingPeriod = { period: setup.currentPeriod, year: setup.currentYear };
   const hasPeriod = request.period !== undefined && request.period !== null;
   const hasYear = request.year !== undefined && request.year !== null;
@@ -110,17 +149,8 @@ export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: L
     if (!Number.isInteger(year) || year < 1900 || year > 9999) throw periodInvalid(`year ${year} is not a fiscal year of the ledger.`, ['year']);
   }
 
-  // One read of the fiscal periods around the document date (and the explicit year).
-  const calendarYear = Number(request.date.slice(0, 4));
-  const years = [calendarYear - 1, calendarYear, calendarYear + 1];
-  if (explicit && !years.includes(request.year as number)) years.push(request.year as number);
-  const rows: FiscalRow[] = (await db('fscprd').whereIn('postyr', years).select('postyr', 'actprd', 'sttdte', 'enddte', 'status')).map((r: any) => ({
-    year: Number(r.postyr),
-    period: Number(r.actprd),
-    start: toIsoDate(r.sttdte),
-    end: toIsoDate(r.enddte),
-    status: Number(r.status),
-  }));
+  // One read of the fiscal periods around the document date (and the explicit year), unless given.
+  const rows: FiscalRow[] = preloaded ?? (await db('fscprd').whereIn('postyr', fiscalYearsFor(request)).select('postyr', 'actprd', 'sttdte', 'enddte', 'status')).map(fiscalRow);
 
   let resolved: PostingPeriod;
   if (explicit) resolved = { period: request.period as number, year: request.year as number };

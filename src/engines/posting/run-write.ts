@@ -89,6 +89,16 @@ export interface WriteRunnerDeps {
   isLocked: () => boolean;
   /** Minimum time between two opportunistic purges of expired records. */
   purgeEveryMs: number;
+  /** Lifetime of an idempotency record (IDEMPOTENCY_TTL_HOURS). */
+  ttlMs: number;
+  /** Completed records kept in memory for replays without a database trip. */
+  recentCapacity?: number;
+}
+
+interface RecentAnswer {
+  fingerprint: string;
+  response: StoredResponse;
+  expiresAt: number;
 }
 
 class DryRunRollback<R> extends Error {
@@ -113,6 +123,11 @@ interface RunningKey {
 export class WriteRunner {
   /** Keys being executed by this process: a concurrent duplicate is answered without a database trip. */
   private readonly running = new Map<string, RunningKey>();
+  /**
+   * Recently completed keys of this process. A completed record never changes (until it expires),
+   * so its replay needs no database trip; other processes' records are found in the table.
+   */
+  private readonly recent = new Map<string, RecentAnswer>();
   private lastPurge = 0;
 
   constructor(private readonly deps: WriteRunnerDeps) {}
@@ -176,6 +191,11 @@ export class WriteRunner {
     const fingerprint = requestFingerprint(req.route, req.body);
     const memKey = `${req.apiKeyId}\u0000${key}`;
 
+    const known = this.recent.get(memKey);
+    if (known && known.expiresAt > Date.now()) {
+      if (known.fingerprint !== fingerprint) throw this.reused(key);
+      return this.replay(known.response, req);
+    }
     const mine = this.running.get(memKey);
     if (mine) {
       if (mine.fingerprint !== fingerprint) throw this.reused(key);
@@ -207,6 +227,7 @@ export class WriteRunner {
       case 'in_flight':
         throw this.inFlight(key, claim.retryAfterSeconds);
       case 'completed':
+        this.remember(memKey, fingerprint, claim.response, claim.expiresAt);
         return this.replay(claim.response, req);
       case 'unknown':
         return this.replay(claim.response ?? this.stored(this.renderProblem(upstreamTimeout(def.what, true), req)), req);
@@ -216,6 +237,7 @@ export class WriteRunner {
 
     this.maybePurge();
     const token = claim.token;
+    const expiresAt = Date.now() + this.deps.ttlMs;
     const entry: RunningKey = { fingerprint, late: false };
     this.running.set(memKey, entry);
     let late = false;
@@ -248,6 +270,7 @@ export class WriteRunner {
           onLate: (outcome) => this.settleLate(memKey, token, outcome, req),
         },
       );
+      this.remember(memKey, fingerprint, this.stored(rendered), expiresAt);
       return this.answer(rendered, rendered.duplicate ? 'replayed' : 'applied');
     } catch (err) {
       if (err instanceof DeadlineExceeded) {
@@ -265,7 +288,11 @@ export class WriteRunner {
         // whole; the answer is recorded under the key on its own. Should that fail, the record stays
         // in flight, its lease expires, and the retry executes again to the same answer.
         const rendered = this.renderProblem(problem, req);
-        await this.deps.store.completeAlone(token, this.stored(rendered)).catch((e) => this.deps.logger.warn({ err: e }, 'could not record the answer under the idempotency key'));
+        const recorded = await this.deps.store.completeAlone(token, this.stored(rendered)).catch((e) => {
+          this.deps.logger.warn({ err: e }, 'could not record the answer under the idempotency key');
+          return false;
+        });
+        if (recorded) this.remember(memKey, fingerprint, this.stored(rendered), expiresAt);
         return this.answer(rendered, 'applied');
       }
       await this.deps.store.release(token).catch(() => undefined);
@@ -340,6 +367,14 @@ export class WriteRunner {
       body.correlationId = req.correlationId;
     }
     return { status: stored.status, headers: { ...stored.headers }, body, idempotencyStatus: 'replayed' };
+  }
+
+  private remember(memKey: string, fingerprint: string, response: StoredResponse, expiresAt: number): void {
+    const capacity = this.deps.recentCapacity ?? 5000;
+    if (capacity <= 0) return;
+    this.recent.delete(memKey);
+    this.recent.set(memKey, { fingerprint, response, expiresAt });
+    while (this.recent.size > capacity) this.recent.delete(this.recent.keys().next().value as string);
   }
 
   private reused(key: string): ApiProblem {
