@@ -115,7 +115,7 @@ export class Receivables {
       description: `Application ${s.application} ${job.name}`.slice(0, 50),
       lines: periodByPhase.map((amount, k) => ({ description: `Phase ${job.phases[k]} work completed`, account: A.contractIncome, phase: job.phases[k]!, code: null, quantity: new Dec(1), unitPrice: amount, retainage: retByPhase[k]! })),
       retainage: retThis,
-      source: SRC.receivableInvoices,
+      source: SRC.progressBilling,
       finished,
     });
     const billId = ctx.uuid();
@@ -321,7 +321,7 @@ export class Receivables {
     if (ctx.serviceLocations.length === 0) return;
     const techs = ctx.employeesByRole('service').filter((e) => e.hire <= date && (!e.termination || e.termination >= date));
     if (techs.length === 0) return;
-    const count = ctx.daily(r, 0.8);
+    const count = ctx.daily(r, 2.2);
     for (let i = 0; i < count; i++) {
       const site = ctx.serviceLocations[r.int(0, ctx.serviceLocations.length - 1)]!;
       const type = r.weighted([[1, 3], [2, 4], [3, 1], [4, 1], [5, 1]] as const);
@@ -329,7 +329,7 @@ export class Receivables {
       const taxRate = ctx.taxRates.get(site.taxDistrict) ?? ZERO;
       const lines: ServiceLine[] = [];
       const laborHours = new Dec(type === 3 ? r.int(4, 10) : r.int(1, 4));
-      lines.push({ type: 1, part: null, description: type === 5 ? 'Emergency labor' : 'Technician labor', quantity: laborHours, unitPrice: new Dec(type === 5 ? 145 : 98), unitCost: ZERO, taxable: false });
+      lines.push({ type: 1, part: null, description: type === 5 ? 'Emergency labor' : 'Technician labor', quantity: laborHours, unitPrice: new Dec(type === 5 ? 165 : 115), unitCost: ZERO, taxable: false });
       if (tech.truck && (type === 2 || type === 3 || type === 5 || r.chance(0.3))) {
         const stocked = this.sim.inv.partsAt(tech.truck).filter((p) => this.sim.inv.available(p, tech.truck!).gte(1));
         for (const p of r.sample(stocked, r.int(1, 3))) {
@@ -339,7 +339,7 @@ export class Receivables {
           lines.push({ type: 2, part: p, description: part.name, quantity: q, unitPrice: part.price, unitCost: this.sim.inv.average(p), taxable: !taxRate.isZero() });
         }
       }
-      lines.push({ type: 4, part: null, description: 'Trip charge', quantity: new Dec(1), unitPrice: new Dec(65), unitCost: ZERO, taxable: false });
+      lines.push({ type: 4, part: null, description: 'Trip charge', quantity: new Dec(1), unitPrice: new Dec(85), unitCost: ZERO, taxable: false });
       const complete = addDays(date, 3) <= CUTOFF_DATE;
       const units = ctx.serviceInventory.get(site.num) ?? [];
       this.serviceInvoice(r, { date, client: site.client, location: site.num, type, contract: null, tech: tech.num, truck: tech.truck, lines, taxRate, complete, description: `${['', 'Maintenance', 'Repair', 'Installation', 'Inspection', 'Emergency'][type]} call${units.length ? ` unit ${units[0]}` : ''}` });

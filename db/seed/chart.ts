@@ -254,6 +254,7 @@ export const SRC = {
   postPayroll: 16,
   postPayrollChecks: 17,
   dailyPayroll: 18,
+  progressBilling: 20,
   serviceInvoices: 22,
   inventoryAllocation: 23,
   jobCosts: 31,

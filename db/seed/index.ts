@@ -21,7 +21,7 @@ import { cardStatement, createPurchaseOrder, dailyPayables, monthlyOverhead, run
 import { Receivables } from './ar';
 import { patchMasters, writeBankReconciliations, writeInventory, writeLedgerBalances, writePayrollTotals, writeSequences } from './finish';
 import { seedMasters, writeJobs } from './masters';
-import { allocations, equipmentRevenue, monthEndOps, openingBalances } from './ops';
+import { allocations, equipmentRevenue, LINE_OF_CREDIT_DATE, lineOfCreditDraw, monthEndOps, openingBalances } from './ops';
 import { Payroll, taxDeposits } from './payroll';
 import { Projects } from './projects';
 import { seedSetup } from './setup';
@@ -189,6 +189,7 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
       receivables.serviceCalls(date);
     }
     if (day === 15) taxDeposits(sim, date);
+    if (date === LINE_OF_CREDIT_DATE) lineOfCreditDraw(sim, date);
     if (day === 25) subcontractBilling(sim, date, projects.subcontracts);
     for (const issuer of ctx.special.cardIssuers) {
       if (day === (issuer.num === 1 ? 25 : 28)) cardBalances.set(issuer.num, cardStatement(sim, date, issuer, cardBalances.get(issuer.num) ?? ZERO));

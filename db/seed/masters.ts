@@ -334,7 +334,7 @@ function jobs(ctx: Ctx): void {
     // Planned cost: about one crew member per job at scale-independent density; see docs in finish.ts.
     const weeks = Math.max(8, Math.round((parseDate(end) - parseDate(start)) / (7 * 86400000)));
     const planned = new Dec(weeks).times(r.int(9000, 15000));
-    const contract = planned.times('1.18').div(1000).toDecimalPlaces(0).times(1000);
+    const contract = planned.times('1.25').div(1000).toDecimalPlaces(0).times(1000);
     const state = client.taxDistrict === 1 ? a.state : 'WA';
     const job: Job = {
       num,

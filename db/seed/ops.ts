@@ -298,6 +298,13 @@ export function monthEndOps(sim: Sim, date: string): void {
     });
   }
 
+  // Interest on the line of credit drawn in March.
+  if (date >= LINE_OF_CREDIT_DATE) {
+    const loc = new Dec(LINE_OF_CREDIT).times(Math.max(1, ctx.scale)).times('0.075').div(12).toDecimalPlaces(2);
+    const j = ctx.books.journal({ source: SRC.cashDisbursements, date, number: `LOCINT${date.slice(0, 7).replace('-', '')}`, description: 'Line of credit interest', user: USERS[3]!, lines: [{ account: A.interestExpense, debit: loc }, { account: A.cashOperating, credit: loc }] });
+    sim.bankTxn({ bank: BANK.operating, date, number: `LOC${date.slice(2, 7).replace('-', '')}`, type: 4, payee: 'First Cascade Bank', description: 'Line of credit interest', deposit: ZERO, withdrawal: loc, journal: j });
+  }
+
   // Bank service charge and interest on the operating account.
   const fee = r.money(25, 60).times(Math.max(1, Math.round(Math.sqrt(ctx.scale)))).toDecimalPlaces(2);
   const feeJournal = ctx.books.journal({ source: SRC.cashDisbursements, date, number: `FEE${date.slice(0, 7).replace('-', '')}`, description: 'Bank service charge', user: USERS[3]!, lines: [{ account: A.officeSupplies, debit: fee }, { account: A.cashOperating, credit: fee }] });
@@ -305,6 +312,27 @@ export function monthEndOps(sim: Sim, date: string): void {
   const interest = r.money(40, 180).times(Math.max(1, Math.round(ctx.scale))).toDecimalPlaces(2);
   const intJournal = ctx.books.journal({ source: SRC.cashReceipts, date, number: `INT${date.slice(0, 7).replace('-', '')}`, description: 'Interest earned', user: USERS[3]!, lines: [{ account: A.cashOperating, debit: interest }, { account: A.interestIncome, credit: interest }] });
   sim.bankTxn({ bank: BANK.operating, date, number: `INT${date.slice(2, 7).replace('-', '')}`, type: 5, payee: 'First Cascade Bank', description: 'Interest', deposit: interest, withdrawal: ZERO, journal: intJournal });
+}
+
+export const LINE_OF_CREDIT_DATE = '2026-03-16';
+const LINE_OF_CREDIT = 300_000;
+
+/** A draw on the line of credit in March (general journal), deposited in the operating account. */
+export function lineOfCreditDraw(sim: Sim, date: string): void {
+  const { ctx } = sim;
+  const amount = new Dec(LINE_OF_CREDIT).times(Math.max(1, ctx.scale)).toDecimalPlaces(2);
+  const journal = ctx.books.journal({
+    source: SRC.generalJournal,
+    date,
+    number: 'LOC-DRAW-2026-1',
+    description: 'Draw on the line of credit',
+    user: USERS[0]!,
+    lines: [
+      { account: A.cashOperating, debit: amount, description: 'Line of credit draw' },
+      { account: A.lineOfCredit, credit: amount, description: 'First Cascade Bank line of credit' },
+    ],
+  });
+  sim.bankTxn({ bank: BANK.operating, date, number: 'LOCDRAW1', type: 3, payee: 'First Cascade Bank', description: 'Line of credit advance', deposit: amount, withdrawal: ZERO, journal });
 }
 
 /**
@@ -322,7 +350,7 @@ export function openingBalances(sim: Sim): void {
     if (r.chance(0.8)) homes.push(1);
     if (r.chance(0.5) && ctx.locations.length > 1) homes.push(ctx.locations[r.int(1, ctx.locations.length - 1)]!.num);
     for (const loc of homes) {
-      const quantity = new Dec(p.cost.gt(200) ? r.int(2, 12) : r.int(10, 160));
+      const quantity = new Dec(p.cost.gt(200) ? r.int(1, 6) : r.int(5, 60));
       const value = r2(quantity.times(p.cost));
       const cell = sim.inv.cell(p.num, loc);
       cell.min = new Dec(Math.max(1, Math.round(quantity.toNumber() / 5)));
@@ -335,7 +363,7 @@ export function openingBalances(sim: Sim): void {
     }
   }
   const s = Math.max(1, ctx.scale);
-  const cashOperating = new Dec(1_250_000).times(s).toDecimalPlaces(2);
+  const cashOperating = new Dec(1_600_000).times(s).toDecimalPlaces(2);
   const cashPayroll = new Dec(60_000).times(s).toDecimalPlaces(2);
   const petty = new Dec(500);
   sim.openingCash.set(BANK.operating, cashOperating);

@@ -154,10 +154,10 @@ export class Projects {
     const when = date ?? minDate(addDays(job.start, -r.int(30, 75)), addDays(CUTOFF_DATE, -r.int(5, 60)));
     const id = ctx.uuid();
     const planned = ctx.plannedCost.get(job.num)!;
-    const markup = new Dec(18);
+    const markup = new Dec(25);
     const priced = lines.map((l) => {
       const cost = sum(l.byType);
-      const extended = r2(cost.times('1.18'));
+      const extended = r2(cost.times('1.25'));
       return { l, extended, unitPrice: l.quantity.isZero() ? extended : r4(extended.div(l.quantity)) };
     });
     ctx.add('propsl', {
