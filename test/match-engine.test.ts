@@ -75,7 +75,7 @@ describe('match engine on the fixture table', () => {
   let knex: Knex;
   const sqlite = queryDialectFor(FIXTURE_ENGINE);
   /** The same dialect without change tokens: forces the streaming path. */
-  const streaming: QueryDialect = { ...sqlite, changeToken: async () => undefined };
+  const streaming: QueryDialect = { ...sqlite, readSnapshot: (k, fn) => sqlite.readSnapshot(k, (reader) => fn({ ...reader, changeToken: async () => undefined })) };
 
   before(async () => {
     db = await fixtureDatabase(rows);

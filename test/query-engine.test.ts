@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
 import { ApiProblem } from '../src/http/errors/problem';
-import { queryDialectFor } from '../src/storage/dialect';
+import fc from 'fast-check';
+import { dialectFor, queryDialectFor, scaledToNumber } from '../src/storage/dialect';
 import { runQuery } from '../src/engines/query/run';
 import { planQuery } from '../src/engines/query/plan';
 import type { QueryRequest } from '../src/engines/query/types';
@@ -291,5 +292,31 @@ describe('plan errors', () => {
     const p = problemOf(() => planQuery(WIDGETS, { filters: node }, { maxFilterDepth: 4 }));
     assert.equal(p.code, 'FILTER_TOO_DEEP');
     assert.doesNotThrow(() => planQuery(WIDGETS, { filters: node }, { maxFilterDepth: 5 }));
+  });
+});
+
+describe('decoding', () => {
+  test('the SQLite decimal fast path equals Number(decodeDecimal(raw).toFixed())', () => {
+    const base = dialectFor('sqlite');
+    fc.assert(
+      fc.property(fc.maxSafeInteger(), fc.integer({ min: 0, max: 8 }), (n, scale) => {
+        assert.equal(scaledToNumber(n, scale), Number(base.decodeDecimal(n, scale)!.toFixed()));
+        assert.equal(queryDialectFor('sqlite').decodeValue('decimal', n, scale), Number(base.decodeDecimal(n, scale)!.toFixed()));
+      }),
+      { numRuns: 20000 },
+    );
+    assert.equal(scaledToNumber(-5, 2), -0.05);
+    assert.equal(scaledToNumber(123450, 4), 12.345);
+  });
+
+  test('PostgreSQL numerics parse to the same number as the exact decimal', () => {
+    const base = dialectFor('postgres');
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }), fc.integer({ min: 0, max: 6 }), (n, scale) => {
+        const text = scale === 0 ? n.toString() : `${n < 0n ? '-' : ''}${(n < 0n ? -n : n).toString().padStart(scale + 1, '0').replace(new RegExp(`(\\d{${scale}})$`), '.$1')}`;
+        assert.equal(queryDialectFor('postgres').decodeValue('decimal', text, scale), Number(base.decodeDecimal(text, scale)!.toFixed()));
+      }),
+      { numRuns: 20000 },
+    );
   });
 });

@@ -103,14 +103,66 @@ export interface QueryDialect {
   inTuples(columns: ListColumn[], encoded: unknown[][]): SqlFragment;
   /** LIKE with `%` as the only wildcard, case-insensitive on every engine. */
   like(column: string, pattern: string, negate: boolean): SqlFragment;
-  /** Runs `fn` in one read-only snapshot: every statement inside sees the same data. */
-  readSnapshot<T>(knex: Knex, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
+  /** Runs `fn` in one read-only snapshot: every statement read through the reader sees the same data. */
+  readSnapshot<T>(knex: Knex, fn: (reader: SnapshotReader) => Promise<T>): Promise<T>;
+}
+
+export type Row = Record<string, unknown>;
+
+/** Reads inside one snapshot (QueryDialect.readSnapshot). */
+export interface SnapshotReader {
+  /** Builds statements; run them only through `all` (on SQLite this knex is not the snapshot's). */
+  readonly db: Knex;
+  /** Runs a built SELECT inside the snapshot. */
+  all(query: Knex.QueryBuilder): Promise<Row[]>;
   /**
-   * Inside a readSnapshot: a token equal for two snapshots only when no data of the database
-   * can differ between them (used to keep in-memory match indexes exact). `undefined` where the
-   * engine offers no cheap exact token (SQL Server).
+   * A token equal for two snapshots only when no data of the database can differ between them
+   * (keeps in-memory match indexes exact). `undefined` where the engine offers no cheap exact
+   * token (SQL Server).
    */
-  changeToken(trx: Knex.Transaction): Promise<string | undefined>;
+  changeToken(): Promise<string | undefined>;
+}
+
+/** What better-sqlite3 offers that the SQLite reader uses. */
+interface SqliteConnection {
+  prepare(sql: string): { all(bindings: unknown[]): Row[]; get(bindings?: unknown[]): Row | undefined };
+  exec(sql: string): void;
+  readonly inTransaction: boolean;
+}
+
+/** Prepared statements per SQLite connection (parsing is a large share of a small query). */
+const statementCaches = new WeakMap<object, Map<string, ReturnType<SqliteConnection['prepare']>>>();
+const STATEMENT_CACHE_SIZE = 256;
+
+function prepared(conn: SqliteConnection, sql: string): ReturnType<SqliteConnection['prepare']> {
+  let cache = statementCaches.get(conn);
+  if (!cache) {
+    cache = new Map();
+    statementCaches.set(conn, cache);
+  }
+  let stmt = cache.get(sql);
+  if (!stmt) {
+    if (cache.size >= STATEMENT_CACHE_SIZE) cache.clear();
+    stmt = conn.prepare(sql);
+    cache.set(sql, stmt);
+  }
+  return stmt;
+}
+
+/** knex's binding conversions for better-sqlite3 (Dates as epoch ms, booleans as 0/1). */
+function sqliteBinding(v: unknown): unknown {
+  if (v instanceof Date) return v.valueOf();
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return v;
+}
+
+/** A reader over a knex transaction (PostgreSQL, SQL Server). */
+function transactionReader(trx: Knex.Transaction, token: (trx: Knex.Transaction) => Promise<string | undefined>): SnapshotReader {
+  return {
+    db: trx,
+    all: async (query) => (await query) as Row[],
+    changeToken: () => token(trx),
+  };
 }
 
 /** Identity of a driver connection (a replaced connection restarts SQLite's counters). */
@@ -199,6 +251,13 @@ function decodeCommon(
   }
 }
 
+/** A scaled integer (SQLite decimal storage) as the JSON number of its exact decimal. */
+export function scaledToNumber(n: number, scale: number): number {
+  if (scale <= 0) return n;
+  const digits = String(Math.abs(n)).padStart(scale + 1, '0');
+  return Number(`${n < 0 ? '-' : ''}${digits.slice(0, -scale)}.${digits.slice(-scale)}`);
+}
+
 function jsonScalar(v: unknown): unknown {
   if (v instanceof Date) return v.toISOString();
   return v;
@@ -223,6 +282,9 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
     }
   },
   decodeValue(kind, raw, scale) {
+    // Fast path, same value as Number(decodeDecimal(raw).toFixed()): the scaled integer's digits
+    // with the point put back, parsed once.
+    if (kind === 'decimal' && typeof raw === 'number' && Number.isSafeInteger(raw)) return scaledToNumber(raw, scale ?? 2);
     return decodeCommon(base, kind, raw, scale, false);
   },
   inList(column, encoded) {
@@ -240,20 +302,45 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
     // SQLite's LIKE is case-insensitive (ASCII) unless case_sensitive_like is set.
     return { sql: `?? ${negate ? 'NOT LIKE' : 'LIKE'} ? ESCAPE '!'`, bindings: [column, escapeLike(pattern)] };
   },
-  readSnapshot(knex, fn) {
-    // A deferred transaction reads one snapshot from its first statement (WAL mode).
-    return knex.transaction(fn);
-  },
-  async changeToken(trx) {
-    // data_version changes when another connection commits; total_changes() counts this
-    // connection's own writes; both are per connection, hence the connection's identity.
-    // The first statement starts the read snapshot the counters then describe.
-    await trx.raw('select 1 from sqlite_master limit 1');
-    const rows = (await trx.raw('select (select data_version from pragma_data_version) as dv, total_changes() as tc')) as Array<{ dv: number; tc: number }>;
-    const conn = (await (trx as unknown as { client: { acquireConnection(): Promise<object> } }).client.acquireConnection()) as object;
-    return `${connectionId(conn)}:${rows[0]?.dv}:${rows[0]?.tc}`;
+  async readSnapshot(knex, fn) {
+    // The pool's only connection, held for the whole read: a deferred transaction reads one
+    // snapshot from its first statement (WAL mode). Statements run on it directly, prepared
+    // once per connection (knex only builds them).
+    const client = knex.client as { acquireConnection(): Promise<SqliteConnection>; releaseConnection(conn: SqliteConnection): Promise<unknown> };
+    const conn = await client.acquireConnection();
+    try {
+      conn.exec('BEGIN');
+      const reader: SnapshotReader = {
+        db: knex,
+        async all(query) {
+          const { sql, bindings } = query.toSQL();
+          return prepared(conn, sql).all(bindings.map(sqliteBinding));
+        },
+        async changeToken() {
+          // data_version changes when another connection commits; total_changes() counts this
+          // connection's own writes; both are per connection, hence the connection's identity.
+          // The first statement starts the read snapshot the counters then describe.
+          prepared(conn, 'select 1 from sqlite_master limit 1').all([]);
+          const row = prepared(conn, 'select (select data_version from pragma_data_version) as dv, total_changes() as tc').get([]) as { dv: number; tc: number };
+          return `${connectionId(conn)}:${row.dv}:${row.tc}`;
+        },
+      };
+      try {
+        return await fn(reader);
+      } finally {
+        if (conn.inTransaction) conn.exec('COMMIT');
+      }
+    } finally {
+      await client.releaseConnection(conn);
+    }
   },
 });
+
+/** The transaction snapshot (xmin:xmax:in-progress list): equal snapshots see the same committed transactions. */
+async function postgresToken(trx: Knex.Transaction): Promise<string | undefined> {
+  const result = (await trx.raw('select pg_current_snapshot()::text as s')) as { rows: Array<{ s: string }> };
+  return result.rows[0]?.s;
+}
 
 const PG_TYPE: Record<ValueKind, (scale?: number) => string> = {
   uuid: () => 'uuid',
@@ -278,6 +365,8 @@ const postgresQueryDialect = (base: Dialect): QueryDialect => ({
     }
   },
   decodeValue(kind, raw, scale) {
+    // NUMERIC arrives as its exact decimal text: parsing it is Number(decodeDecimal(raw).toFixed()).
+    if (kind === 'decimal' && typeof raw === 'string') return Number(raw);
     // node-postgres parses DATE into a local-midnight Date.
     return decodeCommon(base, kind, raw, scale, true);
   },
@@ -300,13 +389,7 @@ const postgresQueryDialect = (base: Dialect): QueryDialect => ({
     return { sql: `?? ${negate ? 'NOT ILIKE' : 'ILIKE'} ? ESCAPE '!'`, bindings: [column, escapeLike(pattern)] };
   },
   readSnapshot(knex, fn) {
-    return knex.transaction(fn, { isolationLevel: 'repeatable read', readOnly: true });
-  },
-  async changeToken(trx) {
-    // The transaction snapshot (xmin:xmax:in-progress list): two equal snapshots see exactly
-    // the same committed transactions.
-    const result = (await trx.raw('select pg_current_snapshot()::text as s')) as { rows: Array<{ s: string }> };
-    return result.rows[0]?.s;
+    return knex.transaction((trx) => fn(transactionReader(trx, postgresToken)), { isolationLevel: 'repeatable read', readOnly: true });
   },
 });
 
@@ -355,10 +438,7 @@ const mssqlQueryDialect = (base: Dialect): QueryDialect => ({
   },
   readSnapshot(knex, fn) {
     // Needs ALLOW_SNAPSHOT_ISOLATION ON (docs/decisions.md).
-    return knex.transaction(fn, { isolationLevel: 'snapshot' });
-  },
-  async changeToken() {
-    return undefined;
+    return knex.transaction((trx) => fn(transactionReader(trx, async () => undefined)), { isolationLevel: 'snapshot' });
   },
 });
 

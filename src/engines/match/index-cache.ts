@@ -9,7 +9,7 @@
 import type { Knex } from 'knex';
 import type { EntityDef } from '../../catalog/types';
 import { keyOf } from '../query/children';
-import type { Row } from '../query/envelope';
+import type { SnapshotReader } from '../../storage/dialect';
 import { BASE, col } from '../query/sql';
 import { normalise } from './normalize';
 
@@ -34,15 +34,15 @@ interface Entry {
 
 const caches = new WeakMap<Knex, Map<string, Entry>>();
 
-async function build(trx: Knex.Transaction, entity: EntityDef, token: string): Promise<MatchIndex | undefined> {
+async function build(reader: SnapshotReader, entity: EntityDef, token: string): Promise<MatchIndex | undefined> {
   const key = entity.keyColumn;
   const columns = [...new Set(entity.matchFields.map((f) => entity.fields[f]!.column))];
   const index: MatchIndex = { token, keys: [], sortKeys: [], values: new Map(columns.map((c) => [c, []])) };
   let after: unknown;
   for (;;) {
-    const qb = trx({ [BASE]: entity.table }).select([key, ...columns].map((c) => col(BASE, c)));
+    const qb = reader.db({ [BASE]: entity.table }).select([key, ...columns].map((c) => col(BASE, c)));
     if (after !== undefined) qb.where(col(BASE, key), '>', after as Knex.Value);
-    const rows = (await qb.orderBy(col(BASE, key), 'asc').limit(BATCH)) as Row[];
+    const rows = await reader.all(qb.orderBy(col(BASE, key), 'asc').limit(BATCH));
     for (const row of rows) {
       index.keys.push(row[key]);
       index.sortKeys.push(keyOf(row[key]));
@@ -59,11 +59,11 @@ async function build(trx: Knex.Transaction, entity: EntityDef, token: string): P
 }
 
 /**
- * The index of `entity` for the snapshot `trx` (whose change token is `token`): the cached one
- * when the token is unchanged, else built now inside `trx`. `undefined` when the table is too
- * large to index.
+ * The index of `entity` for the snapshot of `reader` (whose change token is `token`): the cached
+ * one when the token is unchanged, else built now inside that snapshot. `undefined` when the
+ * table is too large to index.
  */
-export async function matchIndex(knex: Knex, trx: Knex.Transaction, entity: EntityDef, token: string): Promise<MatchIndex | undefined> {
+export async function matchIndex(knex: Knex, reader: SnapshotReader, entity: EntityDef, token: string): Promise<MatchIndex | undefined> {
   let perKnex = caches.get(knex);
   if (!perKnex) {
     perKnex = new Map();
@@ -71,7 +71,7 @@ export async function matchIndex(knex: Knex, trx: Knex.Transaction, entity: Enti
   }
   const entry = perKnex.get(entity.entity);
   if (entry && entry.token === token) return entry.index;
-  const index = build(trx, entity, token);
+  const index = build(reader, entity, token);
   const fresh: Entry = { token, index };
   perKnex.set(entity.entity, fresh);
   index.catch(() => {

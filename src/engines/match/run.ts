@@ -12,10 +12,10 @@
 import type { Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../catalog/types';
 import { ApiProblem } from '../../http/errors/problem';
-import type { QueryDialect } from '../../storage/dialect';
+import type { QueryDialect, SnapshotReader } from '../../storage/dialect';
 import { Issues } from '../query/issues';
 import { filterDepth, resolveFilter } from '../query/filters';
-import { recordDecoder, type Row } from '../query/envelope';
+import { recordDecoder } from '../query/envelope';
 import { applyCondition, BASE, col, INLINE_PARAM_BUDGET } from '../query/sql';
 import { keyOf } from '../query/children';
 import type { Condition, FilterNode } from '../query/types';
@@ -157,7 +157,7 @@ function scoreIndex(index: MatchIndex, plan: MatchPlan, cap: number): Hit[] {
 }
 
 /** Candidates by reading the rows (pre-filtered in SQL) in key order, in batches. */
-async function scoreStream(trx: Knex.Transaction, qd: QueryDialect, plan: MatchPlan, cap: number): Promise<Hit[]> {
+async function scoreStream(reader: SnapshotReader, qd: QueryDialect, plan: MatchPlan, cap: number): Promise<Hit[]> {
   const { entity, target } = plan;
   const key = entity.keyColumn;
   const columns = [...new Set([key, ...plan.matchFields.map((f) => f.column)])];
@@ -165,10 +165,10 @@ async function scoreStream(trx: Knex.Transaction, qd: QueryDialect, plan: MatchP
   const values: Array<string | null | undefined> = new Array(plan.matchFields.length);
   let after: unknown;
   for (;;) {
-    const qb = trx({ [BASE]: entity.table }).select(columns.map((c) => col(BASE, c)));
+    const qb = reader.db({ [BASE]: entity.table }).select(columns.map((c) => col(BASE, c)));
     if (plan.where) applyCondition(qb, plan.where, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
     if (after !== undefined) qb.where(col(BASE, key), '>', after as Knex.Value);
-    const rows = (await qb.orderBy(col(BASE, key), 'asc').limit(MATCH_BATCH)) as Row[];
+    const rows = await reader.all(qb.orderBy(col(BASE, key), 'asc').limit(MATCH_BATCH));
     for (const row of rows) {
       const bound = best.bound(plan.maxDistance);
       plan.matchFields.forEach((f, i) => {
@@ -190,17 +190,17 @@ async function scoreStream(trx: Knex.Transaction, qd: QueryDialect, plan: MatchP
 }
 
 /** The candidates (in order) that satisfy the pre-filter, up to the cap; checked in SQL by key. */
-async function applyPrefilter(trx: Knex.Transaction, qd: QueryDialect, plan: MatchPlan, candidates: Hit[]): Promise<Hit[]> {
+async function applyPrefilter(reader: SnapshotReader, qd: QueryDialect, plan: MatchPlan, candidates: Hit[]): Promise<Hit[]> {
   const key = plan.entity.keyColumn;
   const keyField = { column: col(BASE, key), kind: 'uuid' as const };
   const out: Hit[] = [];
   let chunk = 500;
   for (let i = 0; i < candidates.length && out.length < MATCH_RESULT_CAP; i += chunk, chunk = Math.min(chunk * 4, 20_000)) {
     const slice = candidates.slice(i, i + chunk);
-    const qb = trx({ [BASE]: plan.entity.table }).select(col(BASE, key));
+    const qb = reader.db({ [BASE]: plan.entity.table }).select(col(BASE, key));
     applyCondition(qb, plan.where!, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
     qb.whereRaw(...fragment(qd.inList(keyField, slice.map((h) => h.key))));
-    const passing = new Set(((await qb) as Row[]).map((r) => keyOf(r[key])));
+    const passing = new Set((await reader.all(qb)).map((r) => keyOf(r[key])));
     for (const h of slice) if (passing.has(h.sortKey) && out.length < MATCH_RESULT_CAP) out.push(h);
   }
   return out;
@@ -213,25 +213,27 @@ function fragment(f: { sql: string; bindings: unknown[] }): [string, Knex.RawBin
 export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan): Promise<MatchResult> {
   const { entity } = plan;
   const key = entity.keyColumn;
-  const data = await qd.readSnapshot(knex, async (trx) => {
-    const token = await qd.changeToken(trx);
-    const index = token === undefined ? undefined : await matchIndex(knex, trx, entity, token);
+  const data = await qd.readSnapshot(knex, async (reader) => {
+    const token = await reader.changeToken();
+    const index = token === undefined ? undefined : await matchIndex(knex, reader, entity, token);
     let hits: Hit[];
     if (index) {
       // The index holds every row: with a pre-filter, all candidates in order, then the filter in SQL.
       hits = scoreIndex(index, plan, plan.where ? Number.POSITIVE_INFINITY : MATCH_RESULT_CAP);
-      if (plan.where) hits = await applyPrefilter(trx, qd, plan, hits);
+      if (plan.where) hits = await applyPrefilter(reader, qd, plan, hits);
     } else {
-      hits = await scoreStream(trx, qd, plan, MATCH_RESULT_CAP);
+      hits = await scoreStream(reader, qd, plan, MATCH_RESULT_CAP);
     }
     if (hits.length === 0) return [];
     const wanted = [...new Set([key, ...plan.select.map((f) => f.column)])];
-    const rows = (await trx({ [BASE]: entity.table })
-      .select(wanted.map((c) => col(BASE, c)))
-      .whereIn(
-        col(BASE, key),
-        hits.map((h) => h.key as Knex.Value),
-      )) as Row[];
+    const rows = await reader.all(
+      reader.db({ [BASE]: entity.table })
+        .select(wanted.map((c) => col(BASE, c)))
+        .whereIn(
+          col(BASE, key),
+          hits.map((h) => h.key as Knex.Value),
+        ),
+    );
     const byKey = new Map(rows.map((r) => [keyOf(r[key]), r]));
     const decode = recordDecoder(qd, plan.select);
     const out: MatchResult['data'] = [];

@@ -3,10 +3,9 @@
  * only beyond 1000, which a page never exceeds), no bound on the number of child rows. Every
  * record gets an array (empty when it has no children), in the child order column's order.
  */
-import type { Knex } from 'knex';
 import type { ChildDef } from '../../catalog/types';
-import type { QueryDialect } from '../../storage/dialect';
-import { recordDecoder, type PublishedRecord, type Row } from './envelope';
+import type { QueryDialect, SnapshotReader } from '../../storage/dialect';
+import { recordDecoder, type PublishedRecord } from './envelope';
 import { childQueries } from './sql';
 
 /** Normalised form of a key for matching children to parents (uuid case differs by driver). */
@@ -15,7 +14,7 @@ export function keyOf(raw: unknown): string {
 }
 
 export async function attachChildren(
-  db: Knex | Knex.Transaction,
+  reader: SnapshotReader,
   qd: QueryDialect,
   children: readonly ChildDef[],
   parentKeys: unknown[],
@@ -27,8 +26,8 @@ export async function attachChildren(
     for (const key of parentKeys) byParent.set(keyOf(key), []);
     if (parentKeys.length > 0) {
       const decode = recordDecoder(qd, Object.values(child.fields));
-      for (const query of childQueries(db, child, parentKeys)) {
-        const rows = (await query) as Row[];
+      for (const query of childQueries(reader.db, child, parentKeys)) {
+        const rows = await reader.all(query);
         for (const row of rows) byParent.get(keyOf(row[child.parentColumn]))?.push(decode(row));
       }
     }

@@ -13,15 +13,15 @@ import type { QueryPlan, QueryRequest } from './types';
 
 export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
   const decode = recordDecoder(qd, plan.fields);
-  return qd.readSnapshot(knex, async (trx) => {
-    const countRows = (await countQuery(trx, qd, plan)) as Array<{ n: number | string }>;
+  return qd.readSnapshot(knex, async (reader) => {
+    const countRows = await reader.all(countQuery(reader.db, qd, plan));
     const totalCount = Number(countRows[0]?.n ?? 0);
     // Past the last row there is nothing to read.
-    const rows: Row[] = plan.offset < totalCount ? ((await pageQuery(trx, qd, plan)) as Row[]) : [];
+    const rows: Row[] = plan.offset < totalCount ? await reader.all(pageQuery(reader.db, qd, plan)) : [];
     const records = rows.map(decode);
     if (plan.children.length > 0) {
       const keys = rows.map((r) => r[plan.entity.keyColumn]);
-      await attachChildren(trx, qd, plan.children, keys, records);
+      await attachChildren(reader, qd, plan.children, keys, records);
     }
     return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, records);
   });
