@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
 import { ApiProblem } from '../src/http/errors/problem';
 import fc from 'fast-check';
+import { Dec } from '../src/storage/decimal';
 import { dialectFor, queryDialectFor, scaledToNumber } from '../src/storage/dialect';
 import { runQuery } from '../src/engines/query/run';
 import { planQuery } from '../src/engines/query/plan';
@@ -94,6 +95,17 @@ describe('query engine on the fixture catalog', () => {
     const page3 = await run({ orderBy: ['widgetCode ASC'], filters: { match: { field: 'widgetCost', operator: '>', value: 50 } }, page: { pageNumber: 3, pageSize: 20 } });
     assert.deepEqual(page3.data, full.data.slice(40, 60));
     assert.equal(page3.page.totalCount, full.page.totalCount);
+  });
+
+  test('a reused totalCount follows writes', async () => {
+    const body: QueryRequest = { filters: { match: { field: 'widgetCost', operator: '>', value: 100 } }, page: { pageSize: 1 } };
+    const first = (await run(body)).page.totalCount;
+    assert.equal((await run(body)).page.totalCount, first);
+    const victim = ROWS.find((r) => r.widgetCost !== null && r.widgetCost > 100)!;
+    await knex('wdgt').where({ _idnum: victim.id }).update({ wdgcst: qd.encodeValue('decimal', new Dec(1), 2) as number });
+    assert.equal((await run(body)).page.totalCount, first - 1);
+    await knex('wdgt').where({ _idnum: victim.id }).update({ wdgcst: qd.encodeValue('decimal', new Dec(String(victim.widgetCost)), 2) as number });
+    assert.equal((await run(body)).page.totalCount, first);
   });
 
   test('a page past the end is empty with the total', async () => {

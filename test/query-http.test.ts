@@ -5,7 +5,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import knexFactory from 'knex';
 import { startTestApp, type TestApp } from './support/app';
+import { parseDatabaseUrl } from '../src/storage/database';
 import { CATALOG } from '../generated/catalog';
 import { queryDialectFor } from '../src/storage/dialect';
 import { Dec } from '../src/storage/decimal';
@@ -201,6 +203,23 @@ describe('filters', () => {
     const env = await ok(Q('parts'), { filters: { match: { field: 'partCost', operator: '>', value: 50 } }, page: { pageSize: 1 } });
     const scaled = t.services.dialect.encodeDecimal(new Dec(50), 4);
     assert.equal(env.page.totalCount, await tableCount('tkfprt', (qb) => qb.where('prtcst', '>', scaled)));
+  });
+
+  test('totalCount follows writes by another connection (a reused count is exact)', async () => {
+    const body = { filters: { match: { field: 'partCost', operator: '>', value: 50 } }, select: ['id'], page: { pageSize: 1 } };
+    const first = (await ok(Q('parts'), body)).page.totalCount;
+    assert.equal((await ok(Q('parts'), body)).page.totalCount, first);
+    const other = knexFactory(parseDatabaseUrl(t.services.config.databaseUrl, { min: 0, max: 1 }).config);
+    try {
+      const scaled = (v: number) => t.services.dialect.encodeDecimal(new Dec(v), 4);
+      const victim = (await other('tkfprt').where('prtcst', '>', scaled(50)).orderBy('recnum').first('_idnum', 'prtcst')) as { _idnum: string; prtcst: unknown };
+      await other('tkfprt').where({ _idnum: victim._idnum }).update({ prtcst: scaled(1) });
+      assert.equal((await ok(Q('parts'), body)).page.totalCount, first - 1);
+      await other('tkfprt').where({ _idnum: victim._idnum }).update({ prtcst: victim.prtcst });
+      assert.equal((await ok(Q('parts'), body)).page.totalCount, first);
+    } finally {
+      await other.destroy();
+    }
   });
 
   test('dates and inPairs over job costs; long lists (5,000 values)', async () => {
