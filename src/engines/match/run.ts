@@ -142,17 +142,32 @@ function score(target: string, values: ReadonlyArray<string | null | undefined>,
   return distance;
 }
 
-/** Candidates from the in-memory index: the best `cap` (all within maxDistance when cap is Infinity). */
+/**
+ * Candidates from the in-memory index: every distinct value within the length window is scored
+ * once; a row's distance is its best over the match fields. The best `cap` (all within
+ * maxDistance when cap is Infinity).
+ */
 function scoreIndex(index: MatchIndex, plan: MatchPlan, cap: number): Hit[] {
-  const best = new BestList(cap);
-  const columns = plan.matchFields.map((f) => index.values.get(f.column)!);
-  const values: Array<string | null | undefined> = new Array(columns.length);
-  for (let i = 0; i < index.keys.length; i++) {
-    for (let c = 0; c < columns.length; c++) values[c] = columns[c]![i];
-    const bound = best.bound(plan.maxDistance);
-    const d = score(plan.target, values, bound);
-    if (d <= bound) best.offer({ key: index.keys[i], sortKey: index.sortKeys[i]!, distance: d });
+  const { target, maxDistance } = plan;
+  const unset = 255;
+  const distance = new Uint8Array(index.keys.length).fill(unset);
+  const touched: number[] = [];
+  for (const f of plan.matchFields) {
+    const column = index.columns.get(f.column)!;
+    const from = column.byLength[Math.max(0, target.length - maxDistance)] ?? column.values.length;
+    const to = column.byLength[Math.min(column.byLength.length - 1, target.length + maxDistance + 1)] ?? column.values.length;
+    for (let v = from; v < to; v++) {
+      const d = boundedLevenshtein(target, column.values[v]!, maxDistance);
+      if (d > maxDistance) continue;
+      for (const row of column.rows[v]!) {
+        const current = distance[row]!;
+        if (current === unset) touched.push(row);
+        if (d < current) distance[row] = d;
+      }
+    }
   }
+  const best = new BestList(cap);
+  for (const row of touched) best.offer({ key: index.keys[row], sortKey: keyOf(index.keys[row]), distance: distance[row]! });
   return best.result();
 }
 
