@@ -14,6 +14,8 @@ export const FISCAL_YEAR = 2026;
 export const CURRENT_PERIOD = 11;
 /** Documents are dated up to this day; "today" of the demo company is 2026-11-22. */
 export const CUTOFF_DATE = '2026-11-20';
+/** 2024-12-02T00:00:00Z: the version-7 ids' clock starts at the company's setup. */
+const ID_CLOCK_START = Date.UTC(2024, 11, 2);
 export const USERS = ['mkowalczyk', 'dfairbanks', 'tlindqvist', 'rsalcedo', 'api-import'];
 
 export interface JournalLine {
@@ -75,8 +77,9 @@ export class Books {
     private readonly ids: Prng,
   ) {}
 
+  /** Ids are time-ordered (version 7) from a clock starting at the company's setup day. */
   uuid(): string {
-    return this.ids.uuid();
+    return this.ids.uuid7(ID_CLOCK_START);
   }
 
   /** Next record number of a table (1, 2, ...), or from `start` on first use. */
