@@ -331,8 +331,14 @@ export class Receivables {
       const laborHours = new Dec(type === 3 ? r.int(4, 10) : r.int(1, 4));
       lines.push({ type: 1, part: null, description: type === 5 ? 'Emergency labor' : 'Technician labor', quantity: laborHours, unitPrice: new Dec(type === 5 ? 165 : 115), unitCost: ZERO, taxable: false });
       if (tech.truck && (type === 2 || type === 3 || type === 5 || r.chance(0.3))) {
-        const stocked = this.sim.inv.partsAt(tech.truck).filter((p) => this.sim.inv.available(p, tech.truck!).gte(1));
-        for (const p of r.sample(stocked, r.int(1, 3))) {
+        const onTruck = this.sim.inv.partsAt(tech.truck);
+        const stocked: number[] = [];
+        const wanted = r.int(1, 3);
+        for (let tries = 0; tries < 12 && stocked.length < wanted && onTruck.length; tries++) {
+          const p = onTruck[r.int(0, onTruck.length - 1)]!;
+          if (!stocked.includes(p) && this.sim.inv.available(p, tech.truck).gte(1)) stocked.push(p);
+        }
+        for (const p of stocked) {
           const part = ctx.parts[p - 1]!;
           const q = Dec.min(this.sim.inv.available(p, tech.truck).toDecimalPlaces(0, Dec.ROUND_DOWN), new Dec(r.int(1, 3)));
           if (q.lte(0)) continue;

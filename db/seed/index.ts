@@ -31,7 +31,7 @@ import { BatchWriter } from './writer';
 import { Dec } from '../../src/storage/decimal';
 
 export interface SeedOptions {
-  /** Volume multiplier (1: about 400 parts and a few thousand job costs). */
+  /** Volume multiplier (1: 800 parts and about 8,000 job costs). */
   scale?: number;
   /** Seed of the pseudo-random generator (default 20261122). */
   randomSeed?: number;

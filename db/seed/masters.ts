@@ -464,7 +464,7 @@ function equipment(ctx: Ctx): void {
 
 function parts(ctx: Ctx): void {
   const r = ctx.rnd('parts');
-  const count = ctx.n(400, 60);
+  const count = ctx.n(800, 60);
   const suppliers = ctx.vendorsByKind.get(1) ?? [];
   for (let i = 1; i <= count; i++) {
     const cls = (i - 1) % PART_CLASSES.length;

@@ -386,22 +386,34 @@ export class Payroll {
       if (!job) {
         lines.push({ workDate: weekStart, job: null, phase: null, code: null, equipment: null, payType: 1, hours: regular, rate: e.rate, amount: r2(regular.times(e.rate)), account: A.paidTimeOff, description: 'Shop and yard time' });
       } else {
+        // Daily time by cost code, as crews report it: each working day on one code, or split
+        // between two; now and then a day on another job; overtime on a busy day.
         const rate = this.jobRate(e, job);
-        const first = jobCode(r, job, e.role === 'foreman' ? '1.100' : undefined);
-        const split = r.chance(0.6);
-        const h1 = split ? regular.times(r.int(40, 70)).div(100).toDecimalPlaces(0) : regular;
-        lines.push({ workDate: weekStart, job, phase: first.phase, code: first.code, equipment: null, payType: 1, hours: h1, rate, amount: r2(h1.times(rate)), account: A.laborExpense, description: 'Labor' });
-        const rest = regular.minus(h1);
-        if (rest.gt(0)) {
-          const otherJobs = ctx.activeJobs(weekStart);
-          const secondJob = r.chance(0.15) && otherJobs.length > 1 ? otherJobs[r.int(0, otherJobs.length - 1)]! : job;
-          const rate2 = this.jobRate(e, secondJob);
-          const second = jobCode(r, secondJob);
-          lines.push({ workDate: addDays(weekStart, 3), job: secondJob, phase: second.phase, code: second.code, equipment: null, payType: 1, hours: rest, rate: rate2, amount: r2(rest.times(rate2)), account: A.laborExpense, description: 'Labor' });
+        const days = [0, 1, 2, 3, 4].map((d) => addDays(weekStart, d)).filter((d) => !holidays.includes(d));
+        const dayCount = Math.max(1, Math.min(days.length, regular.div(8).toDecimalPlaces(0, Dec.ROUND_DOWN).toNumber()));
+        const main = jobCode(r, job, e.role === 'foreman' ? '1.100' : undefined);
+        const otherJobs = ctx.activeJobs(weekStart);
+        let left = regular;
+        for (let k = 0; k < dayCount; k++) {
+          const day = days[k]!;
+          const dayHours = k === dayCount - 1 ? left : Dec.min(left, new Dec(8));
+          left = left.minus(dayHours);
+          const dayJob = otherJobs.length > 1 && r.chance(0.05) ? otherJobs[r.int(0, otherJobs.length - 1)]! : job;
+          const dayRate = dayJob === job ? rate : this.jobRate(e, dayJob);
+          const c1 = dayJob === job && r.chance(0.6) ? main : jobCode(r, dayJob);
+          if (dayHours.gte(6) && r.chance(0.35)) {
+            const h1 = new Dec(r.int(2, 5));
+            const c2 = jobCode(r, dayJob);
+            lines.push({ workDate: day, job: dayJob, phase: c1.phase, code: c1.code, equipment: null, payType: 1, hours: h1, rate: dayRate, amount: r2(h1.times(dayRate)), account: A.laborExpense, description: 'Labor' });
+            const h2 = dayHours.minus(h1);
+            lines.push({ workDate: day, job: dayJob, phase: c2.phase, code: c2.code, equipment: null, payType: 1, hours: h2, rate: dayRate, amount: r2(h2.times(dayRate)), account: A.laborExpense, description: 'Labor' });
+          } else if (dayHours.gt(0)) {
+            lines.push({ workDate: day, job: dayJob, phase: c1.phase, code: c1.code, equipment: null, payType: 1, hours: dayHours, rate: dayRate, amount: r2(dayHours.times(dayRate)), account: A.laborExpense, description: 'Labor' });
+          }
         }
         if (overtime.gt(0)) {
           const otRate = r4(rate.times('1.5'));
-          lines.push({ workDate: addDays(weekStart, 4), job, phase: first.phase, code: first.code, equipment: null, payType: 2, hours: overtime, rate: otRate, amount: r2(overtime.times(otRate)), account: A.laborExpense, description: 'Overtime' });
+          lines.push({ workDate: days[days.length - 1] ?? weekStart, job, phase: main.phase, code: main.code, equipment: null, payType: 2, hours: overtime, rate: otRate, amount: r2(overtime.times(otRate)), account: A.laborExpense, description: 'Overtime' });
         }
       }
     } else if (e.role === 'mechanic') {

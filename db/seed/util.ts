@@ -17,12 +17,15 @@ const round = (v: Dec | number | string, places: number) => {
   return d.decimalPlaces() <= places ? d : d.toDecimalPlaces(places, Dec.ROUND_HALF_UP);
 };
 
+const ZERO2 = new Scaled(new Dec(0), 2);
+const ZERO4 = new Scaled(new Dec(0), 4);
+const isZero = (v: Dec | number | string) => (v instanceof Dec ? v.isZero() : Number(v) === 0);
 /** decimal(14,2) money. */
-export const money = (v: Dec | number | string) => new Scaled(round(v, 2), 2);
+export const money = (v: Dec | number | string) => (isZero(v) ? ZERO2 : new Scaled(round(v, 2), 2));
 /** decimal(14,4) quantities. */
-export const qty = (v: Dec | number | string) => new Scaled(round(v, 4), 4);
+export const qty = (v: Dec | number | string) => (isZero(v) ? ZERO4 : new Scaled(round(v, 4), 4));
 /** decimal(12,4) unit prices and rates. */
-export const price = (v: Dec | number | string) => new Scaled(round(v, 4), 4);
+export const price = (v: Dec | number | string) => (isZero(v) ? ZERO4 : new Scaled(round(v, 4), 4));
 /** decimal(15,3) cost codes. */
 export const code = (v: Dec | number | string) => new Scaled(round(v, 3), 3);
 /** decimal(10,2) hours. */
