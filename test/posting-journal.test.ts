@@ -331,3 +331,11 @@ test('the posting is readable through the query API with its lines', async (ctx)
     posted.body.document.lines.map((l: any) => [l.lineNumber, l.ledgerAccount, l.debitAmount, l.creditAmount]),
   );
 });
+
+test('concurrent posts of one transaction number (no key) post once; the others get the existing posting', async () => {
+  const results = await Promise.all(Array.from({ length: 10 }, () => t.post(PATH, journal('JT-118'))));
+  for (const r of results) assert.equal(r.status, 200, r.text);
+  assert.equal(results.filter((r) => r.headers['idempotency-status'] === 'applied').length, 1);
+  assert.equal(new Set(results.map((r) => r.body.document.recordNumber)).size, 1);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JT-118' }), 1);
+});
