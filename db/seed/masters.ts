@@ -30,6 +30,16 @@ import {
 import { CALC, DEPARTMENTS, JOB_TYPES, tradeWorkersComp } from './setup';
 import { addDays, code, formatDate, hours, money, parseDate, pct, price, qty, r2 } from './util';
 
+/** Default cost code of a material supplier by what it sells. */
+const SUPPLIER_CODES: ReadonlyArray<readonly [string, string]> = [
+  ['Building Supply', '6.100'],
+  ['Lumber', '6.100'],
+  ['Concrete', '3.000'],
+  ['Steel', '5.100'],
+  ['Electrical', '16.100'],
+  ['Plumbing', '15.100'],
+];
+
 /** Job status by position in a repeating pattern of 20: 13 current, 3 complete, 1 each bid, refused, contract, closed. */
 const JOB_STATUS_PATTERN = [4, 4, 4, 5, 4, 1, 4, 4, 3, 4, 4, 5, 4, 2, 4, 4, 6, 4, 5, 4];
 
@@ -58,9 +68,10 @@ function vendors(ctx: Ctx): void {
     // The first vendors cover every kind so that small scales still have each.
     const kind = i <= VENDOR_KINDS.length ? VENDOR_KINDS[i - 1]! : r.weighted(weights);
     const name = vendorName(r, kind, i);
+    const supplierCode = SUPPLIER_CODES.find(([w]) => name.includes(w))?.[1];
     const a = address(r);
     const contact = personName(r);
-    const cc = kind.costType === 4 ? r.pick(['2.200', '7.200', '9.100', '15.000', '16.000', '4.000', '2.400']) : kind.costType === 6 ? '1.300' : kind.costType === 1 ? r.pick(['3.000', '6.100', '9.100', '16.100', '15.100']) : '1.000';
+    const cc = kind.costType === 4 ? r.pick(['2.200', '7.200', '9.100', '15.000', '16.000', '4.000', '2.400']) : kind.costType === 6 ? '1.300' : kind.costType === 1 ? (supplierCode ?? '6.100') : '1.000';
     const v = { num: i, name, kind: kind.type, account: kind.account, costType: kind.costType, costCode: cc, terms: kind.subcontractor ? 30 : r.pick([10, 15, 30, 30, 45]), subcontractor: kind.subcontractor };
     ctx.vendors.push(v);
     const list = ctx.vendorsByKind.get(kind.type) ?? [];
@@ -468,7 +479,7 @@ function parts(ctx: Ctx): void {
   const suppliers = ctx.vendorsByKind.get(1) ?? [];
   for (let i = 1; i <= count; i++) {
     const cls = (i - 1) % PART_CLASSES.length;
-    const [className, bases, unit] = PART_CLASSES[cls]!;
+    const [className, bases, unit, sizes, variants] = PART_CLASSES[cls]!;
     const base = r.pick(bases);
     const [lo, hi] = CLASS_COST[cls]!;
     const cost = r.decimal(lo * 0.25, hi, 2);
@@ -477,7 +488,7 @@ function parts(ctx: Ctx): void {
     const p: Part = {
       num: i,
       code: `${className.slice(0, 3).toUpperCase()}-${String(i).padStart(6, '0')}`,
-      name: partName(r, base),
+      name: partName(r, base, sizes, variants),
       unit,
       cls: cls + 1,
       cost,

@@ -90,20 +90,19 @@ const JOB_KINDS = [
 
 export const PHASE_NAMES = ['Site preparation', 'Foundation', 'Structure', 'Enclosure', 'Interiors', 'Closeout'];
 
-export const PART_CLASSES: ReadonlyArray<readonly [string, readonly string[], string]> = [
-  ['Lumber', ['2x4 Stud', '2x6 Plate', '2x10 Joist', '4x4 Post', 'LVL Beam', 'Plywood Sheathing', 'OSB Panel'], 'EA'],
-  ['Concrete', ['Ready-mix', 'Rebar #4', 'Rebar #5', 'Wire Mesh', 'Form Tie', 'Anchor Bolt', 'Grout Bag'], 'EA'],
-  ['Fasteners', ['Framing Nail', 'Deck Screw', 'Lag Bolt', 'Hex Nut', 'Flat Washer', 'Drywall Screw', 'Concrete Anchor'], 'BX'],
-  ['Electrical', ['Romex 12/2', 'Romex 14/2', 'EMT Conduit', 'Junction Box', 'Breaker 20A', 'Duplex Receptacle', 'LED Troffer'], 'EA'],
-  ['Plumbing', ['PEX Pipe', 'Copper Elbow', 'PVC Tee', 'Ball Valve', 'Water Heater', 'Floor Drain', 'Cleanout Plug'], 'EA'],
-  ['HVAC', ['Duct Section', 'Register', 'Flex Duct', 'Thermostat', 'Filter 20x25', 'Damper', 'Condensate Pump'], 'EA'],
-  ['Drywall', ['Gypsum Board 1/2', 'Gypsum Board 5/8', 'Joint Compound', 'Corner Bead', 'Joint Tape', 'Metal Stud'], 'EA'],
-  ['Finishes', ['Interior Paint', 'Primer', 'Ceramic Tile', 'Vinyl Plank', 'Carpet Tile', 'Base Cove', 'Caulk Tube'], 'EA'],
-  ['Doors and hardware', ['Hollow Metal Door', 'Door Frame', 'Lever Set', 'Closer', 'Hinge Pair', 'Panic Bar'], 'EA'],
-  ['Safety', ['Hard Hat', 'Safety Vest', 'Fall Harness', 'Traffic Cone', 'First Aid Kit', 'Ear Plugs'], 'EA'],
+/** Part classes: name, base items, unit, sizes, variants. */
+export const PART_CLASSES: ReadonlyArray<readonly [string, readonly string[], string, readonly string[], readonly string[]]> = [
+  ['Lumber', ['2x4 Stud', '2x6 Plate', '2x10 Joist', '4x4 Post', 'LVL Beam', 'Plywood Sheathing', 'OSB Panel'], 'EA', ['8 ft', '10 ft', '12 ft', '16 ft', '4x8 sheet'], ['Douglas Fir', 'Hem-Fir', 'Treated', 'Kiln Dried', 'Select']],
+  ['Concrete', ['Ready-mix', 'Rebar #4', 'Rebar #5', 'Wire Mesh', 'Form Tie', 'Anchor Bolt', 'Grout Bag'], 'EA', ['20 ft', '1/2 in', '5/8 in', '60 lb', '80 lb'], ['Grade 60', 'Epoxy Coated', 'Standard', 'High Early', 'Galvanized']],
+  ['Fasteners', ['Framing Nail', 'Deck Screw', 'Lag Bolt', 'Hex Nut', 'Flat Washer', 'Drywall Screw', 'Concrete Anchor'], 'BX', ['#8 x 1-5/8', '3/8 x 4', '16d', '1/2 in', '1/4 x 2-3/4'], ['Galvanized', 'Stainless', 'Zinc', 'Coated', 'Hot-dip']],
+  ['Electrical', ['Romex 12/2', 'Romex 14/2', 'EMT Conduit', 'Junction Box', 'Breaker 20A', 'Duplex Receptacle', 'LED Troffer'], 'EA', ['1/2 in', '3/4 in', '250 ft', '4 in square', '2x4'], ['Commercial', 'Spec Grade', 'Tamper Resistant', 'Standard', 'UL Listed']],
+  ['Plumbing', ['PEX Pipe', 'Copper Elbow', 'PVC Tee', 'Ball Valve', 'Water Heater', 'Floor Drain', 'Cleanout Plug'], 'EA', ['1/2 in', '3/4 in', '1 in', '2 in', '50 gal'], ['Lead Free', 'Schedule 40', 'Type L', 'Commercial', 'Standard']],
+  ['HVAC', ['Duct Section', 'Register', 'Flex Duct', 'Thermostat', 'Filter 20x25', 'Damper', 'Condensate Pump'], 'EA', ['6 in', '8 in', '10 in', '12x6', '1 in'], ['Insulated', 'Programmable', 'MERV 11', 'Galvanized', 'Standard']],
+  ['Drywall', ['Gypsum Board', 'Joint Compound', 'Corner Bead', 'Joint Tape', 'Metal Stud'], 'EA', ['1/2 in 4x8', '5/8 in 4x12', '4.5 gal', '8 ft', '3-5/8 in'], ['Type X', 'Moisture Resistant', 'Lightweight', 'Standard', '25 ga']],
+  ['Finishes', ['Interior Paint', 'Primer', 'Ceramic Tile', 'Vinyl Plank', 'Carpet Tile', 'Base Cove', 'Caulk Tube'], 'EA', ['1 gal', '5 gal', '12x24', '4 in', '10 oz'], ['Eggshell', 'Satin', 'Commercial', 'Matte', 'Standard']],
+  ['Doors and hardware', ['Hollow Metal Door', 'Door Frame', 'Lever Set', 'Closer', 'Hinge Pair', 'Panic Bar'], 'EA', ['3070', '3068', 'Grade 1', 'Grade 2', '4-1/2 in'], ['Satin Chrome', 'Primed', 'Fire Rated', 'Heavy Duty', 'ADA']],
+  ['Safety', ['Hard Hat', 'Safety Vest', 'Fall Harness', 'Traffic Cone', 'First Aid Kit', 'Ear Plugs'], 'EA', ['Class 2', 'Universal', '28 in', '50 person', 'Box of 200'], ['ANSI', 'Hi-Vis', 'OSHA', 'Standard', 'Reflective']],
 ];
-const PART_VARIANTS = ['Standard', 'Heavy Duty', 'Premium', 'Economy', 'Contractor Grade', 'Galvanized', 'Coated', 'Type X', 'Pro'];
-const PART_SIZES = ['8 ft', '10 ft', '12 ft', '16 ft', '1/2 in', '3/4 in', '1 in', 'Small', 'Medium', 'Large', '20 lb', '50 lb'];
 
 export const EQUIPMENT_KINDS: ReadonlyArray<readonly [string, number, number]> = [
   // name, hourly internal rate, purchase cost (thousands)
@@ -170,8 +169,8 @@ export function jobName(r: Prng, city: string): string {
   return `${city} ${r.pick(JOB_KINDS)}`;
 }
 
-export function partName(r: Prng, base: string): string {
-  return `${base} ${r.pick(PART_SIZES)} ${r.pick(PART_VARIANTS)}`;
+export function partName(r: Prng, base: string, sizes: readonly string[], variants: readonly string[]): string {
+  return `${base} ${r.pick(sizes)} ${r.pick(variants)}`;
 }
 
 export function equipmentName(r: Prng, kind: string): { name: string; make: string; model: string; serial: string } {
