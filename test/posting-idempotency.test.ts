@@ -203,10 +203,12 @@ test('50 identical requests with one key at once post exactly once; the others a
 test('two service instances on one database: the unique (api key, key) decides, posted once', async () => {
   const second = await startTestApp({ databaseUrl: t.services.config.databaseUrl });
   try {
+    // Warm the second instance's validator so that its request arrives while the first is in flight.
+    assert.equal((await second.post(PATH, journal('JI-12w'))).status, 200);
     const key = `k-${randomUUID()}`;
-    t.services.writes.hooks.afterClaim = () => sleep(400);
+    t.services.writes.hooks.afterClaim = () => sleep(1000);
     const first = keyed(PATH, journal('JI-12'), key).then((r) => r);
-    await sleep(150);
+    await sleep(200);
     const results = await Promise.all([
       first,
       second.http.post(PATH).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(journal('JI-12')),
