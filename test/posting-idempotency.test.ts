@@ -172,10 +172,10 @@ test('the store cannot answer: the write goes ahead without deduplication (Idemp
 test('a concurrent duplicate is 409 IDEMPOTENCY_KEY_IN_FLIGHT with a short Retry-After', async () => {
   const key = `k-${randomUUID()}`;
   // The first request holds its claim (no connection) while the duplicate arrives.
-  t.services.writes.hooks.afterClaim = () => sleep(400);
+  t.services.writes.hooks.afterClaim = () => sleep(1000);
   try {
     const first = keyed(PATH, journal('JI-10'), key).then((r) => r);
-    await sleep(150);
+    await sleep(200);
     const second = await keyed(PATH, journal('JI-10'), key);
     const body = assertProblem(second, 'IDEMPOTENCY_KEY_IN_FLIGHT');
     assert.equal(second.headers['retry-after'], '1');
