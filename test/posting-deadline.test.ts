@@ -12,7 +12,7 @@ import { countRows, installPostingFixture, journal } from './support/posting-fix
 
 let t: TestApp;
 const PATH = '/api/v3/ledger-transactions';
-const DEADLINE_MS = 400;
+const DEADLINE_MS = 800;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 before(async () => {
