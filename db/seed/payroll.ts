@@ -493,11 +493,18 @@ export class Payroll {
       // Foremen send a crew report every other pay period.
       if ((jobNum + period) % 2 !== 0) continue;
       const job = ctx.job(jobNum);
-      const members = crew.filter((c) => c.line.payType === 1);
+      // The crew of the report day: each employee once, with that day's lines on this job.
+      const members: Array<{ e: Employee; line: TimeLine; hours: Dec }> = [];
+      for (const c of crew) {
+        if (c.line.payType !== 1 || c.line.workDate !== day) continue;
+        const m = members.find((x) => x.e === c.e);
+        if (m) m.hours = m.hours.plus(c.line.hours);
+        else members.push({ e: c.e, line: c.line, hours: c.line.hours });
+      }
       if (members.length === 0) continue;
       const equipment = onJob.get(jobNum) ?? [];
       const id = ctx.uuid();
-      const total = new Dec(8 * members.length);
+      const total = sum(members.map((m) => m.hours));
       ctx.add('dlypyr', {
         _idnum: id,
         recnum: ctx.books.recnum('dlypyr'),
@@ -519,10 +526,10 @@ export class Payroll {
           phsnum: m.line.phase,
           cstcde: m.line.code ? code(m.line.code) : null,
           paytyp: 1,
-          hrswrk: hours(8),
+          hrswrk: hours(m.hours),
           payrte: price(m.line.rate),
           eqpnum: eq?.num ?? null,
-          eqphrs: hours(eq ? 6 : 0),
+          eqphrs: hours(eq ? Dec.min(m.hours, new Dec(6)) : 0),
           ...ctx.audit(day, 17 * 60, 'field-app'),
         });
       });

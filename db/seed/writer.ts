@@ -94,7 +94,9 @@ export class BatchWriter {
 
   /** Reads the shapes of the given tables (call before generating, so generators can adapt). */
   async describe(tables: readonly string[]): Promise<void> {
-    for (const t of tables) if (!this.shapes.has(t)) this.shapes.set(t, await readShape(this.knex, this.engine, t));
+    const wanted = tables.filter((t) => !this.shapes.has(t));
+    const shapes = await readShapes(this.knex, this.engine, wanted);
+    for (const t of wanted) this.shapes.set(t, shapes.get(t) ?? null);
   }
 
   hasTable(table: string): boolean {
@@ -400,20 +402,27 @@ function neutralValue(c: ColumnInfo): unknown {
   return '';
 }
 
-async function readShape(knex: Knex, engine: Engine, table: string): Promise<Map<string, ColumnInfo> | null> {
-  const out = new Map<string, ColumnInfo>();
+/** Columns of the given tables, in one query (missing tables are absent from the result). */
+async function readShapes(knex: Knex, engine: Engine, tables: readonly string[]): Promise<Map<string, Map<string, ColumnInfo>>> {
+  const out = new Map<string, Map<string, ColumnInfo>>();
+  const shape = (t: string) => {
+    let m = out.get(t);
+    if (!m) {
+      m = new Map();
+      out.set(t, m);
+    }
+    return m;
+  };
+  if (tables.length === 0) return out;
+  const wanted = new Set(tables);
   if (engine === 'sqlite') {
-    const rows = (await knex.raw(`pragma table_info("${table.replace(/"/g, '""')}")`)) as Array<{
-      name: string;
-      type: string;
-      notnull: number;
-      dflt_value: unknown;
-      pk: number;
-    }>;
-    if (!rows.length) return null;
+    const rows = (await knex.raw(
+      `select m.name as tbl, p.name, p.type, p."notnull" as "notnull", p.dflt_value, p.pk from sqlite_master m join pragma_table_info(m.name) p where m.type = 'table'`,
+    )) as Array<{ tbl: string; name: string; type: string; notnull: number; dflt_value: unknown; pk: number }>;
     for (const r of rows) {
+      if (!wanted.has(r.tbl)) continue;
       const len = /char\s*\((\d+)\)/i.exec(r.type);
-      out.set(r.name, {
+      shape(r.tbl).set(r.name, {
         name: r.name,
         type: r.type,
         ...(len ? { maxLength: Number(len[1]) } : {}),
@@ -425,18 +434,18 @@ async function readShape(knex: Knex, engine: Engine, table: string): Promise<Map
     return out;
   }
   const rows = (await knex('information_schema.columns')
-    .select('column_name', 'data_type', 'is_nullable', 'column_default', 'numeric_scale', 'character_maximum_length')
-    .where({ table_name: table })
+    .select('table_name', 'column_name', 'data_type', 'is_nullable', 'column_default', 'numeric_scale', 'character_maximum_length')
     .modify((qb) => {
       if (engine === 'postgres') qb.whereRaw('table_schema = current_schema()');
     })) as Array<Record<string, any>>;
-  if (!rows.length) return null;
   for (const r of rows) {
+    const table = String(r.table_name ?? r.TABLE_NAME);
+    if (!wanted.has(table)) continue;
     const type = String(r.data_type ?? r.DATA_TYPE);
     const scale = r.numeric_scale ?? r.NUMERIC_SCALE;
     const def = r.column_default ?? r.COLUMN_DEFAULT;
     const len = r.character_maximum_length ?? r.CHARACTER_MAXIMUM_LENGTH;
-    out.set(String(r.column_name ?? r.COLUMN_NAME), {
+    shape(table).set(String(r.column_name ?? r.COLUMN_NAME), {
       name: String(r.column_name ?? r.COLUMN_NAME),
       type,
       nullable: String(r.is_nullable ?? r.IS_NULLABLE).toUpperCase() === 'YES',
