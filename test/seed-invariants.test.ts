@@ -331,6 +331,28 @@ describe('demo company seed', () => {
     assert.deepEqual(lines, []);
   });
 
+  test('codes and numbers refer to records that exist', async () => {
+    const checks: Array<[string, string]> = [
+      ['job cost phase', 'select count(*) as n from jobcst j where j.phsnum is not null and not exists (select 1 from jobphs p where p.jobnum = j.jobnum and p.phsnum = j.phsnum)'],
+      ['job cost code', 'select count(*) as n from jobcst j where not exists (select 1 from cstcde c where c.cstcde = j.cstcde)'],
+      ['job cost type', 'select count(*) as n from jobcst j where not exists (select 1 from csttyp t where t.recnum = j.csttyp)'],
+      ['job cost source', 'select count(*) as n from jobcst j where not exists (select 1 from source s where s.recnum = j.srcnum)'],
+      ['job cost employee', 'select count(*) as n from jobcst j where j.empnum is not null and not exists (select 1 from employ e where e.recnum = j.empnum)'],
+      ['job cost equipment', 'select count(*) as n from jobcst j where j.eqpnum is not null and not exists (select 1 from eqpmnt e where e.recnum = j.eqpnum)'],
+      ['invoice line account', 'select count(*) as n from arivln l where l.lgract is not null and not exists (select 1 from lgract a where a.recnum = l.lgract)'],
+      ['job client', 'select count(*) as n from actrec j where j.clnnum is not null and not exists (select 1 from reccln c where c.recnum = j.clnnum)'],
+      ['payroll employee', 'select count(*) as n from payrec p where not exists (select 1 from employ e where e.recnum = p.empnum)'],
+      ['stock location', 'select count(*) as n from invqty q where not exists (select 1 from invloc l where l.recnum = q.locnum)'],
+      ['setup control accounts', 'select count(*) as n from lgrstp s where not exists (select 1 from lgract a where a.recnum = s.apcact) or not exists (select 1 from lgract a where a.recnum = s.arcact)'],
+    ];
+    for (const [what, sql] of checks) {
+      const [r] = await rows<{ n: number }>(sql);
+      assert.equal(Number(r!.n), 0, what);
+    }
+    const [dup] = await rows<{ n: number }>('select count(*) as n from (select trnnum from lgrtrn group by trnnum having count(*) > 1) d');
+    assert.equal(Number(dup!.n), 0, 'journal numbers are unique');
+  });
+
   test('money is exact: decimals stored at their scale', async () => {
     if (db.engine !== 'sqlite') return;
     // On SQLite decimals are scaled integers: a stored fraction would mean a float slipped in.
