@@ -10,6 +10,25 @@
  * that journals balance, balances equal the journal lines, job costs equal the job-coded
  * direct-expense lines, stock equals its movements, and invoices and orders agree with their
  * payments and receipts. test/seed-invariants.test.ts checks all of it from SQL.
+ *
+ * Conventions of the seeded data (where the schema leaves a choice):
+ * - Ledger setup: fiscal year 2026 ending in December, current period 11 (November), period
+ *   policy 2 (derive from the document date); opening balances are a journal of source 101 in
+ *   period 12 of 2025; period 0 of 2026 holds one prior-year audit adjustment.
+ * - A job cost leads to its journal through its source document: srcnum 11/13 -> acpinv,
+ *   16 -> payrec, 23 -> invalc, 33 -> eqprev (srcrec = the document's recnum, whose lgrrec is
+ *   the journal); srcnum 31 (direct job cost entries) has srcrec = the journal's recnum.
+ *   Equipment depreciation (eqpcst, srcnum 28) likewise points to its journal.
+ * - A PO receipt is a payable invoice (source 13, acpinv.ordnum = the order number) whose lines
+ *   carry the order line's number (apivln.linnum = pcorln.linnum), so received-to-date is the
+ *   sum of the receipt lines with that number.
+ * - Payroll is biweekly (paid every other Friday); one journal per pay date for all its payroll
+ *   records and paychecks (their lgrrec), with a line per job, per piece of equipment and per
+ *   overhead account.
+ * - AP, AR and service invoices post their full total (retainage included) to their control
+ *   accounts, so a control account's balance equals the open balances of its invoices.
+ * - Bank transactions exist for every cash line; statements January to October are reconciled.
+ * - Ids are version-7 shaped uuids from the seeded generator (time-ordered: fast bulk loads).
  */
 import type { Knex } from 'knex';
 import { CATALOG } from '../../generated/catalog';
@@ -54,6 +73,9 @@ export interface SeedReport {
   jobCosts: number;
   /** What the schema lacked or the seed had to fill in. */
   notes: string[];
+  /** Time spent in insert statements, and how many ran (diagnostics). */
+  dbMs: number;
+  statements: number;
 }
 
 export const DEFAULT_RANDOM_SEED = 20261122;
@@ -281,7 +303,7 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
     notes,
     dbMs: Number(w.dbNanos / 1_000_000n),
     statements: w.statements,
-  } as SeedReport;
+  };
   }
 }
 
