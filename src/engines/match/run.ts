@@ -4,10 +4,13 @@
  * over the requested match fields. Answer: the selected fields plus `distance`, closest first,
  * ties by key, at most MATCH_RESULT_CAP records.
  *
- * Plan: in one snapshot, candidate rows are read in key order in batches (keyset), with only
- * the key and the match columns, pre-filtered by `filters` in SQL; each candidate is pruned by
- * length, then scored with the bounded Levenshtein; a bounded best-list keeps the winners,
- * whose bound tightens as it fills. The winners' selected columns are read at the end by key.
+ * Plan, in one snapshot: with a change token (SQLite, PostgreSQL) the exact in-memory index
+ * (index-cache.ts) gives the candidates, each distinct normalised value in the length window
+ * scored once; `filters` are then checked in SQL over the ordered candidates until the cap is
+ * reached. Without a token (SQL Server) candidate rows are read in key order in batches
+ * (keyset), with only the key and the match columns, pre-filtered by `filters` in SQL, pruned
+ * by length and scored with the bounded Levenshtein into a best list whose bound tightens as it
+ * fills. The winners' selected columns are read at the end by key.
  */
 import type { Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../catalog/types';
