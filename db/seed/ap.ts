@@ -301,7 +301,7 @@ export function dailyPayables(sim: Sim, date: string): void {
   const { ctx } = sim;
   const r = ctx.rnd('ap');
   const jobs = ctx.activeJobs(date);
-  const count = ctx.daily(r, 1.6);
+  const count = ctx.daily(r, 0.9);
   for (let i = 0; i < count; i++) {
     const kind = r.weighted([[1, 8], [3, 3], [4, 2], [5, 2], [6, 1]] as const);
     const vendors = ctx.vendorsByKind.get(kind);
@@ -362,8 +362,8 @@ export function monthlyOverhead(sim: Sim, date: string): void {
   if (!services || services.length === 0) return;
   const s = Math.max(1, ctx.scale);
   const bills: ReadonlyArray<readonly [number, string, Dec]> = [
-    [A.rent, 'Office and yard rent', new Dec(8500).times(s).toDecimalPlaces(2)],
-    [A.insurance, 'General liability and auto insurance', new Dec(7000).times(s).toDecimalPlaces(2)],
+    [A.rent, 'Office and yard rent', new Dec(4800).times(s).toDecimalPlaces(2)],
+    [A.insurance, 'General liability and auto insurance', new Dec(3900).times(s).toDecimalPlaces(2)],
     [A.utilities, 'Electric and water', r.money(900, 1800).times(s).toDecimalPlaces(2)],
   ];
   bills.forEach(([account, what, amount], k) => {
@@ -670,7 +670,7 @@ export function cardStatement(sim: Sim, date: string, issuer: { num: number; ven
   const r = ctx.rnd(`card-${issuer.num}`);
   const vendor = ctx.vendors[issuer.vendor - 1]!;
   const jobs = ctx.activeJobs(date);
-  const count = ctx.n(8, 3);
+  const count = ctx.n(5, 3);
   const charges: Array<ApLine & { merchant: string; day: string }> = [];
   for (let k = 0; k < count; k++) {
     const day = addDays(date, -r.int(1, 28));

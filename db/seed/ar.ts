@@ -321,7 +321,7 @@ export class Receivables {
     if (ctx.serviceLocations.length === 0) return;
     const techs = ctx.employeesByRole('service').filter((e) => e.hire <= date && (!e.termination || e.termination >= date));
     if (techs.length === 0) return;
-    const count = ctx.daily(r, 2.2);
+    const count = ctx.daily(r, 1.3);
     for (let i = 0; i < count; i++) {
       const site = ctx.serviceLocations[r.int(0, ctx.serviceLocations.length - 1)]!;
       const type = r.weighted([[1, 3], [2, 4], [3, 1], [4, 1], [5, 1]] as const);

@@ -50,7 +50,7 @@ import { BatchWriter } from './writer';
 import { Dec } from '../../src/storage/decimal';
 
 export interface SeedOptions {
-  /** Volume multiplier (1: 800 parts and about 8,000 job costs). */
+  /** Volume multiplier (1: 400 parts and about 4,000 job costs; 250 gives 100,000 parts and a million job costs). */
   scale?: number;
   /** Seed of the pseudo-random generator (default 20261122). */
   randomSeed?: number;
@@ -243,7 +243,7 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
     if (business) {
       dailyPayables(sim, date);
       const r = ctx.rnd('po-days');
-      const orders = ctx.daily(r, 0.4);
+      const orders = ctx.daily(r, 0.22);
       for (let k = 0; k < orders; k++) createPurchaseOrder(sim, date);
       allocations(sim, date);
       receivables.serviceCalls(date);

@@ -62,7 +62,7 @@ export async function seedMasters(ctx: Ctx): Promise<void> {
 
 function vendors(ctx: Ctx): void {
   const r = ctx.rnd('vendors');
-  const count = ctx.n(40, 12);
+  const count = ctx.n(22, 12);
   const weights = VENDOR_KINDS.map((k) => [k, k.weight] as const);
   for (let i = 1; i <= count; i++) {
     // The first vendors cover every kind so that small scales still have each.
@@ -171,7 +171,7 @@ function vendors(ctx: Ctx): void {
 
 function clients(ctx: Ctx): void {
   const r = ctx.rnd('clients');
-  const count = ctx.n(25, 8);
+  const count = ctx.n(14, 8);
   for (let i = 1; i <= count; i++) {
     const name = clientName(r, i);
     const a = address(r);
@@ -221,8 +221,8 @@ function clients(ctx: Ctx): void {
 
 function employees(ctx: Ctx): void {
   const r = ctx.rnd('employees');
-  const count = ctx.n(30, 14);
-  const fixed: Array<Employee['role']> = ['office', 'office', 'office', 'service', 'service', 'mechanic', 'foreman', 'foreman'];
+  const count = ctx.n(16, 12);
+  const fixed: Array<Employee['role']> = ['office', 'office', 'service', 'mechanic', 'foreman'];
   const fieldTrades = TRADES.filter(([t]) => ['Laborer', 'Carpenter', 'Equipment Operator', 'Concrete Finisher'].includes(t));
   for (let i = 1; i <= count; i++) {
     let role: Employee['role'];
@@ -303,7 +303,7 @@ function employees(ctx: Ctx): void {
 
 function jobs(ctx: Ctx): void {
   const r = ctx.rnd('jobs');
-  const count = ctx.n(20, 8);
+  const count = ctx.n(11, 8);
   const foremen = ctx.employees.filter((e) => e.role === 'foreman');
   const phaseCodes = COST_CODES.map(([c]) => c).filter((c) => !c.endsWith('.000') || c === '1.000');
   for (let i = 1; i <= count; i++) {
@@ -419,7 +419,7 @@ function minDate(a: string, b: string): string {
 
 function equipment(ctx: Ctx): void {
   const r = ctx.rnd('equipment');
-  const count = ctx.n(15, 8);
+  const count = ctx.n(8, 6);
   for (let i = 1; i <= count; i++) {
     const typeIndex = (i - 1) % EQUIPMENT_KINDS.length;
     const [kind, rate, costK] = EQUIPMENT_KINDS[typeIndex]!;
@@ -475,7 +475,7 @@ function equipment(ctx: Ctx): void {
 
 function parts(ctx: Ctx): void {
   const r = ctx.rnd('parts');
-  const count = ctx.n(800, 60);
+  const count = ctx.n(400, 60);
   const suppliers = ctx.vendorsByKind.get(1) ?? [];
   for (let i = 1; i <= count; i++) {
     const cls = (i - 1) % PART_CLASSES.length;
@@ -550,7 +550,7 @@ function parts(ctx: Ctx): void {
     }
   }
   // Assemblies: kits of 3 to 6 parts.
-  const asmCount = ctx.n(15, 5);
+  const asmCount = ctx.n(8, 5);
   for (let i = 1; i <= asmCount; i++) {
     const kit = r.sample(ctx.parts, r.int(3, 6));
     const lines = kit.map((p) => ({ p, q: new Dec(r.int(1, 12)) }));

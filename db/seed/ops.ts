@@ -25,7 +25,7 @@ interface AllocLine {
 export function allocations(sim: Sim, date: string): void {
   const { ctx } = sim;
   const r = ctx.rnd('allocations');
-  const count = ctx.daily(r, 0.6);
+  const count = ctx.daily(r, 0.33);
   const jobs = ctx.activeJobs(date);
   const trucks = ctx.locations.filter((l) => l.type === 2);
   for (let i = 0; i < count; i++) {
@@ -315,7 +315,7 @@ export function monthEndOps(sim: Sim, date: string): void {
 }
 
 export const LINE_OF_CREDIT_DATE = '2026-03-16';
-const LINE_OF_CREDIT = 300_000;
+const LINE_OF_CREDIT = 150_000;
 
 /** A draw on the line of credit in March (general journal), deposited in the operating account. */
 export function lineOfCreditDraw(sim: Sim, date: string): void {
@@ -350,7 +350,7 @@ export function openingBalances(sim: Sim): void {
     if (r.chance(0.8)) homes.push(1);
     if (r.chance(0.5) && ctx.locations.length > 1) homes.push(ctx.locations[r.int(1, ctx.locations.length - 1)]!.num);
     for (const loc of homes) {
-      const quantity = new Dec(p.cost.gt(200) ? r.int(1, 6) : r.int(5, 60));
+      const quantity = new Dec(p.cost.gt(200) ? r.int(1, 4) : r.int(3, 36));
       const value = r2(quantity.times(p.cost));
       const cell = sim.inv.cell(p.num, loc);
       cell.min = new Dec(Math.max(1, Math.round(quantity.toNumber() / 5)));
@@ -363,8 +363,8 @@ export function openingBalances(sim: Sim): void {
     }
   }
   const s = Math.max(1, ctx.scale);
-  const cashOperating = new Dec(1_600_000).times(s).toDecimalPlaces(2);
-  const cashPayroll = new Dec(60_000).times(s).toDecimalPlaces(2);
+  const cashOperating = new Dec(850_000).times(s).toDecimalPlaces(2);
+  const cashPayroll = new Dec(35_000).times(s).toDecimalPlaces(2);
   const petty = new Dec(500);
   sim.openingCash.set(BANK.operating, cashOperating);
   sim.openingCash.set(BANK.payroll, cashPayroll);
@@ -372,13 +372,13 @@ export function openingBalances(sim: Sim): void {
   const vehicles = sum(ctx.equipment.filter((q) => q.vehicle).map((q) => q.cost));
   const accumulated = r2(equipment.plus(vehicles).times('0.38'));
   const notes = r2(equipment.plus(vehicles).times('0.22'));
-  const stock = new Dec(250_000).times(s).toDecimalPlaces(2);
+  const stock = new Dec(150_000).times(s).toDecimalPlaces(2);
   const debits: Array<[number, Dec]> = [
     [A.cashOperating, cashOperating],
     [A.cashPayroll, cashPayroll],
     [A.pettyCash, petty],
     ...[...byAccount.entries()].sort((a, b) => a[0] - b[0]),
-    [A.prepaid, new Dec(18_400).times(s).toDecimalPlaces(2)],
+    [A.prepaid, new Dec(10_400).times(s).toDecimalPlaces(2)],
     [A.equipment, equipment],
     [A.vehicles, vehicles],
   ];
@@ -403,7 +403,7 @@ export function openingBalances(sim: Sim): void {
     ],
   });
   // A prior-year adjustment booked in period 0 of 2026: the auditors' accrual of December rent.
-  const rent = new Dec(8500).times(s).toDecimalPlaces(2);
+  const rent = new Dec(4800).times(s).toDecimalPlaces(2);
   ctx.books.journal({
     source: SRC.generalJournal,
     date: '2025-12-31',

@@ -262,7 +262,7 @@ export class Projects {
   openProposals(): void {
     const ctx = this.ctx;
     const r = ctx.rnd('open-proposals');
-    const n = ctx.n(5, 2);
+    const n = ctx.n(3, 2);
     for (let k = 0; k < n; k++) {
       const client = ctx.clients[r.int(0, ctx.clients.length - 1)]!;
       const when = addDays(CUTOFF_DATE, -r.int(3, 120));

@@ -306,7 +306,7 @@ export async function seedSetup(ctx: Ctx): Promise<void> {
   const lb = ctx.rnd('ledger-budgets');
   for (const a of CHART) {
     if (a.type < ACT.operatingIncome || a.inactive) continue;
-    const base = budgetBase(a.number) * ctx.scale;
+    const base = Math.round(budgetBase(a.number) * 0.55) * ctx.scale;
     if (!base) continue;
     for (let p = 1; p <= 12; p++) {
       const amount = new Dec(Math.round(base * (0.85 + lb.next() * 0.3))).times(a.type === ACT.operatingIncome || a.type === ACT.otherIncome ? -1 : 1);
