@@ -3,15 +3,15 @@
  * in one file, issuing the plain SQL a hand-written server would), on the same SQLite file.
  *
  *   A  parts: page 1 of 100, partCost > 50, order by partCode, with totalCount
- *   B  purchase orders: page 1 of 100, orderTotal > 50, order by orderNumber, children lines
- *      (parts have no child collection in the contract; orders carry ~3 lines each)
+ *   B  service invoices: page 1 of 100, invoiceTotal > 50, order by invoiceNumber, children lines
+ *      (parts have no child collection in the contract; service invoices carry ~3 lines each)
  *   C  A at page 500 (OFFSET 49,900)
  *   D  parts match: partName, maxDistance 2
  *   E  B with pageSize 1000
  *
- * Data (built once, cached in bench/.data/, gitignored): the demo company seeded at scale 10,
- * then parts and purchase orders topped up to 100,000 each by cloning seeded rows (new keys,
- * codes and numbers; costs and totals varied; 1 to 5 lines per order, ~3 on average).
+ * Data (built once, about 7 minutes, cached in bench/.data/, gitignored): the demo company
+ * seeded at scale 250: 100,000 parts, 84,000 service invoices with 271,000 lines, 7.8 million
+ * rows in all (2.4 GB).
  *
  * The server under test is the production build (`node dist/src/main.js`, built first); the
  * baseline runs under tsx. Each in its own child process, fresh per scenario (peak RSS = VmHWM
@@ -21,7 +21,6 @@
  * Writes the table to bench/README.md, section "Query engine".
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -34,11 +33,10 @@ const autocannon = require('autocannon') as (opts: Record<string, unknown>) => P
 
 const ROOT = path.resolve(__dirname, '..');
 const DATA_DIR = path.join(ROOT, 'bench', '.data');
-const DATA_VERSION = 'v1';
+const DATA_VERSION = 'v2';
 const DATA_FILE = path.join(DATA_DIR, `query-${DATA_VERSION}.sqlite`);
-const SEED_SCALE = 10;
-const TARGET_PARTS = 100_000;
-const TARGET_ORDERS = 100_000;
+/** Scale at which the demo company has 100,000 parts. */
+const SEED_SCALE = 250;
 const BENCH_KEY = '8c1d2a4e-6f3b-4c5d-9e7f-a1b2c3d4e5f6';
 
 // ------------------------------------------------------------------ scenarios
@@ -48,22 +46,22 @@ const A = {
   page: { pageNumber: 1, pageSize: 100 },
 };
 const B = {
-  filters: { match: { field: 'orderTotal', operator: '>', value: 50 } },
-  orderBy: ['orderNumber ASC'],
+  filters: { match: { field: 'invoiceTotal', operator: '>', value: 50 } },
+  orderBy: ['invoiceNumber ASC'],
   children: ['lines'],
   page: { pageNumber: 1, pageSize: 100 },
 };
 const SCENARIOS = [
   { id: 'A', title: 'page 1 of 100, partCost > 50, by partCode, totalCount', path: '/api/v3/parts/query', body: A },
-  { id: 'B', title: 'A with children (purchase orders + lines)', path: '/api/v3/purchase-orders/query', body: B },
+  { id: 'B', title: 'A with children (service invoices + lines)', path: '/api/v3/service-invoices/query', body: B },
   { id: 'C', title: 'A at page 500', path: '/api/v3/parts/query', body: { ...A, page: { pageNumber: 500, pageSize: 100 } } },
   {
     id: 'D',
     title: 'match parts, partName, maxDistance 2',
     path: '/api/v3/parts/match',
-    body: { matchString: 'Cleanout Plug Smal Contractor Grade', matchFields: ['partName'], select: ['partCode', 'partName'], maxDistance: 2 },
+    body: { matchString: 'Cleanout Plug 1in Comercial', matchFields: ['partName'], select: ['partCode', 'partName'], maxDistance: 2 },
   },
-  { id: 'E', title: 'pageSize 1000 with children', path: '/api/v3/purchase-orders/query', body: { ...B, page: { pageNumber: 1, pageSize: 1000 } } },
+  { id: 'E', title: 'pageSize 1000 with children', path: '/api/v3/service-invoices/query', body: { ...B, page: { pageNumber: 1, pageSize: 1000 } } },
 ] as const;
 
 type Scenario = (typeof SCENARIOS)[number];
@@ -92,73 +90,10 @@ async function ensureData(): Promise<string> {
   } finally {
     await knex.destroy();
   }
-  process.stdout.write(`  seeded in ${((Date.now() - started) / 1000).toFixed(0)} s; topping up parts and purchase orders ...\n`);
-  topUp(building);
   for (const s of ['-wal', '-shm']) fs.rmSync(building + s, { force: true });
   fs.renameSync(building, DATA_FILE);
   process.stdout.write(`  done in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   return DATA_FILE;
-}
-
-/** Clones seeded parts and purchase orders (with their lines) up to the targets. */
-function topUp(file: string): void {
-  // eslint-disable-next-line @typescript-eslint/no-var-requires
-  const Database = require('better-sqlite3');
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  let seed = 7;
-  const rnd = () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return seed / 2147483648;
-  };
-  const insertAll = (table: string, rows: Array<Record<string, unknown>>) => {
-    const cols = Object.keys(rows[0]!);
-    const stmt = db.prepare(`insert into "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) values (${cols.map(() => '?').join(', ')})`);
-    for (const r of rows) stmt.run(cols.map((c) => r[c]));
-  };
-  db.transaction(() => {
-    const parts = db.prepare('select * from tkfprt').all() as Array<Record<string, unknown>>;
-    let recnum = (db.prepare('select max(recnum) as m from tkfprt').get() as { m: number }).m;
-    const out: Array<Record<string, unknown>> = [];
-    for (let i = parts.length; i < TARGET_PARTS; i++) {
-      const src = parts[Math.floor(rnd() * parts.length)]!;
-      recnum += 1;
-      const factor = 0.8 + rnd() * 0.4;
-      out.push({
-        ...src,
-        _idnum: randomUUID(),
-        recnum,
-        prtcde: `${String(src.prtcde).slice(0, 3)}-B${String(recnum).padStart(6, '0')}`,
-        prtcst: Math.round(Number(src.prtcst) * factor),
-      });
-    }
-    if (out.length > 0) insertAll('tkfprt', out);
-
-    const orders = db.prepare('select * from pchord').all() as Array<Record<string, unknown>>;
-    const lines = db.prepare('select * from pcorln').all() as Array<Record<string, unknown>>;
-    let orderNum = (db.prepare('select max(recnum) as m from pchord').get() as { m: number }).m;
-    const newOrders: Array<Record<string, unknown>> = [];
-    const newLines: Array<Record<string, unknown>> = [];
-    for (let i = orders.length; i < TARGET_ORDERS; i++) {
-      const src = orders[Math.floor(rnd() * orders.length)]!;
-      orderNum += 1;
-      const id = randomUUID();
-      const count = 1 + Math.floor(rnd() * 5);
-      let total = 0;
-      for (let l = 1; l <= count; l++) {
-        const line = lines[Math.floor(rnd() * lines.length)]!;
-        total += Number(line.extttl);
-        newLines.push({ ...line, _idnum: randomUUID(), _idref: id, linnum: l });
-      }
-      newOrders.push({ ...src, _idnum: id, recnum: orderNum, ordnum: `PO-B${String(orderNum).padStart(7, '0')}`, ordttl: total, rcvttl: 0 });
-    }
-    if (newOrders.length > 0) {
-      insertAll('pchord', newOrders);
-      insertAll('pcorln', newLines);
-    }
-  })();
-  db.pragma('wal_checkpoint(TRUNCATE)');
-  db.close();
 }
 
 // ------------------------------------------------------------------ children: the servers
@@ -202,13 +137,13 @@ async function serveBaseline(file: string): Promise<number> {
     };
   };
   const parts = CATALOG.parts!;
-  const orders = CATALOG['purchase-orders']!;
+  const invoices = CATALOG['service-invoices']!;
   const partRow = mapper(parts.fields);
-  const orderRow = mapper(orders.fields);
-  const lineRow = mapper(orders.children.lines!.fields);
+  const invoiceRow = mapper(invoices.fields);
+  const lineRow = mapper(invoices.children.lines!.fields);
   const partCols = Object.values(parts.fields).map((f) => f.column);
-  const orderCols = Object.values(orders.fields).map((f) => f.column);
-  const lineCols = [...Object.values(orders.children.lines!.fields).map((f) => f.column), '_idref'];
+  const invoiceCols = Object.values(invoices.fields).map((f) => f.column);
+  const lineCols = [...Object.values(invoices.children.lines!.fields).map((f) => f.column), '_idref'];
 
   const app = express();
   app.use(express.json());
@@ -220,16 +155,16 @@ async function serveBaseline(file: string): Promise<number> {
     const data = rows.map(partRow);
     res.json({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data });
   });
-  app.post('/api/v3/purchase-orders/query', async (req, res) => {
+  app.post('/api/v3/service-invoices/query', async (req, res) => {
     const { pageNumber = 1, pageSize = 100 } = req.body.page ?? {};
     const min = req.body.filters.match.value * 10 ** 2;
-    const n = ((await knex('pchord').where('ordttl', '>', min).count({ n: '*' })) as Array<{ n: number }>)[0]!.n;
-    const rows = await knex('pchord').select(orderCols).where('ordttl', '>', min).orderBy('ordnum').orderBy('_idnum').limit(pageSize).offset((pageNumber - 1) * pageSize);
+    const n = ((await knex('srvinv').where('invttl', '>', min).count({ n: '*' })) as Array<{ n: number }>)[0]!.n;
+    const rows = await knex('srvinv').select(invoiceCols).where('invttl', '>', min).orderBy('invnum').orderBy('_idnum').limit(pageSize).offset((pageNumber - 1) * pageSize);
     const keys = rows.map((r: any) => r._idnum);
-    const lines = keys.length ? await knex('pcorln').select(lineCols).whereIn('_idref', keys).orderBy('_idref').orderBy('linnum') : [];
+    const lines = keys.length ? await knex('srvlin').select(lineCols).whereIn('_idref', keys).orderBy('_idref').orderBy('linnum') : [];
     const byParent = new Map<string, unknown[]>(keys.map((k: string) => [k, []]));
     for (const l of lines) byParent.get(l._idref)!.push(lineRow(l));
-    const data = rows.map((r: any) => ({ ...orderRow(r), lines: byParent.get(r._idnum) }));
+    const data = rows.map((r: any) => ({ ...invoiceRow(r), lines: byParent.get(r._idnum) }));
     res.json({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data });
   });
   // Match: read every name, normalise, full Levenshtein, sort, first 100.
@@ -333,7 +268,7 @@ async function startProduction(file: string, nodeFlags: string[]): Promise<{ chi
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeFlags, path.join(ROOT, 'dist', 'src', 'main.js')], {
     cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'ignore', 'pipe'],
     env: {
       ...process.env,
       PORT: String(port),
@@ -345,7 +280,12 @@ async function startProduction(file: string, nodeFlags: string[]): Promise<{ chi
       VALIDATE_RESPONSES: 'false',
     },
   });
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`server exited ${code}`))));
+  // The start banner goes to stderr: kept, and shown only if the server fails.
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => {
+    stderr = (stderr + String(chunk)).slice(-4000);
+  });
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`server exited ${code}: ${stderr}`))));
   for (let i = 0; i < 600; i++) {
     const ready = await Promise.race([
       fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false),
@@ -434,9 +374,9 @@ async function main(): Promise<void> {
         '`npx tsx bench/query.ts` — the server as production runs it (`node dist/src/main.js`, built by the script;',
         `configuration from the environment; request log to stdout, discarded${nodeFlags.length ? `; node ${nodeFlags.join(' ')}` : ''}) against a raw baseline (bare Express +`,
         'knex/better-sqlite3 in one file, plain SQL: count + `ORDER BY ... LIMIT/OFFSET` + one IN for children; match',
-        'reads every name and runs a full Levenshtein) on the same SQLite file. Data: the demo company at scale',
-        `${SEED_SCALE}, parts and purchase orders topped up to 100,000 each by cloning seeded rows (~3 lines per order),`,
-        'cached in bench/.data/. Fresh server processes per scenario (the baseline under tsx); autocannon in the parent;',
+        `reads every name and runs a full Levenshtein) on the same SQLite file. Data: the demo company seeded at scale ${SEED_SCALE}`,
+        '(100,000 parts; 84,000 service invoices with ~3.2 lines each; 7.8 million rows), cached in bench/.data/.',
+        'Fresh server processes per scenario (the baseline under tsx); autocannon in the parent;',
         'peak RSS is VmHWM reset after boot, i.e. the peak while the scenario ran. Scenarios too slow to complete',
         `2 × connections requests in the window are measured over a fixed ${'2 × connections'} requests instead.`,
         '',

@@ -159,10 +159,12 @@ function scoreIndex(index: MatchIndex, plan: MatchPlan, cap: number): Hit[] {
     const column = index.columns.get(f.column)!;
     const from = column.byLength[Math.max(0, target.length - maxDistance)] ?? column.values.length;
     const to = column.byLength[Math.min(column.byLength.length - 1, target.length + maxDistance + 1)] ?? column.values.length;
+    const { values, rowStart, rowsFlat } = column;
     for (let v = from; v < to; v++) {
-      const d = boundedLevenshtein(target, column.values[v]!, maxDistance);
+      const d = boundedLevenshtein(target, values[v]!, maxDistance);
       if (d > maxDistance) continue;
-      for (const row of column.rows[v]!) {
+      for (let r = rowStart[v]!, end = rowStart[v + 1]!; r < end; r++) {
+        const row = rowsFlat[r]!;
         const current = distance[row]!;
         if (current === unset) touched.push(row);
         if (d < current) distance[row] = d;
@@ -233,7 +235,7 @@ export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan
   const key = entity.keyColumn;
   const data = await qd.readSnapshot(knex, async (reader) => {
     const token = await reader.changeToken();
-    const index = token === undefined ? undefined : await matchIndex(knex, reader, entity, token);
+    const index = token === undefined ? undefined : await matchIndex(knex, reader, entity, plan.matchFields.map((f) => f.column), token);
     let hits: Hit[];
     if (index) {
       // The index holds every row: with a pre-filter, all candidates in order, then the filter in SQL.
