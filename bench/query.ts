@@ -17,7 +17,7 @@
  * baseline runs under tsx. Each in its own child process, fresh per scenario (peak RSS = VmHWM
  * reset after boot), autocannon in this one. Usage:
  *   npx tsx bench/query.ts [--duration S] [--connections N] [--only A,C] [--no-write]
- *                          [--node-flags "--optimize-for-size"] [--engine-tsx]
+ *                          [--node-flags "..."] [--also-flags "--optimize-for-size"] [--engine-tsx]
  * Writes the table to bench/README.md, section "Query engine".
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
@@ -318,10 +318,12 @@ async function main(): Promise<void> {
   const connections = Number(arg('connections', '10'));
   const only = arg('only', 'A,B,C,D,E').split(',');
   const nodeFlags = arg('node-flags', '').split(' ').filter(Boolean);
+  // A second engine configuration measured against the same baseline (e.g. "--optimize-for-size").
+  const alsoFlags = arg('also-flags', '').split(' ').filter(Boolean);
   const file = await ensureData();
   process.stdout.write('building dist/ (the server runs as production runs it) ...\n');
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
-  const rows: Array<{ s: Scenario; full: Measured; base: Measured; fullPeak: number; basePeak: number; fullBoot: number }> = [];
+  const rows: Array<{ s: Scenario; full: Measured; base: Measured; fullPeak: number; basePeak: number; fullBoot: number; also?: { m: Measured; peak: number; boot: number } }> = [];
   for (const s of SCENARIOS.filter((x) => only.includes(x.id))) {
     // Fresh servers per scenario: no backlog or cache of one scenario leaks into the next.
     const full = process.argv.includes('--engine-tsx') ? await start('full', file) : await startProduction(file, nodeFlags);
@@ -345,7 +347,22 @@ async function main(): Promise<void> {
       await load(`http://127.0.0.1:${full.port}${s.path}`, body, 2, connections);
       const bm = await load(`http://127.0.0.1:${base.port}${s.path}`, body, seconds, connections);
       const fm = await load(`http://127.0.0.1:${full.port}${s.path}`, body, seconds, connections);
-      const row = { s, full: fm, base: bm, fullPeak: memory(full.child.pid!).peak, basePeak: memory(base.child.pid!).peak, fullBoot };
+      const row: (typeof rows)[number] = { s, full: fm, base: bm, fullPeak: memory(full.child.pid!).peak, basePeak: memory(base.child.pid!).peak, fullBoot };
+      if (alsoFlags.length > 0) {
+        full.child.kill('SIGTERM');
+        const other = await startProduction(file, alsoFlags);
+        try {
+          const boot = memory(other.child.pid!).rss;
+          await post(other.port, s.path, s.body);
+          resetPeak(other.child.pid!);
+          await load(`http://127.0.0.1:${other.port}${s.path}`, body, 2, connections);
+          const m = await load(`http://127.0.0.1:${other.port}${s.path}`, body, seconds, connections);
+          row.also = { m, peak: memory(other.child.pid!).peak, boot };
+          process.stdout.write(`${s.id} with node ${alsoFlags.join(' ')}: ${m.rps.toFixed(1)} req/s (p50 ${m.p50} / p99 ${m.p99} ms), ratio ${(m.rps / bm.rps).toFixed(2)}, peak RSS ${row.also.peak.toFixed(0)} MB (after boot ${boot.toFixed(0)} MB)\n`);
+        } finally {
+          other.child.kill('SIGTERM');
+        }
+      }
       rows.push(row);
       process.stdout.write(
         `${s.id} ${s.title}: engine ${fm.rps.toFixed(1)} req/s (p50 ${fm.p50} / p99 ${fm.p99} ms), baseline ${bm.rps.toFixed(1)} req/s (p50 ${bm.p50} / p99 ${bm.p99} ms), ratio ${(fm.rps / bm.rps).toFixed(2)}, peak RSS under load ${row.fullPeak.toFixed(0)} / ${row.basePeak.toFixed(0)} MB (engine after boot ${fullBoot.toFixed(0)} MB)\n`,
@@ -356,12 +373,14 @@ async function main(): Promise<void> {
     }
   }
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  const also = alsoFlags.join(' ');
   const table = [
-    '| scenario | engine req/s | engine p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | engine / baseline | peak RSS under load, engine / baseline MB |',
-    '|---|---|---|---|---|---|---|',
+    `| scenario | engine req/s | engine p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | engine / baseline | peak RSS under load, engine / baseline MB |${also ? ` engine with \`${also}\`: req/s, p50 / p99 ms, ratio, peak RSS MB |` : ''}`,
+    `|---|---|---|---|---|---|---|${also ? '---|' : ''}`,
     ...rows.map(
       (r) =>
-        `| ${r.s.id}: ${r.s.title} | ${r.full.rps.toFixed(1)} | ${r.full.p50} / ${r.full.p99} | ${r.base.rps.toFixed(1)} | ${r.base.p50} / ${r.base.p99} | **${(r.full.rps / r.base.rps).toFixed(2)}** | ${r.fullPeak.toFixed(0)} / ${r.basePeak.toFixed(0)} |`,
+        `| ${r.s.id}: ${r.s.title} | ${r.full.rps.toFixed(1)} | ${r.full.p50} / ${r.full.p99} | ${r.base.rps.toFixed(1)} | ${r.base.p50} / ${r.base.p99} | **${(r.full.rps / r.base.rps).toFixed(2)}** | ${r.fullPeak.toFixed(0)} / ${r.basePeak.toFixed(0)} |` +
+        (r.also ? ` ${r.also.m.rps.toFixed(1)}, ${r.also.m.p50} / ${r.also.m.p99}, **${(r.also.m.rps / r.base.rps).toFixed(2)}**, ${r.also.peak.toFixed(0)} |` : ''),
     ),
   ].join('\n');
   process.stdout.write(`\n${table}\n`);
@@ -381,7 +400,8 @@ async function main(): Promise<void> {
         `2 × connections requests in the window are measured over a fixed ${'2 × connections'} requests instead.`,
         '',
         `Last run: ${new Date().toISOString().slice(0, 10)}, ${connections} connections, ${seconds} s per run after 2 s warm-up, Node ${process.version}, ${os.cpus().length} × ${cpu}.`,
-        `Engine resident after boot, before load: ${boot.toFixed(0)} MB (the contract validator compiles 92 operations at boot).`,
+        `Engine resident after boot, before load: ${boot.toFixed(0)} MB (the contract validator compiles 92 operations at boot)` +
+          (rows[0]?.also ? `; with \`node ${also}\`: ${Math.max(...rows.map((r) => r.also?.boot ?? 0)).toFixed(0)} MB.` : '.'),
         '',
         table,
         '',

@@ -152,9 +152,8 @@ function score(target: string, values: ReadonlyArray<string | null | undefined>,
  */
 function scoreIndex(index: MatchIndex, plan: MatchPlan, cap: number): Hit[] {
   const { target, maxDistance } = plan;
-  const unset = 255;
-  const distance = new Uint8Array(index.keys.length).fill(unset);
-  const touched: number[] = [];
+  // Best distance per row reached (few rows: a map, not an array over the whole table).
+  const distance = new Map<number, number>();
   for (const f of plan.matchFields) {
     const column = index.columns.get(f.column)!;
     const from = column.byLength[Math.max(0, target.length - maxDistance)] ?? column.values.length;
@@ -165,14 +164,13 @@ function scoreIndex(index: MatchIndex, plan: MatchPlan, cap: number): Hit[] {
       if (d > maxDistance) continue;
       for (let r = rowStart[v]!, end = rowStart[v + 1]!; r < end; r++) {
         const row = rowsFlat[r]!;
-        const current = distance[row]!;
-        if (current === unset) touched.push(row);
-        if (d < current) distance[row] = d;
+        const current = distance.get(row);
+        if (current === undefined || d < current) distance.set(row, d);
       }
     }
   }
   const best = new BestList(cap);
-  for (const row of touched) best.offer({ key: index.keys[row], sortKey: keyOf(index.keys[row]), distance: distance[row]! });
+  for (const [row, d] of distance) best.offer({ key: index.keys[row], sortKey: keyOf(index.keys[row]), distance: d });
   return best.result();
 }
 
