@@ -69,7 +69,8 @@ describe('SQL Server statements', () => {
   test('deep pages: keys by OFFSET/FETCH with ORDER BY, rows joined back', () => {
     const { page } = statements(parts, { filters: { match: { field: 'partCost', operator: '>', value: 50 } }, orderBy: ['partCode ASC'], page: { pageNumber: 500, pageSize: 100 } });
     assert.match(page.sql, /order by \[b\]\.\[prtcde\] asc, \[b\]\.\[_idnum\] asc offset @p\d+ rows fetch next @p\d+ rows only/i);
-    assert.match(page.sql, /inner join \(select \[b\]\.\[_idnum\] from \[tkfprt\] as \[b\] where \[b\]\.\[prtcst\] > @p0/i);
+    assert.match(page.sql, /where \[r\]\.\[_idnum\] in \(select \[b\]\.\[_idnum\] from \[tkfprt\] as \[b\] where \[b\]\.\[prtcst\] > @p0/i);
+    assert.match(page.sql, /rows only\) order by \[r\]\.\[prtcde\] asc, \[r\]\.\[_idnum\] asc$/i);
     assert.ok(page.bindings.includes(49900));
     const first = statements(parts, { orderBy: ['partCode DESC'] }).page;
     assert.match(first.sql, /^select top \(@p0\)/i);

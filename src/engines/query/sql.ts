@@ -5,7 +5,7 @@
  * Page plan ("deferred join"): for page 1 a plain ordered LIMIT; for deeper pages the
  * OFFSET runs over the keys only (`SELECT key ... ORDER BY ... OFFSET n`), which an index on
  * the ordering columns plus key (and the filter columns) answers without reading rows, and
- * only the page's rows are then read back by key.
+ * only the page's rows are then read back by key (`WHERE key IN (that subquery)`).
  */
 import type { Knex } from 'knex';
 import type { ChildDef, FieldDef } from '../../catalog/types';
@@ -16,7 +16,6 @@ import type { Condition, QueryPlan, TypedValue } from './types';
 export const BASE = 'b';
 /** Alias of the table read back for the page (deferred join). */
 const ROWS = 'r';
-const KEYS = 'k';
 
 /** Lists up to this length are inlined as parameters; longer lists travel as one JSON parameter. */
 export const INLINE_LIST_MAX = 64;
@@ -129,13 +128,16 @@ export function pageQuery(db: Db, qd: QueryDialect, plan: QueryPlan): Knex.Query
     for (const t of plan.order) qb.orderBy(col(BASE, t.column), t.direction);
     return qb.limit(plan.pageSize);
   }
+  // The keys of the page by OFFSET (an index-only scan where an index covers ordering, key and
+  // filter columns), then the page's rows by key. `key IN (subquery)` rather than a join keeps
+  // every planner from driving the join from the big side.
   const key = plan.entity.keyColumn;
   const keys = filtered(db, qd, plan).select(col(BASE, key));
   for (const t of plan.order) keys.orderBy(col(BASE, t.column), t.direction);
-  keys.limit(plan.pageSize).offset(plan.offset).as(KEYS);
+  keys.limit(plan.pageSize).offset(plan.offset);
   const qb = db({ [ROWS]: plan.entity.table })
     .select(columns.map((c) => col(ROWS, c)))
-    .join(keys, col(ROWS, key), col(KEYS, key));
+    .whereIn(col(ROWS, key), keys);
   for (const t of plan.order) qb.orderBy(col(ROWS, t.column), t.direction);
   return qb;
 }
