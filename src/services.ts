@@ -8,7 +8,7 @@ import { Boundary } from './storage/boundary';
 import { NumberAllocator } from './storage/numbers';
 import { LockAwareApiKeys, MaintenanceLock } from './storage/lock-store';
 import { KnexIdempotencyStore } from './engines/idempotency/store';
-import { WriteRunner } from './engines/posting/run-write';
+import { WriteRunner } from './engines/posting/runner';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.

@@ -1,5 +1,5 @@
 /**
- * docs/errors.md lists exactly the codes of src/http/errors/registry.ts (code, status, title,
+ * docs/errors.md lists exactly the codes of src/errors/registry.ts (code, status, title,
  * type URI), type URIs end in the lower-case hyphenated code, and codes are append-only: every
  * code of the committed snapshot test/fixtures/error-codes.json still exists with its status.
  */
@@ -7,7 +7,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PROBLEM_CODES, PROBLEM_TYPE_BASE, codeSlug, problemTypeUri, type ProblemCode } from '../src/http/errors/registry';
+import { PROBLEM_CODES, PROBLEM_TYPE_BASE, codeSlug, problemTypeUri, type ProblemCode } from '../src/errors/registry';
 
 const ROOT = path.resolve(__dirname, '..');
 const registry = PROBLEM_CODES as Record<string, { status: number; title: string; when: string }>;

@@ -10,7 +10,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { startTestApp, type TestApp } from './support/app';
 import { answerClientErrors } from '../src/http/client-error';
-import { PROBLEM_CODES, problemTypeUri } from '../src/http/errors/registry';
+import { PROBLEM_CODES, problemTypeUri } from '../src/errors/registry';
 import { UUID_RE } from './support/http';
 
 let t: TestApp;

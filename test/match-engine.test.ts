@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { Knex } from 'knex';
-import { ApiProblem } from '../src/http/errors/problem';
+import { ApiProblem } from '../src/errors/problem';
 import { queryDialectFor, type QueryDialect } from '../src/storage/dialect';
 import { normalise, normaliseSlow } from '../src/engines/match/normalize';
 import { boundedLevenshtein } from '../src/engines/match/levenshtein';

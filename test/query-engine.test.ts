@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
-import { ApiProblem } from '../src/http/errors/problem';
+import { ApiProblem } from '../src/errors/problem';
 import fc from 'fast-check';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, queryDialectFor, scaledToNumber } from '../src/storage/dialect';

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
 import { CATALOG } from '../generated/catalog';
-import { seedDemoCompany, type SeedReport } from '../db/seed/index';
+import { seedDemoCompany, type SeedReport } from '../db/seed';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, type Dialect } from '../src/storage/dialect';
 import { createTestKnex, type TestDatabase } from './support/db';

@@ -1,4 +1,3 @@
-import type { Response } from 'express';
 import { PROBLEM_CODES, type ProblemCode, problemTypeUri } from './registry';
 
 /** One input field to blame: a JSON path such as `lines[2].debitAmount`, and a per-field code. */
@@ -28,8 +27,8 @@ export interface ProblemOptions {
 }
 
 /**
- * Throw this from anywhere (engines included) to answer with a problem document.
- * Engines stay free of Express: they throw ApiProblem, the HTTP layer renders it.
+ * Throw this from anywhere (engines and storage included) to answer with a problem document.
+ * It knows nothing of HTTP transport: the HTTP layer (src/http/errors/render.ts) renders it.
  */
 export class ApiProblem extends Error {
   readonly code: ProblemCode;
@@ -64,16 +63,4 @@ export function problemBody(problem: ApiProblem, instance: string, correlationId
   };
   if (problem.errors) body.errors = problem.errors;
   return body;
-}
-
-/** Writes a problem document with X-Error-Code and X-Correlation-Id. */
-export function sendProblem(res: Response, problem: ApiProblem, instance: string): void {
-  const correlationId = String(res.getHeader('X-Correlation-Id') ?? res.locals.correlationId ?? '');
-  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
-  res.setHeader('X-Error-Code', problem.code);
-  res.setHeader('X-Correlation-Id', correlationId);
-  res.locals.errorCode = problem.code;
-  res.status(problem.status);
-  res.type('application/problem+json');
-  res.send(JSON.stringify(problemBody(problem, instance, correlationId)));
 }

@@ -52,6 +52,10 @@ export const PROBLEM_CODES = {
   SERVICE_DISABLED: { status: 503, title: 'Service switched off for this key', when: 'The operator switched the service off for the API key; the body carries the reason. Retry-After 300.' },
   SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable', when: 'The server is starting or shutting down.' },
   UPSTREAM_TIMEOUT: { status: 504, title: 'Accounting database did not answer in time', when: 'The deadline passed; a write outcome is unknown. Retry with the same Idempotency-Key only.' },
+  VALUE_OUT_OF_RANGE: { status: 400, title: "Value out of range", when: "A value passed the contract but the accounting database cannot store or compare it (out of the column's range, precision or length, or an invalid character); errors[] names the field where it can be known." },
+  DATABASE_UNAVAILABLE: { status: 502, title: "Accounting database unavailable", when: "The connection to the accounting database was refused, reset or terminated before anything was applied. Retry with backoff." },
+  INSUFFICIENT_STOCK: { status: 422, title: "Insufficient stock", when: "A movement takes more of a part from a location than is available there; errors[] names the line, and the problem names the part, the location and the quantities asked and available." },
+  DOCUMENT_NOT_POSTABLE: { status: 422, title: "Document not postable", when: "The referenced document is in a state that does not accept this write (for example a closed or void purchase order, a payroll record that is not Computed, a work order that is not Open)." },
 } as const satisfies Record<string, ProblemCodeSpec>;
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { ApiProblem, problemBody } from './errors/problem';
-import type { ProblemCode } from './errors/registry';
+import { ApiProblem, problemBody } from '../errors/problem';
+import type { ProblemCode } from '../errors/registry';
 
 /**
  * Requests Node's HTTP parser rejects never reach Express (malformed request line or headers,

@@ -1,4 +1,4 @@
-import type { FieldError } from './errors/problem';
+import type { FieldError } from '../errors/problem';
 
 /** Most entries reported in errors[] (the first ones in document order). */
 export const MAX_FIELD_ERRORS = 100;

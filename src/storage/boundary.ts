@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { ApiProblem } from '../http/errors/problem';
+import { ApiProblem } from '../errors/problem';
 import type { Engine } from './database';
 
 /**

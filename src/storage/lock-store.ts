@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { ApiProblem } from '../http/errors/problem';
+import { ApiProblem } from '../errors/problem';
 import { ApiKeyRepository, hashApiKey, type ApiKeyRecord } from './api-keys';
 import type { Engine } from './database';
 import { fromDbTime, toDbTime } from './db-time';

@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import type { Response } from 'supertest';
-import { PROBLEM_CODES, problemTypeUri, type ProblemCode } from '../../src/http/errors/registry';
+import { PROBLEM_CODES, problemTypeUri, type ProblemCode } from '../../src/errors/registry';
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -14,7 +14,7 @@
  */
 import type { Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../catalog/types';
-import { ApiProblem } from '../../http/errors/problem';
+import { ApiProblem } from '../../errors/problem';
 import type { QueryDialect, SnapshotReader } from '../../storage/dialect';
 import { Issues } from '../query/issues';
 import { filterDepth, resolveFilter } from '../query/filters';

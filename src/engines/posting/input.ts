@@ -1,4 +1,4 @@
-import { ApiProblem, type FieldError } from '../../http/errors/problem';
+import { ApiProblem, type FieldError } from '../../errors/problem';
 import { Dec, decFromJson } from '../../storage/decimal';
 
 /**

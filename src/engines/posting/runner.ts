@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ApiProblem, problemBody } from '../../http/errors/problem';
+import { ApiProblem, problemBody } from '../../errors/problem';
 import { Boundary, DeadlineExceeded, upstreamTimeout, type Settled } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
 import type { NumberAllocator } from '../../storage/numbers';

@@ -1,5 +1,5 @@
-import { ApiProblem, type FieldError } from '../../http/errors/problem';
-import type { ProblemCode } from '../../http/errors/registry';
+import { ApiProblem, type FieldError } from '../../errors/problem';
+import type { ProblemCode } from '../../errors/registry';
 
 interface Issue {
   problem: ProblemCode;

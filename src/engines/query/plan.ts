@@ -5,7 +5,7 @@
  * plain rules (page range) are checked again so the engine never depends on the validator.
  */
 import type { ChildDef, EntityDef, FieldDef } from '../../catalog/types';
-import { ApiProblem } from '../../http/errors/problem';
+import { ApiProblem } from '../../errors/problem';
 import { Issues } from './issues';
 import { filterDepth, resolveFieldName, resolveFilter } from './filters';
 import type { Condition, FilterNode, FilterValue, MatchLeaf, OrderTerm, QueryPlan, QueryRequest } from './types';

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { ApiProblem, sendProblem } from './problem';
+import { ApiProblem } from '../../errors/problem';
+import { sendProblem } from './render';
 import { toFieldErrors } from '../validation-errors';
 
 /** Maps whatever was thrown to an ApiProblem. Unknown errors become a redacted 500. */

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { ApiProblem } from '../errors/problem';
+import { ApiProblem } from '../../errors/problem';
 import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,5 +1,5 @@
 import express, { type RequestHandler } from 'express';
-import { ApiProblem } from '../errors/problem';
+import { ApiProblem } from '../../errors/problem';
 
 function hasBody(headers: Record<string, unknown>): boolean {
   const length = headers['content-length'];

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { ApiProblem } from '../errors/problem';
+import { ApiProblem } from '../../errors/problem';
 
 export interface RateLimitOptions {
   /** Sustained requests per minute per API key; 0 switches limiting off. */

@@ -3,7 +3,7 @@ import { Router, type RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import type { Services } from '../../services';
 import { MIGRATIONS } from '../../../db/migrate';
-import { ApiProblem } from '../errors/problem';
+import { ApiProblem } from '../../errors/problem';
 import { publicDocumentJson, publicDocumentYaml } from '../openapi-document';
 import type { OperationMap } from '../operations';
 

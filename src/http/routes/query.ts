@@ -2,7 +2,7 @@ import { Router, type Request } from 'express';
 import type { Services } from '../../services';
 import type { Catalog, EntityDef } from '../../catalog/types';
 import { CATALOG } from '../../../generated/catalog';
-import { ApiProblem } from '../errors/problem';
+import { ApiProblem } from '../../errors/problem';
 import { queryDialectFor } from '../../storage/dialect';
 import { executePlan } from '../../engines/query/run';
 import { planQuery } from '../../engines/query/plan';

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requireAdmin } from '../middleware/auth';
-import { ApiProblem } from '../errors/problem';
+import { ApiProblem } from '../../errors/problem';
 import { toDatabaseProblem } from '../../storage/boundary';
 
 type PingResult = components['schemas']['PingResult'];

@@ -1,9 +1,8 @@
 import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../services';
-import { ApiProblem } from '../errors/problem';
-import type { WriteDefinition, WriteResponse } from '../../engines/posting/run-write';
-import { ledgerTransactionsWrite } from '../../engines/posting/ledger-transactions';
-import { apInvoicesWrite } from '../../engines/posting/ap-invoices';
+import { ApiProblem } from '../../errors/problem';
+import type { WriteDefinition, WriteResponse } from '../../engines/posting/runner';
+import { WRITES } from '../../engines/posting/writes';
 
 /**
  * The write endpoints. Each is a WriteDefinition run by the one WriteRunner (services.writes),
@@ -65,7 +64,12 @@ export function writeHandler<I, A, R>(services: Services, def: WriteDefinition<I
 
 export function writeRoutes(services: Services): Router {
   const router = Router();
-  router.post('/ledger-transactions', writeHandler(services, ledgerTransactionsWrite));
-  router.post('/ap-invoices', writeHandler(services, apInvoicesWrite));
+  for (const { route, definition } of WRITES) {
+    if (definition) {
+      router.post(route, writeHandler(services, definition));
+    } else {
+      router.post(route, (_req, _res, next) => next(new ApiProblem('NOT_IMPLEMENTED', `POST ${route} is in the contract but its posting path is not wired up in this build.`)));
+    }
+  }
   return router;
 }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { Dec, decToJson } from '../../storage/decimal';
-import type { Dialect } from '../../storage/dialect';
-import { toIsoDate } from '../../storage/db-time';
-import { SCALE, type PostingContext } from './context';
+import { Dec, decToJson } from '../../../storage/decimal';
+import type { Dialect } from '../../../storage/dialect';
+import { toIsoDate } from '../../../storage/db-time';
+import { SCALE, type PostingContext } from '../context';
 import { insertChunked } from './journal';
 
 /** Job cost records (jobcst) created by a posting cascade. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Dec, decToJson } from '../../storage/decimal';
-import { SCALE, type PostingContext } from './context';
+import { Dec, decToJson } from '../../../storage/decimal';
+import { SCALE, type PostingContext } from '../context';
 
 /**
  * Writes a ledger transaction (lgrtrn + lgtnln) and the ledger balances it moves (lgrbal), for

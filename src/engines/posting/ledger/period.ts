@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import { ApiProblem } from '../../http/errors/problem';
-import { toIsoDate } from '../../storage/db-time';
+import { ApiProblem } from '../../../errors/problem';
+import { toIsoDate } from '../../../storage/db-time';
 
 /**
  * Posting period resolution (spec, Writes rule 8), shared by every write.

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { ApiProblem, type FieldError } from '../../http/errors/problem';
+import { ApiProblem, type FieldError } from '../../../errors/problem';
 
 /**
  * Looks up referenced records in bulk (one statement per table) and names every culprit of a

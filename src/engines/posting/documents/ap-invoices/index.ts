@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { ApiProblem, type FieldError } from '../../http/errors/problem';
-import { Dec, decToJson } from '../../storage/decimal';
-import type { Dialect } from '../../storage/dialect';
-import { toIsoDate } from '../../storage/db-time';
-import { lockNameForTransaction } from '../../storage/named-locks';
-import type { NumberAllocator } from '../../storage/numbers';
-import { SCALE, type PostingContext } from './context';
-import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from './input';
-import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from './journal';
-import { readJobCostsOf, writeJobCosts, type JobCostToWrite, type PostedJobCost } from './job-costs';
-import { readLedgerTransaction } from './ledger-transactions';
-import { loadPostingSetup, resolvePostingPeriod, type LedgerSetup } from './period';
-import { ReferenceCheck, isTrue, loadReferenced } from './references';
-import type { PostOutcome, WriteDefinition } from './run-write';
+import { ApiProblem, type FieldError } from '../../../../errors/problem';
+import { Dec, decToJson } from '../../../../storage/decimal';
+import type { Dialect } from '../../../../storage/dialect';
+import { toIsoDate } from '../../../../storage/db-time';
+import { lockNameForTransaction } from '../../../../storage/named-locks';
+import type { NumberAllocator } from '../../../../storage/numbers';
+import { SCALE, type PostingContext } from '../../context';
+import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
+import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import { readJobCostsOf, writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
+import { readLedgerTransaction } from '../ledger-transactions';
+import { loadPostingSetup, resolvePostingPeriod, type LedgerSetup } from '../../ledger/period';
+import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
+import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
  * POST /ap-invoices: enters a payable invoice and, when it is Open, posts its cascade in the

@@ -1,15 +1,15 @@
 import type { Knex } from 'knex';
-import { ApiProblem, type FieldError } from '../../http/errors/problem';
-import { Dec, decToJson } from '../../storage/decimal';
-import { toIsoDate } from '../../storage/db-time';
-import { lockNameForTransaction } from '../../storage/named-locks';
-import type { NumberAllocator } from '../../storage/numbers';
-import { SCALE, type PostingContext } from './context';
-import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from './input';
-import { journalTotals, writeJournal, type PostedLedgerTransaction } from './journal';
-import { loadPostingSetup, resolvePostingPeriod } from './period';
-import { ReferenceCheck, isTrue, loadReferenced } from './references';
-import type { PostOutcome, WriteDefinition } from './run-write';
+import { ApiProblem, type FieldError } from '../../../../errors/problem';
+import { Dec, decToJson } from '../../../../storage/decimal';
+import { toIsoDate } from '../../../../storage/db-time';
+import { lockNameForTransaction } from '../../../../storage/named-locks';
+import type { NumberAllocator } from '../../../../storage/numbers';
+import { SCALE, type PostingContext } from '../../context';
+import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
+import { journalTotals, writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
+import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
+import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
+import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
  * POST /ledger-transactions: posts a journal (spec, Journal input).
