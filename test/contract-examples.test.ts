@@ -271,6 +271,21 @@ for (const c of CASES) {
   });
 }
 
+test('the 200 response examples of the contract match their schemas', () => {
+  let checked = 0;
+  for (const [p, item] of Object.entries<Json>(DOC.paths ?? {})) {
+    for (const method of METHODS) {
+      const ok = item[method]?.responses?.['200'] ? deref(item[method].responses['200']) : undefined;
+      const json = ok?.content?.['application/json'];
+      for (const ex of examplesOf(json, 'example')) {
+        assert.equal(validate(json.schema, ex.value), null, `${method.toUpperCase()} ${p} response example ${ex.name}`);
+        checked++;
+      }
+    }
+  }
+  assert.ok(checked > 0, 'response examples were checked');
+});
+
 test('after the real writes of the examples the books invariants hold', async () => {
   assert.ok(writes > 0, 'write examples ran');
   await assertBooksInvariants(t.knex);
