@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../errors/problem';
 import { Dec, decToJson } from '../../../storage/decimal';
+import { toIsoDate } from '../../../storage/db-time';
 import { lockNameForTransaction } from '../../../storage/named-locks';
 import { SCALE, type PostingContext } from '../context';
 import { insertChunked } from './journal';
@@ -52,7 +54,7 @@ export interface StockMovement {
   /** Signed value of the movement when the caller knows it exactly (wins over unitCost). */
   value?: Dec;
   /** Index of an earlier movement of the same batch whose value, negated, this one carries (transfer in). */
-  valueOf?: number;
+  valueFrom?: number;
   /** Revaluation (quantity 0): the part's new average cost; the value is the difference it makes to the stock. */
   newAverageCost?: Dec;
   sourceNumber: number;
@@ -200,9 +202,9 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
           value = r2(s.quantity.times(m.newAverageCost)).minus(s.value);
         }
         unitCost = m.newAverageCost;
-      } else if (m.valueOf !== undefined) {
-        const earlier = applied[m.valueOf];
-        if (!earlier) throw new Error(`stock movement ${index}: valueOf ${m.valueOf} is not an earlier movement of the batch`);
+      } else if (m.valueFrom !== undefined) {
+        const earlier = applied[m.valueFrom];
+        if (!earlier) throw new Error(`stock movement ${index}: valueFrom ${m.valueFrom} is not an earlier movement of the batch`);
         value = earlier.value.negated();
         unitCost = earlier.unitCost;
       } else if (m.value !== undefined) {
@@ -382,4 +384,33 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
 
 function rangeOf(range: { first: number; count: number }): number[] {
   return Array.from({ length: range.count }, (_, i) => range.first + i);
+}
+
+/** A history row in its published shape. */
+export function inventoryHistoryFromRow(row: Record<string, any>, dialect: PostingContext['dialect']): PostedInventoryHistory {
+  const dec = (raw: unknown, scale: number) => decToJson(dialect.decodeDecimal(raw, scale) ?? new Dec(0));
+  return {
+    id: String(row._idnum),
+    recordNumber: Number(row.recnum),
+    partNumber: Number(row.prtnum),
+    locationNumber: Number(row.locnum),
+    transactionDate: toIsoDate(row.trndte) ?? '',
+    movementType: Number(row.mvttyp),
+    quantity: dec(row.hstqty, SCALE.quantity),
+    unitCost: dec(row.untcst, SCALE.price),
+    extendedCost: dec(row.extcst, SCALE.money),
+    quantityAfter: dec(row.balqty, SCALE.quantity),
+    sourceNumber: Number(row.srcnum),
+    sourceRecordNumber: row.srcrec === null || row.srcrec === undefined ? null : Number(row.srcrec),
+    enteredDate: toIsoDate(row.entdte),
+    enteredBy: row.usrnme ?? null,
+    period: Number(row.actprd),
+    year: Number(row.postyr),
+  };
+}
+
+/** The movements a document wrote (by source and the document's record number), in the order written. */
+export async function readStockMovementsOf(db: Knex | Knex.Transaction, dialect: PostingContext['dialect'], sourceNumber: number, sourceRecordNumber: number): Promise<PostedInventoryHistory[]> {
+  const rows = await db('invhst').where({ srcnum: sourceNumber, srcrec: sourceRecordNumber }).orderBy('recnum');
+  return rows.map((row: any) => inventoryHistoryFromRow(row, dialect));
 }
