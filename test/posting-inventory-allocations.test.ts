@@ -5,6 +5,9 @@
  * over HTTP and in the database, with the books' invariants after every write.
  */
 import test, { after, before } from 'node:test';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './support/app';
 import { assertProblem } from './support/http';
@@ -373,5 +376,52 @@ test('a date later than the open period: 422 PERIOD_CLOSED; an explicit invalid 
   const invalid = await t.post(PATH, allocation('T-PERIOD-2', { period: 13, year: 2026 }));
   assertProblem(invalid, 'PERIOD_INVALID');
   assert.equal(await countRows(t.knex, 'invalc', { alcnum: 'T-PERIOD-1' }), 0);
+  await assertBooksInvariants(t.knex);
+});
+
+test('the request examples of openapi.yaml post on the seeded demo company', async () => {
+  const doc = parse(fs.readFileSync(path.resolve(__dirname, '../openapi.yaml'), 'utf8'));
+  const examples = doc.paths['/inventory-allocations'].post.requestBody.content['application/json'].examples as Record<string, { value: Record<string, unknown> }>;
+  assert.deepEqual(Object.keys(examples), ['consumeOnJob', 'transfer', 'hold', 'loss', 'revaluation']);
+  for (const [name, example] of Object.entries(examples)) {
+    const res = await t.post(PATH, example.value);
+    assert.equal(res.status, 200, `${name}: ${res.text}`);
+    assert.equal(res.body.document.allocationNumber, example.value.allocationNumber);
+    assert.equal(res.body.inventory.length > 0, example.value.status === 4, `${name}: moves stock only when Shipped`);
+  }
+  await assertBooksInvariants(t.knex);
+});
+
+test('concurrent allocations of the same stock: together they never take more than there is', async () => {
+  // Two parts, taken in opposite line order by the two halves (part locks are taken in part order: no deadlock).
+  const a = (await stockOf(PART.lumber, LOC.warehouse))!.available;
+  const b = (await stockOf(PART.concrete, LOC.warehouse))!.available;
+  const each = a.div(4).toDecimalPlaces(0, Dec.ROUND_DOWN).plus(1);
+  const requests = Array.from({ length: 6 }, (_, i) =>
+    t.post(
+      PATH,
+      allocation(`T-RACE-${i}`, {
+        purpose: 3,
+        jobNumber: undefined,
+        phaseNumber: undefined,
+        lines:
+          i % 2 === 0
+            ? [
+                { lineNumber: 1, partNumber: PART.lumber, quantity: Number(each.toFixed()) },
+                { lineNumber: 2, partNumber: PART.concrete, quantity: 1 },
+              ]
+            : [
+                { lineNumber: 1, partNumber: PART.concrete, quantity: 1 },
+                { lineNumber: 2, partNumber: PART.lumber, quantity: Number(each.toFixed()) },
+              ],
+      }),
+    ),
+  );
+  const results = await Promise.all(requests.map((r) => r.then((res) => res)));
+  const ok = results.filter((r) => r.status === 200).length;
+  for (const r of results) if (r.status !== 200) assertProblem(r, 'INSUFFICIENT_STOCK');
+  assert.equal(ok, 3, 'exactly as many as the stock covers (4 x each > available >= 3 x each)');
+  assert.equal((await stockOf(PART.lumber, LOC.warehouse))!.available.toFixed(), a.minus(each.times(3)).toFixed());
+  assert.equal((await stockOf(PART.concrete, LOC.warehouse))!.available.toFixed(), b.minus(3).toFixed());
   await assertBooksInvariants(t.knex);
 });

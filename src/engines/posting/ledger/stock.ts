@@ -104,14 +104,6 @@ export interface StockResult {
   inventory: PostedInventoryHistory[];
 }
 
-export interface StockOptions {
-  /**
-   * Record numbers of the history rows, one per movement with `onHand`, allocated by the write
-   * outside its transaction; when absent they are allocated inside it (`invhst` counter).
-   */
-  historyRecordNumbers?: number[];
-}
-
 interface Cell {
   id: string | null;
   onHand: Dec;
@@ -135,7 +127,7 @@ const r4 = (v: Dec) => v.toDecimalPlaces(SCALE.price, Dec.ROUND_HALF_UP);
 const cellKey = (part: number, location: number) => `${part}/${location}`;
 const qtyText = (v: Dec) => v.toFixed();
 
-export async function applyStockMovements(ctx: PostingContext, movements: readonly StockMovement[], options: StockOptions = {}): Promise<StockResult> {
+export async function applyStockMovements(ctx: PostingContext, movements: readonly StockMovement[]): Promise<StockResult> {
   if (movements.length === 0) return { applied: [], inventory: [] };
   const { trx, dialect } = ctx;
   const dec = (raw: unknown, scale: number) => dialect.decodeDecimal(raw, scale) ?? new Dec(0);
@@ -266,9 +258,12 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   }
 
   // Writes: history rows, quantities, averages.
-  const given = options.historyRecordNumbers;
-  if (given && given.length !== histories.length) throw new Error(`applyStockMovements: ${histories.length} history record numbers needed, ${given.length} given`);
-  const numbers = given ?? rangeOf(await ctx.numbers.allocateIn(trx, 'invhst', histories.length));
+  // History record numbers are taken here, under the part locks and inside the transaction: the
+  // order of record numbers is then the order of the movements of a part and location, so the
+  // last one's quantityAfter is the quantity on hand. (Numbers allocated before the lock, outside
+  // the transaction, commit out of order under concurrency.) The counter row stays locked until
+  // commit: stock postings serialise on it, after their part locks.
+  const numbers = rangeOf(await ctx.numbers.allocateIn(trx, 'invhst', histories.length));
   const enc = dialect.encodeDecimal.bind(dialect);
   const posted: PostedInventoryHistory[] = [];
   const rows = histories.map((h, i) => {

@@ -110,7 +110,6 @@ interface Numbers {
   ledgerRecord: number | null;
   jobCostRecords: number[];
   consumedRecords: number[];
-  historyRecords: number[];
 }
 
 const optInt = (v: unknown): number | undefined => (v === undefined || v === null ? undefined : Number(v));
@@ -388,13 +387,11 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
   async allocate(input, numbers: NumberAllocator): Promise<Numbers> {
     const ships = input.status === STATUS.shipped;
     const consume = ships && input.purpose === PURPOSE.consume;
-    const histories = ships ? input.lines.length * (input.purpose === PURPOSE.transfer ? 2 : 1) : 0;
     const got = await numbers.allocateMany({
       invalc: 1,
       lgrtrn: ships ? 1 : 0,
       jobcst: consume ? input.lines.length : 0,
       invcsm: consume ? input.lines.length : 0,
-      invhst: histories,
     });
     const range = (r: { first: number; count: number }) => Array.from({ length: r.count }, (_, i) => r.first + i);
     return {
@@ -402,7 +399,6 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
       ledgerRecord: ships ? got.lgrtrn!.first : null,
       jobCostRecords: range(got.jobcst!),
       consumedRecords: range(got.invcsm!),
-      historyRecords: range(got.invhst!),
     };
   },
 
@@ -458,7 +454,7 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
         }
       }
     }
-    const stock = await applyStockMovements(ctx, movements, input.status === STATUS.shipped ? { historyRecordNumbers: numbers.historyRecords } : {});
+    const stock = await applyStockMovements(ctx, movements);
 
     // Line costs: what the stock left at (Shipped), else an estimate at the current average.
     const costs = resolved.lines.map((r, i) => {
