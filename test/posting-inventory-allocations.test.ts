@@ -425,3 +425,46 @@ test('concurrent allocations of the same stock: together they never take more th
   assert.equal((await stockOf(PART.concrete, LOC.warehouse))!.available.toFixed(), b.minus(3).toFixed());
   await assertBooksInvariants(t.knex);
 });
+
+test('422 BUSINESS_RULE_VIOLATED: inactive location and part, closed job and phase, a setup without the adjustment account', async () => {
+  await t.knex('invloc').where({ recnum: 4 }).update({ inactv: true });
+  await t.knex('actrec').where({ recnum: 2603 }).update({ status: 6 });
+  const inactivePart = await t.knex('tkfprt').where({ inactv: true }).first('recnum');
+  try {
+    const res = await t.post(
+      PATH,
+      allocation('T-422-1', {
+        fromLocation: 4,
+        jobNumber: 2603,
+        phaseNumber: undefined,
+        lines: [{ lineNumber: 1, partNumber: Number(inactivePart.recnum), quantity: 1, costCode: 3, costType: 1 }],
+      }),
+    );
+    const body = assertProblem(res, 'BUSINESS_RULE_VIOLATED');
+    assert.deepEqual(body.errors.map((e: any) => [e.field, e.code]).sort(), [
+      ['fromLocation', 'inactive'],
+      ['jobNumber', 'closed'],
+      ['lines[0].partNumber', 'inactive'],
+    ]);
+    await t.knex('jobphs').where({ jobnum: JOB, phsnum: 4 }).update({ status: 3 });
+    const closed = await t.post(PATH, allocation('T-422-2', { phaseNumber: 4 }));
+    assert.deepEqual(assertProblem(closed, 'BUSINESS_RULE_VIOLATED').errors.map((e: any) => e.field), ['phaseNumber']);
+  } finally {
+    await t.knex('jobphs').where({ jobnum: JOB, phsnum: 4 }).update({ status: 1 });
+    await t.knex('invloc').where({ recnum: 4 }).update({ inactv: false });
+    await t.knex('actrec').where({ recnum: 2603 }).update({ status: 4 });
+  }
+  const setup = await t.knex('lgrstp').orderBy('recnum').first('recnum', 'invadj');
+  await t.knex('lgrstp').where({ recnum: setup.recnum }).update({ invadj: null });
+  try {
+    const loss = await t.post(PATH, allocation('T-422-3', { purpose: 3, jobNumber: undefined, phaseNumber: undefined, lines: [{ lineNumber: 1, partNumber: PART.drywall, quantity: 1 }] }));
+    const body = assertProblem(loss, 'BUSINESS_RULE_VIOLATED');
+    assert.deepEqual(body.errors.map((e: any) => [e.field, e.code]), [['purpose', 'setup_incomplete']]);
+    // Stored only (Open), the same allocation needs no account.
+    const open = await t.post(PATH, allocation('T-422-4', { status: 1, purpose: 3, jobNumber: undefined, phaseNumber: undefined, lines: [{ lineNumber: 1, partNumber: PART.drywall, quantity: 1 }] }));
+    assert.equal(open.status, 200, open.text);
+  } finally {
+    await t.knex('lgrstp').where({ recnum: setup.recnum }).update({ invadj: setup.invadj });
+  }
+  assert.equal(await countRows(t.knex, 'invalc', { alcnum: 'T-422-1' }), 0);
+});
