@@ -24,9 +24,10 @@ import { insertChunked } from './journal';
  *             cost; the average (tkfprt.avgcst and invqty.avgcst of the part) is value / on hand,
  *             and a hstavg row records every change of it.
  *   refusal   a movement that would take on hand or available below zero is 422
- *             INSUFFICIENT_STOCK, naming every such movement (errors[].field = its `field`) with
- *             the part, location, quantity asked and available. Negative stock is never allowed
- *             (docs/decisions.md).
+ *             INSUFFICIENT_STOCK, naming every such movement (errors[].field = `<field>.quantity`,
+ *             `shortages[]` with the part, location, quantity asked and available); a part that
+ *             does not exist is 404 REFERENCE_NOT_FOUND (`<field>.partNumber`). Negative stock is
+ *             never allowed (docs/decisions.md). Nothing is written before every check passed.
  *
  * The value of each movement is what the caller must post to the location's inventory account
  * (the seed invariant "inventory accounts = sum of the history values"). Call it BEFORE
