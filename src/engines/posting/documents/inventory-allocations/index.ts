@@ -586,7 +586,9 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
     }
 
     if (input.status === STATUS.shipped && input.purpose === PURPOSE.consume) {
-      // A job cost per line, equal to what the ledger debits to direct expense for it, and the consumption record.
+      // A job cost per line, equal to what the ledger debits to direct expense for it, and the
+      // consumption record. Stock of no value (nothing posted) makes no job cost: a job cost
+      // always leads to the journal of its document.
       const jobCosts: JobCostToWrite[] = resolved.lines.map((r, i) => ({
         recordNumber: numbers.jobCostRecords[i]!,
         jobNumber: input.jobNumber!,
@@ -606,7 +608,7 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
         period,
         year,
       }));
-      result.jobCosts = await writeJobCosts(ctx, jobCosts);
+      if (posts) result.jobCosts = await writeJobCosts(ctx, jobCosts);
       await insertChunked(
         trx,
         'invcsm',
@@ -624,7 +626,7 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
           untcst: enc(costs[i]!.unitCost, SCALE.price),
           extcst: enc(costs[i]!.extended, SCALE.money),
           alcrec: recordNumber,
-          jcsrec: numbers.jobCostRecords[i]!,
+          jcsrec: posts ? numbers.jobCostRecords[i]! : null,
           entdte: enteredDate,
           usrnme: ctx.user,
           actprd: period,
