@@ -15,6 +15,7 @@ import { dialectFor, engineOf } from '../src/storage/dialect';
 import { Dec } from '../src/storage/decimal';
 import { FX, apInvoice, booksBalance, installPostingFixture, journal } from './support/posting-fixture';
 import { postJson, spawnServer, type HttpResult, type SpawnedServer } from './support/server-process';
+import { assertBooksInvariants } from './support/books-invariants';
 
 const adminKey = randomUUID();
 const apiKey = randomUUID();
@@ -57,6 +58,10 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
   for (let i = 0; i < 12; i += 1) {
     const number = `CR-JE-${i}`;
     planned.push({ path: '/api/v3/ledger-transactions', key: `crash-${randomUUID()}`, body: journal(number), number });
+  }
+  for (let i = 0; i < 12; i += 1) {
+    const number = `CR-IA-${i}`;
+    planned.push({ path: '/api/v3/inventory-allocations', key: `crash-${randomUUID()}`, body: stockToJob(number), number });
   }
 
   const first = await start({ POSTING_DELAY_MS: '120' });
@@ -108,8 +113,7 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
   }
 
   for (const p of planned) {
-    const table = p.path === '/api/v3/ap-invoices' ? 'acpinv' : 'lgrtrn';
-    const column = table === 'acpinv' ? 'invnum' : 'trnnum';
+    const [table, column] = WRITTEN_TO[p.path]!;
     const rows = await knex(table).where({ [column]: p.number });
     assert.equal(rows.length, 1, `${p.number} exists exactly once`);
     const before = seen.get(p.key);
@@ -119,12 +123,37 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
     }
   }
   await assertWhole(knex);
+  await assertBooksInvariants(knex);
   const books = await booksBalance(knex);
   assert.equal(books.debit, books.credit, 'the books balance');
   const open = await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).whereNot({ state: 'completed' });
   assert.deepEqual(open, [], 'every key ends completed');
   await second.kill('SIGTERM');
 });
+
+/** Header table and document-number column of each write. */
+const WRITTEN_TO: Record<string, [string, string]> = {
+  '/api/v3/ap-invoices': ['acpinv', 'invnum'],
+  '/api/v3/ledger-transactions': ['lgrtrn', 'trnnum'],
+  '/api/v3/inventory-allocations': ['invalc', 'alcnum'],
+};
+
+/** Two parts of the seeded main warehouse consumed on seeded job 2601 (Shipped: stock, job costs, journal). */
+function stockToJob(allocationNumber: string): Record<string, unknown> {
+  return {
+    allocationNumber,
+    allocationDate: FX.openDate,
+    status: 4,
+    purpose: 2,
+    fromLocation: 1,
+    jobNumber: 2601,
+    phaseNumber: 3,
+    lines: [
+      { lineNumber: 1, partNumber: 72, quantity: 1, costCode: 3, costType: 1 },
+      { lineNumber: 2, partNumber: 187, quantity: 1, costCode: 3, costType: 1 },
+    ],
+  };
+}
 
 /** Every AP invoice of the test has 10 lines, its journal with lines, and 10 job costs; balances match the lines. */
 async function assertWhole(db: Knex): Promise<void> {
@@ -136,6 +165,16 @@ async function assertWhole(db: Knex): Promise<void> {
     assert.ok(journal, `${inv.invnum}: its journal`);
     assert.equal((await db('lgtnln').where({ _idref: journal._idnum })).length, 11, `${inv.invnum}: journal lines`);
     assert.equal((await db('jobcst').where({ srcnum: 11, srcrec: inv.recnum })).length, 10, `${inv.invnum}: job costs`);
+  }
+  // Every allocation: its lines, movements, consumption records, job costs and journal, or none of them.
+  for (const a of await db('invalc').where('alcnum', 'like', 'CR-IA-%')) {
+    assert.equal((await db('invaln').where({ _idref: a._idnum })).length, 2, `${a.alcnum}: all lines`);
+    assert.equal((await db('invhst').where({ srcnum: 23, srcrec: a.recnum })).length, 2, `${a.alcnum}: movements`);
+    assert.equal((await db('invcsm').where({ alcrec: a.recnum })).length, 2, `${a.alcnum}: inventory consumed`);
+    assert.equal((await db('jobcst').where({ srcnum: 23, srcrec: a.recnum })).length, 2, `${a.alcnum}: job costs`);
+    const journal = await db('lgrtrn').where({ recnum: a.lgrrec }).first();
+    assert.ok(journal, `${a.alcnum}: its journal`);
+    assert.equal((await db('lgtnln').where({ _idref: journal._idnum })).length, 3, `${a.alcnum}: journal lines`);
   }
   // The balance of the test's expense account equals what its journal lines say.
   const dialect = dialectFor(engineOf(db));
