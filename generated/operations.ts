@@ -33,6 +33,12 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "tag": "Accounts payable"
   },
   {
+    "operationId": "postPurchaseOrderReceipt",
+    "method": "POST",
+    "path": "/purchase-order-receipts",
+    "tag": "Purchasing"
+  },
+  {
     "operationId": "queryApInvoices",
     "method": "POST",
     "path": "/ap-invoices/query",
