@@ -1,0 +1,385 @@
+import { randomUUID } from 'node:crypto';
+import { ApiProblem, type FieldError } from '../../../errors/problem';
+import { Dec, decToJson } from '../../../storage/decimal';
+import { lockNameForTransaction } from '../../../storage/named-locks';
+import { SCALE, type PostingContext } from '../context';
+import { insertChunked } from './journal';
+
+/**
+ * Stock movements shared by every write that moves inventory (inventory allocations, source 23;
+ * PO receipts, 13; service invoices, 22). One call applies a batch of movements atomically:
+ *
+ *   invqty    on hand (qtyohn) and available (qtyavl) per part and location; a missing row is
+ *             created. Writers of one part are serialised by a lock on the part (taken in part
+ *             order), so the quantities read are the quantities written over.
+ *   invhst    one history row per movement that changes on hand or value (receipt, transfer,
+ *             consumption, loss, revaluation, count), with the on-hand quantity after it. A
+ *             movement of `available` only (a hold) writes none: the invariant "on hand = the sum
+ *             of the histories" holds by construction.
+ *   cost      weighted average per part, as the seed keeps it: the value of a part's stock is the
+ *             sum of its history values (invhst.extcst); an issue takes quantity x value / on hand
+ *             (all of the value when it takes all of the stock); a receipt adds quantity x unit
+ *             cost; the average (tkfprt.avgcst and invqty.avgcst of the part) is value / on hand,
+ *             and a hstavg row records every change of it.
+ *   refusal   a movement that would take on hand or available below zero is 422
+ *             INSUFFICIENT_STOCK, naming every such movement (errors[].field = its `field`) with
+ *             the part, location, quantity asked and available. Negative stock is never allowed
+ *             (docs/decisions.md).
+ *
+ * The value of each movement is what the caller must post to the location's inventory account
+ * (the seed invariant "inventory accounts = sum of the history values"). Call it BEFORE
+ * writeJournal: the lock order is part locks, then ledger balance rows.
+ */
+
+/** invhst.mvttyp (inventory-histories movementType). */
+export const MOVEMENT = { receipt: 1, transferOut: 2, transferIn: 3, consumed: 4, loss: 5, revaluation: 6, count: 7 } as const;
+
+export interface StockMovement {
+  /** JSON path of the input line the movement comes from (`lines[2]`), for errors[]. */
+  field: string;
+  partNumber: number;
+  locationNumber: number;
+  /** MOVEMENT.* (invhst.mvttyp). */
+  movementType: number;
+  /** Signed quantity: positive into the location, negative out of it; 0 for a revaluation. */
+  quantity: Dec;
+  /** Changes on hand (and writes a history row). */
+  onHand: boolean;
+  /** Changes available. A hold is `{ onHand: false, available: true }` with a negative quantity. */
+  available: boolean;
+  /** Incoming stock: cost per unit (value = quantity x unitCost, rounded to cents). Default: the current average. */
+  unitCost?: Dec;
+  /** Signed value of the movement when the caller knows it exactly (wins over unitCost). */
+  value?: Dec;
+  /** Index of an earlier movement of the same batch whose value, negated, this one carries (transfer in). */
+  valueOf?: number;
+  /** Revaluation (quantity 0): the part's new average cost; the value is the difference it makes to the stock. */
+  newAverageCost?: Dec;
+  sourceNumber: number;
+  /** Document number, for messages only (invhst has no column for it). */
+  documentNumber?: string | null;
+  sourceRecordNumber: number | null;
+  transactionDate: string;
+  /** entdte of the history row (default: today). */
+  enteredDate?: string | null;
+  period: number;
+  year: number;
+}
+
+/** Published shape of a movement: the inventory-histories read model (the `inventory` array of a write result). */
+export interface PostedInventoryHistory {
+  id: string;
+  recordNumber: number;
+  partNumber: number;
+  locationNumber: number;
+  transactionDate: string;
+  movementType: number;
+  quantity: number;
+  unitCost: number;
+  extendedCost: number;
+  quantityAfter: number;
+  sourceNumber: number;
+  sourceRecordNumber: number | null;
+  enteredDate: string | null;
+  enteredBy: string | null;
+  period: number;
+  year: number;
+}
+
+export interface AppliedMovement {
+  /** Signed value posted to the location's inventory account (0 for a hold). */
+  value: Dec;
+  /** Unit cost the movement was valued at (the new average for a revaluation). */
+  unitCost: Dec;
+  /** Its history row; null for a movement of available only. */
+  history: PostedInventoryHistory | null;
+}
+
+export interface StockResult {
+  /** One entry per movement, in input order. */
+  applied: AppliedMovement[];
+  /** The history rows written, in input order (the write result's `inventory`). */
+  inventory: PostedInventoryHistory[];
+}
+
+export interface StockOptions {
+  /**
+   * Record numbers of the history rows, one per movement with `onHand`, allocated by the write
+   * outside its transaction; when absent they are allocated inside it (`invhst` counter).
+   */
+  historyRecordNumbers?: number[];
+}
+
+interface Cell {
+  id: string | null;
+  onHand: Dec;
+  available: Dec;
+  changed: boolean;
+}
+
+interface PartState {
+  quantity: Dec;
+  value: Dec;
+  /** tkfprt.avgcst as stored. */
+  storedAverage: Dec;
+  average: Dec;
+  lastCost: Dec | null;
+  /** The movement that last changed the average (for hstavg). */
+  changedBy: StockMovement | null;
+}
+
+const r2 = (v: Dec) => v.toDecimalPlaces(SCALE.money, Dec.ROUND_HALF_UP);
+const r4 = (v: Dec) => v.toDecimalPlaces(SCALE.price, Dec.ROUND_HALF_UP);
+const cellKey = (part: number, location: number) => `${part}/${location}`;
+const qtyText = (v: Dec) => v.toFixed();
+
+export async function applyStockMovements(ctx: PostingContext, movements: readonly StockMovement[], options: StockOptions = {}): Promise<StockResult> {
+  if (movements.length === 0) return { applied: [], inventory: [] };
+  const { trx, dialect } = ctx;
+  const dec = (raw: unknown, scale: number) => dialect.decodeDecimal(raw, scale) ?? new Dec(0);
+  const parts = [...new Set(movements.map((m) => m.partNumber))].sort((a, b) => a - b);
+
+  // Serialise the writers of each part (in part order: two batches never wait on each other in a cycle).
+  for (const part of parts) await lockNameForTransaction(trx, ctx.engine, `stock:part:${part}`);
+
+  const partRows = await trx('tkfprt').whereIn('recnum', parts).select('recnum', 'avgcst', 'lstcst');
+  const state = new Map<number, PartState>();
+  for (const row of partRows) {
+    const average = dec(row.avgcst, SCALE.price);
+    state.set(Number(row.recnum), { quantity: new Dec(0), value: new Dec(0), storedAverage: average, average, lastCost: null, changedBy: null });
+  }
+  const unknown = movements.filter((m) => !state.has(m.partNumber));
+  if (unknown.length > 0) {
+    throw new ApiProblem('REFERENCE_NOT_FOUND', `Referenced records do not exist: ${unknown.map((m) => `${m.field}: part ${m.partNumber}`).join('; ')}.`, {
+      errors: unknown.map((m) => ({ field: `${m.field}.partNumber`, code: 'not_found', message: `part ${m.partNumber} does not exist` })),
+    });
+  }
+  const cells = new Map<string, Cell>();
+  for (const row of await trx('invqty').whereIn('prtnum', parts).select('_idnum', 'prtnum', 'locnum', 'qtyohn', 'qtyavl')) {
+    const cell: Cell = { id: String(row._idnum), onHand: dec(row.qtyohn, SCALE.quantity), available: dec(row.qtyavl, SCALE.quantity), changed: false };
+    cells.set(cellKey(Number(row.prtnum), Number(row.locnum)), cell);
+    const s = state.get(Number(row.prtnum))!;
+    s.quantity = s.quantity.plus(cell.onHand);
+  }
+  for (const row of await trx('invhst').whereIn('prtnum', parts).groupBy('prtnum').select('prtnum', trx.raw('sum(extcst) as v'))) {
+    state.get(Number(row.prtnum))!.value = dec(row.v, SCALE.money);
+  }
+
+  const applied: AppliedMovement[] = [];
+  const shortages: Array<{ movement: StockMovement; asked: Dec; available: Dec; what: 'available' | 'held' }> = [];
+  const refused: FieldError[] = [];
+  const histories: Array<{ movement: StockMovement; value: Dec; unitCost: Dec; after: Dec }> = [];
+
+  movements.forEach((m, index) => {
+    const s = state.get(m.partNumber)!;
+    const key = cellKey(m.partNumber, m.locationNumber);
+    let cell = cells.get(key);
+    if (!cell) {
+      cell = { id: null, onHand: new Dec(0), available: new Dec(0), changed: false };
+      cells.set(key, cell);
+    }
+    const q = m.quantity;
+    // Stock taken out: refuse below zero (each movement sees what the earlier ones of the batch
+    // left). A movement of on hand alone takes stock already held (available reduced before).
+    if (q.isNegative()) {
+      const asked = q.negated();
+      if (m.available && cell.available.lessThan(asked)) shortages.push({ movement: m, asked, available: cell.available, what: 'available' });
+      else if (m.onHand && !m.available && cell.onHand.minus(cell.available).lessThan(asked)) {
+        shortages.push({ movement: m, asked, available: cell.onHand.minus(cell.available), what: 'held' });
+      }
+    } else if (m.available && !m.onHand && cell.available.plus(q).greaterThan(cell.onHand)) {
+      throw new Error(`stock movement ${index}: releasing ${q.toFixed()} of part ${m.partNumber} at ${m.locationNumber} would make available exceed on hand`);
+    }
+    let value = new Dec(0);
+    let unitCost = s.average;
+    if (m.onHand) {
+      if (m.newAverageCost !== undefined) {
+        if (!s.quantity.greaterThan(0)) {
+          refused.push({ field: m.field, code: 'no_stock', message: `part ${m.partNumber} has no stock on hand to revalue` });
+        } else {
+          value = r2(s.quantity.times(m.newAverageCost)).minus(s.value);
+        }
+        unitCost = m.newAverageCost;
+      } else if (m.valueOf !== undefined) {
+        const earlier = applied[m.valueOf];
+        if (!earlier) throw new Error(`stock movement ${index}: valueOf ${m.valueOf} is not an earlier movement of the batch`);
+        value = earlier.value.negated();
+        unitCost = earlier.unitCost;
+      } else if (m.value !== undefined) {
+        value = m.value;
+        unitCost = m.unitCost ?? (q.isZero() ? new Dec(0) : r4(value.div(q).abs()));
+      } else if (q.greaterThan(0)) {
+        unitCost = m.unitCost ?? s.average;
+        value = r2(q.times(unitCost));
+      } else if (q.isNegative()) {
+        const out = q.negated();
+        value = out.greaterThanOrEqualTo(s.quantity) ? s.value.negated() : r2(out.times(s.value).div(s.quantity)).negated();
+        unitCost = r4(value.div(q).abs());
+      }
+      cell.onHand = cell.onHand.plus(q);
+      s.quantity = s.quantity.plus(q);
+      s.value = s.value.plus(value);
+      if (m.movementType === MOVEMENT.receipt && m.unitCost !== undefined && q.greaterThan(0)) s.lastCost = m.unitCost;
+      // The weighted average: value / on hand; kept as it was while the part has no stock.
+      if (s.quantity.greaterThan(0)) {
+        const average = r4(s.value.div(s.quantity));
+        if (!average.equals(s.average)) {
+          s.average = average;
+          s.changedBy = m;
+        }
+      } else if (m.newAverageCost !== undefined) {
+        s.average = m.newAverageCost;
+        s.changedBy = m;
+      }
+      histories.push({ movement: m, value, unitCost, after: cell.onHand });
+    }
+    if (m.available) cell.available = cell.available.plus(q);
+    cell.changed = true;
+    applied.push({ value, unitCost, history: null });
+  });
+
+  if (shortages.length > 0) {
+    const texts = shortages.map(
+      (s) => `${s.movement.field}: part ${s.movement.partNumber} at location ${s.movement.locationNumber}: ${qtyText(s.asked)} asked, ${qtyText(s.available)} ${s.what}`,
+    );
+    throw new ApiProblem('INSUFFICIENT_STOCK', `Not enough stock: ${texts.join('; ')}.`, {
+      errors: shortages.map((s) => ({
+        field: `${s.movement.field}.quantity`,
+        code: 'insufficient_stock',
+        message: `part ${s.movement.partNumber} at location ${s.movement.locationNumber}: ${qtyText(s.asked)} asked, ${qtyText(s.available)} ${s.what}`,
+      })),
+      extensions: {
+        shortages: shortages.map((s) => ({
+          field: s.movement.field,
+          partNumber: s.movement.partNumber,
+          locationNumber: s.movement.locationNumber,
+          quantityAsked: decToJson(s.asked),
+          quantityAvailable: decToJson(s.available),
+        })),
+      },
+    });
+  }
+  if (refused.length > 0) {
+    throw new ApiProblem('BUSINESS_RULE_VIOLATED', `The stock cannot be moved: ${refused.map((e) => `${e.field}: ${e.message}`).join('; ')}.`, { errors: refused });
+  }
+
+  // Writes: history rows, quantities, averages.
+  const given = options.historyRecordNumbers;
+  if (given && given.length !== histories.length) throw new Error(`applyStockMovements: ${histories.length} history record numbers needed, ${given.length} given`);
+  const numbers = given ?? rangeOf(await ctx.numbers.allocateIn(trx, 'invhst', histories.length));
+  const enc = dialect.encodeDecimal.bind(dialect);
+  const posted: PostedInventoryHistory[] = [];
+  const rows = histories.map((h, i) => {
+    const m = h.movement;
+    const id = randomUUID();
+    const entered = m.enteredDate === undefined ? ctx.today : m.enteredDate;
+    posted.push({
+      id,
+      recordNumber: numbers[i]!,
+      partNumber: m.partNumber,
+      locationNumber: m.locationNumber,
+      transactionDate: m.transactionDate,
+      movementType: m.movementType,
+      quantity: decToJson(m.quantity),
+      unitCost: decToJson(r4(h.unitCost)),
+      extendedCost: decToJson(h.value),
+      quantityAfter: decToJson(h.after),
+      sourceNumber: m.sourceNumber,
+      sourceRecordNumber: m.sourceRecordNumber,
+      enteredDate: entered,
+      enteredBy: ctx.user,
+      period: m.period,
+      year: m.year,
+    });
+    return {
+      _idnum: id,
+      recnum: numbers[i]!,
+      prtnum: m.partNumber,
+      locnum: m.locationNumber,
+      trndte: m.transactionDate,
+      mvttyp: m.movementType,
+      hstqty: enc(m.quantity, SCALE.quantity),
+      untcst: enc(r4(h.unitCost), SCALE.price),
+      extcst: enc(h.value, SCALE.money),
+      balqty: enc(h.after, SCALE.quantity),
+      srcnum: m.sourceNumber,
+      srcrec: m.sourceRecordNumber,
+      entdte: entered,
+      usrnme: ctx.user,
+      actprd: m.period,
+      postyr: m.year,
+      insusr: ctx.user,
+      updusr: ctx.user,
+    };
+  });
+  await insertChunked(trx, 'invhst', rows);
+  let h = 0;
+  movements.forEach((m, i) => {
+    if (m.onHand) applied[i]!.history = posted[h++]!;
+  });
+
+  const missing = [...cells.entries()].filter(([, c]) => c.changed && c.id === null);
+  const newNumbers = rangeOf(await ctx.numbers.allocateIn(trx, 'invqty', missing.length));
+  await insertChunked(
+    trx,
+    'invqty',
+    missing.map(([key, c], i) => {
+      const [part, location] = key.split('/').map(Number) as [number, number];
+      return {
+        _idnum: randomUUID(),
+        recnum: newNumbers[i]!,
+        prtnum: part,
+        locnum: location,
+        qtyohn: enc(c.onHand, SCALE.quantity),
+        qtyavl: enc(c.available, SCALE.quantity),
+        avgcst: enc(state.get(part)!.average, SCALE.price),
+        insusr: ctx.user,
+        updusr: ctx.user,
+      };
+    }),
+  );
+  for (const [, c] of cells) {
+    if (!c.changed || c.id === null) continue;
+    await trx('invqty').where({ _idnum: c.id }).update({ qtyohn: enc(c.onHand, SCALE.quantity), qtyavl: enc(c.available, SCALE.quantity), upddte: ctx.now, updusr: ctx.user });
+  }
+
+  const changedParts = parts.filter((p) => {
+    const s = state.get(p)!;
+    return !s.average.equals(s.storedAverage) || s.lastCost !== null;
+  });
+  const averageChanges = changedParts.filter((p) => !state.get(p)!.average.equals(state.get(p)!.storedAverage));
+  const hstNumbers = rangeOf(await ctx.numbers.allocateIn(trx, 'hstavg', averageChanges.length));
+  for (const p of changedParts) {
+    const s = state.get(p)!;
+    const update: Record<string, unknown> = { avgcst: enc(s.average, SCALE.price), upddte: ctx.now, updusr: ctx.user };
+    if (s.lastCost !== null) update.lstcst = enc(r4(s.lastCost), SCALE.price);
+    await trx('tkfprt').where({ recnum: p }).update(update);
+    if (!s.average.equals(s.storedAverage)) await trx('invqty').where({ prtnum: p }).update({ avgcst: enc(s.average, SCALE.price), upddte: ctx.now, updusr: ctx.user });
+  }
+  await insertChunked(
+    trx,
+    'hstavg',
+    averageChanges.map((p, i) => {
+      const s = state.get(p)!;
+      const by = s.changedBy!;
+      return {
+        _idnum: randomUUID(),
+        recnum: hstNumbers[i]!,
+        prtnum: p,
+        chgdte: by.transactionDate,
+        prvavg: enc(s.storedAverage, SCALE.price),
+        newavg: enc(s.average, SCALE.price),
+        qtyohn: enc(s.quantity, SCALE.quantity),
+        srcnum: by.sourceNumber,
+        srcrec: by.sourceRecordNumber,
+        insusr: ctx.user,
+        updusr: ctx.user,
+      };
+    }),
+  );
+  return { applied, inventory: posted };
+}
+
+function rangeOf(range: { first: number; count: number }): number[] {
+  return Array.from({ length: range.count }, (_, i) => range.first + i);
+}
