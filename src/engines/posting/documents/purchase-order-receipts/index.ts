@@ -9,6 +9,7 @@ import { SCALE } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
 import { writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
 import { writeJobCosts, type PostedJobCost } from '../../ledger/job-costs';
+import { MOVEMENT, applyStockMovements, type PostedInventoryHistory } from '../../ledger/stock';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -122,7 +123,7 @@ export interface ReceiptWriteResult {
   document: PostedReceipt;
   ledgerTransaction?: PostedLedgerTransaction;
   jobCosts: PostedJobCost[];
-  inventory: Array<Record<string, unknown>>;
+  inventory: PostedInventoryHistory[];
   period: number;
   year: number;
 }
@@ -344,11 +345,6 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
     check.throwIfAny();
     const { period, year } = await resolvePostingPeriod(trx, setup, periodRequest, fiscal);
 
-    const stockLines = received.filter((r) => r.intoStock);
-    if (stockLines.length > 0) {
-      throw new ApiProblem('NOT_IMPLEMENTED', `Receiving stock lines into inventory is not wired up in this build (lines ${stockLines.map((r) => r.input.lineNumber).join(', ')}).`);
-    }
-
     // The order: received to date, received total, status.
     for (const r of received) {
       await trx('pcorln')
@@ -371,6 +367,44 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
     const posts = invoiceTotal.greaterThan(0);
     const payableInvoice = await insertApInvoice(ctx, invoice, lines, { recordNumber: numbers.invoiceRecord, ledgerRecordNumber: posts ? numbers.ledgerRecord : null, dueDate, enteredDate, period, year });
     const result: ReceiptWriteResult = { document: undefined as unknown as PostedReceipt, jobCosts: [], inventory: [], period, year };
+
+    // Stock in (before the journal: part locks, then ledger balance rows). Each movement is
+    // valued at exactly what the journal debits to the location's inventory account.
+    const stockLines = received.filter((r) => r.intoStock);
+    if (stockLines.length > 0) {
+      const stock = await applyStockMovements(
+        ctx,
+        stockLines.map((r) => ({
+          field: `lines[${r.input.index}]`,
+          partNumber: Number(r.row.prtnum),
+          locationNumber: location!,
+          movementType: MOVEMENT.receipt,
+          quantity: r.input.updateQuantity,
+          onHand: true,
+          available: true,
+          unitCost: r.unitCost,
+          value: r.extended,
+          // StockMovement.valueOf shadows Object.prototype.valueOf: say "none" explicitly.
+          valueOf: undefined,
+          sourceNumber: PO_RECEIPT_SOURCE,
+          documentNumber: invoiceNumber,
+          sourceRecordNumber: numbers.invoiceRecord,
+          transactionDate: input.receiptDate,
+          enteredDate,
+          period,
+          year,
+        })),
+      );
+      result.inventory = stock.inventory;
+      // What arrived is no longer on order at the location.
+      for (const r of stockLines) {
+        const q = dialect.encodeDecimal(r.input.updateQuantity, SCALE.quantity);
+        await trx('invqty')
+          .where({ prtnum: Number(r.row.prtnum), locnum: location! })
+          .update({ qtyord: trx.raw('CASE WHEN qtyord > ? THEN qtyord - ? ELSE 0 END', [q, q]), upddte: ctx.now, updusr: ctx.user });
+      }
+    }
+
     if (posts) {
       result.ledgerTransaction = await writeJournal(ctx, {
         recordNumber: numbers.ledgerRecord,
