@@ -406,3 +406,15 @@ test('bad input is 400 naming the field, before anything is written (the key is 
   assert.equal(ok.headers['idempotency-status'], 'applied');
   await assertInvariants();
 });
+
+test('concurrent receipts of one order are serialised: the over-receipt check sees the other receipt', async () => {
+  await openJobOrder('TPO-JOB-7');
+  const body = { orderNumber: 'TPO-JOB-7', receiptDate: '2026-11-16', lines: [{ lineNumber: 1, updateQuantity: 6 }] };
+  const answers = await Promise.all([receive(body), receive(body), receive(body)]);
+  const statuses = answers.map((r) => r.status).sort();
+  assert.deepEqual(statuses, [200, 422, 422], answers.map((r) => r.text).join('\n'));
+  for (const r of answers.filter((a) => a.status === 422)) assertProblem(r, 'BUSINESS_RULE_VIOLATED');
+  assert.equal((await poLine('TPO-JOB-7', 1)).received, '6');
+  assert.equal(await countRows(t.knex, 'acpinv', { ordnum: 'TPO-JOB-7' }), 1);
+  await assertInvariants();
+});
