@@ -418,3 +418,16 @@ test('concurrent receipts of one order are serialised: the over-receipt check se
   assert.equal(await countRows(t.knex, 'acpinv', { ordnum: 'TPO-JOB-7' }), 1);
   await assertInvariants();
 });
+
+test('a receipt at zero cost is received, enters its invoice, and posts nothing (no ledgerTransaction key, no job cost)', async () => {
+  await openJobOrder('TPO-JOB-8');
+  const journals = await countRows(t.knex, 'lgrtrn');
+  const res = await receive({ orderNumber: 'TPO-JOB-8', receiptDate: '2026-11-16', lines: [{ lineNumber: 1, updateQuantity: 2, unitCost: 0 }] });
+  assert.equal(res.status, 200, res.text);
+  assert.equal('ledgerTransaction' in res.body, false);
+  assert.deepEqual(res.body.jobCosts, []);
+  assert.equal(res.body.document.payableInvoice.ledgerRecordNumber, null);
+  assert.equal((await poLine('TPO-JOB-8', 1)).received, '2');
+  assert.equal(await countRows(t.knex, 'lgrtrn'), journals);
+  await assertInvariants();
+});

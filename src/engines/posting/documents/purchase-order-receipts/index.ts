@@ -418,10 +418,9 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
         lines: apJournalLines(invoice, lines, setup),
       });
     }
-    result.jobCosts = await writeJobCosts(
-      ctx,
-      apJobCosts(invoice, lines, { sourceNumber: PO_RECEIPT_SOURCE, invoiceRecord: numbers.invoiceRecord, jobCostRecords: numbers.jobCostRecords, enteredDate, period, year }),
-    );
+    // A job cost per job line with a value (a line at zero cost posts nothing to the ledger either).
+    const costs = apJobCosts(invoice, lines, { sourceNumber: PO_RECEIPT_SOURCE, invoiceRecord: numbers.invoiceRecord, jobCostRecords: numbers.jobCostRecords, enteredDate, period, year });
+    result.jobCosts = await writeJobCosts(ctx, costs.filter((c) => !c.costAmount.isZero()));
 
 
     const purchaseOrder = await readPurchaseOrder(trx, dialect, { ...order, status: newStatus, rcvttl: (await trx('pchord').where({ _idnum: order._idnum }).first('rcvttl'))!.rcvttl });
