@@ -1715,6 +1715,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/purchase-order-receipts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive against a purchase order
+         * @description Records a receipt against an existing purchase order, in one transaction (source 13 PO
+         *     Receipts):
+         *
+         *     * each line's `updateQuantity` is ADDED to the PO line's quantity received to date. Nothing
+         *       refuses an identical second receipt: it is received again. The **Idempotency-Key header
+         *       is required** here (missing: 400 IDEMPOTENCY_KEY_INVALID), so that a retried request is
+         *       replayed instead of received twice; a dry run needs none;
+         *     * a payable invoice in status 2 (Review) for the received value (`updateQuantity` x
+         *       `unitCost`, default the PO line's unit price, rounded to cents), `orderNumber` set and one
+         *       line per received PO line (same line number, `quantity` = the quantity received). Although
+         *       in Review it is posted: a journal on source 13 debits each PO line's ledger account (for
+         *       stock, the inventory location's account) and credits the AP control account of the ledger
+         *       setup; the invoice's `invoiceNumber` is `vendorInvoiceNumber`, else `RCV` + its record number;
+         *     * a job cost per job line (the order has a job and the line is not received into stock);
+         *     * stock into the order's inventory location for lines with a part when the order has a
+         *       location (`inventory` lists the movements);
+         *     * the order's received total; an Open order becomes Received (3), and when its type closes
+         *       automatically (purchase-order-types `autoClose`) it becomes Closed (4) once received +
+         *       cancelled equals ordered on every line.
+         *
+         *     Refusals: an unknown order or line is 404 REFERENCE_NOT_FOUND naming `orderNumber` or
+         *     `lines[i].lineNumber`; a Closed, Void or Master order is 422 DOCUMENT_NOT_POSTABLE; more
+         *     than the open quantity (ordered - received - cancelled) is 422 BUSINESS_RULE_VIOLATED naming
+         *     `lines[i].updateQuantity` and the quantities. `receiptDate` drives the posting period (see
+         *     /ledger-transactions).
+         */
+        post: operations["postPurchaseOrderReceipt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/purchase-order-types/query": {
         parameters: {
             query?: never;
@@ -6640,6 +6684,36 @@ export interface components {
         PostedJobCost: components["schemas"]["JobCost"] & Record<string, never>;
         /** @description A ledger transaction as posted (the read model's record, with its lines). */
         PostedLedgerTransaction: components["schemas"]["LedgerTransaction"] & Record<string, never>;
+        /** @description A purchase order after the receipt (the read model's record, with its lines). */
+        PostedPurchaseOrder: components["schemas"]["PurchaseOrder"] & Record<string, never>;
+        /** @description The receipt, the order as it stands after it, and the payable invoice it created. */
+        PostedPurchaseOrderReceipt: {
+            /** @description The receipt closed the order (automatic close of its type). */
+            closedOrder: boolean;
+            /** @description The payable invoice's invoiceNumber. */
+            invoiceNumber: string;
+            /** @description Record number of the payable invoice (ap-invoices recordNumber). */
+            invoiceRecordNumber: number;
+            lines: {
+                /** @description updateQuantity x unitCost, rounded to cents. */
+                extendedTotal: number;
+                /** @description Received into stock at the order's inventory location. */
+                intoStock: boolean;
+                lineNumber: number;
+                partNumber: number | null;
+                /** @description The PO line's quantity received to date after this receipt. */
+                receivedToDate: number;
+                unitCost: number;
+                updateQuantity: number;
+            }[];
+            orderNumber: string;
+            payableInvoice: components["schemas"]["PostedApInvoice"];
+            purchaseOrder: components["schemas"]["PostedPurchaseOrder"];
+            /** Format: date */
+            receiptDate: string;
+            /** @description Value received by this receipt (the invoice total). */
+            receivedTotal: number;
+        };
         /**
          * @description Money: an exact decimal with at most 2 decimal places (more is 400), not negative.
          * @example 1284.5
@@ -6937,6 +7011,49 @@ export interface components {
             asOf: components["schemas"]["Timestamp"];
             data: components["schemas"]["PurchaseOrder"][];
             page: components["schemas"]["PageInfo"];
+        };
+        /**
+         * @description A receipt against an existing purchase order.
+         * @example {
+         *       "orderNumber": "PO26-000065",
+         *       "receiptDate": "2026-11-20",
+         *       "lines": [
+         *         {
+         *           "lineNumber": 1,
+         *           "updateQuantity": 20
+         *         }
+         *       ]
+         *     }
+         */
+        PurchaseOrderReceiptInput: {
+            /** @description Description of the invoice and journal; default "Receipt of" + orderNumber. */
+            description?: string;
+            lines: components["schemas"]["PurchaseOrderReceiptLineInput"][];
+            /** @description The purchase order (purchase-orders orderNumber); 404 when it does not exist. */
+            orderNumber: string;
+            /** @description Explicit posting period, 0 to 12, together with `year`; honoured when valid, else 422 PERIOD_INVALID. */
+            period?: number;
+            receiptDate: components["schemas"]["Date"];
+            /** @description The vendor's invoice (or delivery) number: the payable invoice's invoiceNumber. Not checked for uniqueness (an identical second receipt is received again). Default: RCV + the invoice's record number. */
+            vendorInvoiceNumber?: string;
+            /** @description Explicit posting year, together with `period`. */
+            year?: number;
+        };
+        PurchaseOrderReceiptLineInput: {
+            /** @description The purchase order line received (unique within the receipt); 404 when the order has no such line. */
+            lineNumber: number;
+            /** @description Unit cost of this receipt, at most 4 decimal places; default the PO line's unit price. */
+            unitCost?: number;
+            /** @description Quantity received now, ADDED to the quantity received to date; at most 4 decimal places; at most the open quantity (ordered - received - cancelled). */
+            updateQuantity: number;
+        };
+        /** @description Result of POST /purchase-order-receipts. `ledgerTransaction` is absent only for a receipt at zero cost. */
+        PurchaseOrderReceiptWriteResult: components["schemas"]["WriteResultBase"] & {
+            document: components["schemas"]["PostedPurchaseOrderReceipt"];
+            /** @description Stock movements into the order's inventory location. */
+            inventory: Record<string, never>[];
+            jobCosts: components["schemas"]["PostedJobCost"][];
+            ledgerTransaction?: components["schemas"]["PostedLedgerTransaction"];
         };
         /**
          * @description A purchase order type (material, rental, service, ...).
@@ -8180,6 +8297,15 @@ export interface components {
          * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
          */
         IdempotencyKey: string;
+        /**
+         * @description REQUIRED on this write except on dry runs: a missing key is 400 IDEMPOTENCY_KEY_INVALID
+         *     (declared optional here only because a dry run may omit it). Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+         *     The same key with the same route and body replays the recorded response (Idempotency-Status
+         *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
+         *     Ignored (and not consumed) on dry runs.
+         * @example 7f9c2ba4-e88f-4c7e-9d35-po-receipt-20261120-001
+         */
+        IdempotencyKeyRequired: string;
         /**
          * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
          * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
@@ -10712,6 +10838,65 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    postPurchaseOrderReceipt: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `true` runs the whole cascade in a transaction that is rolled back and returns the same result
+                 *     body with `dryRun: true`. Identifiers in it are provisional and never exist; reference numbers
+                 *     are still consumed, leaving gaps.
+                 */
+                dryRun?: components["parameters"]["DryRun"];
+            };
+            header?: {
+                /**
+                 * @description REQUIRED on this write except on dry runs: a missing key is 400 IDEMPOTENCY_KEY_INVALID
+                 *     (declared optional here only because a dry run may omit it). Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+                 *     The same key with the same route and body replays the recorded response (Idempotency-Status
+                 *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
+                 *     Ignored (and not consumed) on dry runs.
+                 * @example 7f9c2ba4-e88f-4c7e-9d35-po-receipt-20261120-001
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyRequired"];
+                /**
+                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["Traceparent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PurchaseOrderReceiptInput"];
+            };
+        };
+        responses: {
+            /** @description Received; with `dryRun=true`, what would be; or the replay of an earlier response under the same key. */
+            200: {
+                headers: {
+                    "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PurchaseOrderReceiptWriteResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["UnprocessableEntity"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];

@@ -39,6 +39,12 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "tag": "Inventory"
   },
   {
+    "operationId": "postPurchaseOrderReceipt",
+    "method": "POST",
+    "path": "/purchase-order-receipts",
+    "tag": "Purchasing"
+  },
+  {
     "operationId": "queryApInvoices",
     "method": "POST",
     "path": "/ap-invoices/query",

@@ -2,7 +2,7 @@
  * Crash safety with the real service in a child process: postings fired with Idempotency-Keys,
  * the process SIGKILLed mid-flight, restarted, every request retried with its key. Each posting
  * exists exactly once, no document is half-written, the books balance, and every response seen
- * before the crash is the one replayed after it. Then: a lock taken before a SIGKILL is still
+ * before the crash is the one replayed after it (AP invoices, journals and PO receipts). Then: a lock taken before a SIGKILL is still
  * held after the restart.
  */
 import test, { after, before } from 'node:test';
@@ -62,6 +62,13 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
   for (let i = 0; i < 12; i += 1) {
     const number = `CR-IA-${i}`;
     planned.push({ path: '/api/v3/inventory-allocations', key: `crash-${randomUUID()}`, body: stockToJob(number), number });
+  }
+  // PO receipts (key required) on two open stock orders of the seed: received to date, invoice, journal and stock together or not at all.
+  for (let i = 0; i < 12; i += 1) {
+    const number = `CR-RCV-${i}`;
+    const [orderNumber, lineNumber, updateQuantity] = RECEIPT_LINES[i % 2]!;
+    const body = { orderNumber, receiptDate: FX.openDate, vendorInvoiceNumber: number, lines: [{ lineNumber, updateQuantity }] };
+    planned.push({ path: '/api/v3/purchase-order-receipts', key: `crash-${randomUUID()}`, body, number });
   }
 
   const first = await start({ POSTING_DELAY_MS: '120' });
@@ -124,6 +131,12 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
   }
   await assertWhole(knex);
   await assertBooksInvariants(knex);
+  // Every receipt counted once in received to date (each order got 6 of the 12).
+  for (const [orderNumber, lineNumber, quantity] of RECEIPT_LINES) {
+    const order = await knex('pchord').where({ ordnum: orderNumber }).first();
+    const line = await knex('pcorln').where({ _idref: order._idnum, linnum: lineNumber }).first();
+    assert.equal(dialectFor(engineOf(knex)).decodeDecimal(line.rcvdte, 4)!.toFixed(), String(6 * quantity), `${orderNumber}/${lineNumber}: received exactly once per receipt`);
+  }
   const books = await booksBalance(knex);
   assert.equal(books.debit, books.credit, 'the books balance');
   const open = await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).whereNot({ state: 'completed' });
@@ -136,6 +149,7 @@ const WRITTEN_TO: Record<string, [string, string]> = {
   '/api/v3/ap-invoices': ['acpinv', 'invnum'],
   '/api/v3/ledger-transactions': ['lgrtrn', 'trnnum'],
   '/api/v3/inventory-allocations': ['invalc', 'alcnum'],
+  '/api/v3/purchase-order-receipts': ['acpinv', 'invnum'],
 };
 
 /** Two parts of the seeded main warehouse consumed on seeded job 2601 (Shipped: stock, job costs, journal). */
@@ -154,6 +168,12 @@ function stockToJob(allocationNumber: string): Record<string, unknown> {
     ],
   };
 }
+
+/** Open stock orders of the seed (nothing received yet): [orderNumber, line, quantity per receipt]. */
+const RECEIPT_LINES: ReadonlyArray<readonly [string, number, number]> = [
+  ['PO26-000065', 1, 2],
+  ['PO26-000064', 3, 3],
+];
 
 /** Every AP invoice of the test has 10 lines, its journal with lines, and 10 job costs; balances match the lines. */
 async function assertWhole(db: Knex): Promise<void> {
@@ -175,6 +195,24 @@ async function assertWhole(db: Knex): Promise<void> {
     const journal = await db('lgrtrn').where({ recnum: a.lgrrec }).first();
     assert.ok(journal, `${a.alcnum}: its journal`);
     assert.equal((await db('lgtnln').where({ _idref: journal._idnum })).length, 3, `${a.alcnum}: journal lines`);
+  }
+  // A receipt: its one invoice line, its journal (stock debited, AP credited), its stock movement;
+  // and received to date = the receipts of the order (nothing half-written).
+  const receipts = await db('acpinv').where('invnum', 'like', 'CR-RCV-%');
+  for (const inv of receipts) {
+    assert.equal((await db('apivln').where({ _idref: inv._idnum })).length, 1, `${inv.invnum}: its line`);
+    const journal = await db('lgrtrn').where({ recnum: inv.lgrrec, srcnum: 13 }).first();
+    assert.ok(journal, `${inv.invnum}: its journal`);
+    assert.equal((await db('lgtnln').where({ _idref: journal._idnum })).length, 2, `${inv.invnum}: journal lines`);
+    assert.equal((await db('invhst').where({ srcnum: 13, srcrec: inv.recnum })).length, 1, `${inv.invnum}: stock movement`);
+  }
+  const dec4 = (raw: unknown) => dialectFor(engineOf(db)).decodeDecimal(raw, 4) ?? new Dec(0);
+  for (const [orderNumber, lineNumber] of RECEIPT_LINES) {
+    const order = await db('pchord').where({ ordnum: orderNumber }).first();
+    const line = await db('pcorln').where({ _idref: order._idnum, linnum: lineNumber }).first();
+    const got = await db('apivln as l').join('acpinv as i', 'i._idnum', 'l._idref').where({ 'i.ordnum': orderNumber, 'l.linnum': lineNumber }).select('l.linqty');
+    const sum = got.reduce((s: Dec, r: any) => s.plus(dec4(r.linqty)), new Dec(0));
+    assert.equal(dec4(line.rcvdte).toFixed(), sum.toFixed(), `${orderNumber}/${lineNumber}: received to date = the receipts`);
   }
   // The balance of the test's expense account equals what its journal lines say.
   const dialect = dialectFor(engineOf(db));

@@ -2,6 +2,7 @@ import type { WriteDefinition } from './runner';
 import { ledgerTransactionsWrite } from './documents/ledger-transactions';
 import { apInvoicesWrite } from './documents/ap-invoices';
 import { inventoryAllocationsWrite } from './documents/inventory-allocations';
+import { purchaseOrderReceiptsWrite } from './documents/purchase-order-receipts';
 
 /**
  * The table of writes: one line per write operation of openapi.yaml. A write is one folder under
@@ -22,4 +23,5 @@ export const WRITES: readonly WriteEntry[] = [
   { route: '/ledger-transactions', definition: ledgerTransactionsWrite },
   { route: '/ap-invoices', definition: apInvoicesWrite },
   { route: '/inventory-allocations', definition: inventoryAllocationsWrite },
+  { route: '/purchase-order-receipts', definition: purchaseOrderReceiptsWrite },
 ];

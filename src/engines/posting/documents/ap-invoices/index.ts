@@ -221,7 +221,8 @@ export function checkApTotals(input: ApInvoiceInput): void {
   }
 }
 
-interface ResolvedLine {
+/** An AP line with its defaults applied and its references checked. */
+export interface ResolvedApLine {
   line: ApLineInput;
   ledgerAccount: number;
   jobNumber: number | null;
@@ -331,8 +332,11 @@ async function existingResult(trx: Knex.Transaction, dialect: Dialect, header: R
   return result;
 }
 
-/** Looks up every referenced record, applies the defaults and the account rules. */
-async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, setup: LedgerSetup): Promise<{ lines: ResolvedLine[]; vendor: Record<string, any> }> {
+/**
+ * Looks up every referenced record, applies the defaults and the account rules (shared with the
+ * PO receipt, which enters a payable invoice built from the order's lines).
+ */
+export async function resolveApLines(ctx: PostingContext, input: ApInvoiceInput, setup: LedgerSetup): Promise<{ lines: ResolvedApLine[]; vendor: Record<string, any> }> {
   const { trx, dialect } = ctx;
   const check = new ReferenceCheck();
 
@@ -379,7 +383,7 @@ async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, setup: L
   }
 
   // Ledger accounts (with the defaults), cost codes and types, equipment.
-  const resolved: ResolvedLine[] = input.lines.map((line) => {
+  const resolved: ResolvedApLine[] = input.lines.map((line) => {
     const job = jobOf(input, line) ?? null;
     const account = line.ledgerAccount ?? vendorAccount ?? (job !== null ? setup.directExpenseAccount : null);
     return {
@@ -444,10 +448,170 @@ async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, setup: L
   return { lines: resolved, vendor: vendor! };
 }
 
-function addDays(date: string, days: number): string {
+export function addDays(date: string, days: number): string {
   const d = new Date(`${date}T00:00:00Z`);
   d.setUTCDate(d.getUTCDate() + days);
   return d.toISOString().slice(0, 10);
+}
+
+export interface ApInvoiceRecordNumbers {
+  recordNumber: number;
+  /** The journal's record number when the invoice posts, else null. */
+  ledgerRecordNumber: number | null;
+  dueDate: string;
+  enteredDate: string;
+  period: number;
+  year: number;
+}
+
+/** Inserts the invoice header (acpinv) and its lines (apivln); returns the published document. */
+export async function insertApInvoice(ctx: PostingContext, input: ApInvoiceInput, lines: ResolvedApLine[], rec: ApInvoiceRecordNumbers): Promise<PostedApInvoice> {
+  const { trx, dialect } = ctx;
+  const money = (v: Dec) => dialect.encodeDecimal(v, SCALE.money);
+  const invoiceId = randomUUID();
+  const salesTax = lines.reduce((sum, r) => sum.plus(r.line.salesTax), new Dec(0));
+  await trx('acpinv').insert({
+    _idnum: invoiceId,
+    recnum: rec.recordNumber,
+    vndnum: input.vendorNumber,
+    invnum: input.invoiceNumber,
+    invdte: input.invoiceDate,
+    duedte: rec.dueDate,
+    dscrpt: input.description,
+    jobnum: input.jobNumber ?? null,
+    phsnum: input.phaseNumber ?? null,
+    ordnum: input.orderNumber ?? null,
+    invttl: money(input.invoiceTotal),
+    amtpad: money(new Dec(0)),
+    invbal: money(input.invoiceTotal),
+    retain: money(input.retainage),
+    taxamt: money(salesTax),
+    status: input.status,
+    entdte: rec.enteredDate,
+    usrnme: ctx.user,
+    actprd: rec.period,
+    postyr: rec.year,
+    lgrrec: rec.ledgerRecordNumber,
+    insusr: ctx.user,
+    updusr: ctx.user,
+  });
+  const lineIds = lines.map(() => randomUUID());
+  await insertChunked(
+    trx,
+    'apivln',
+    lines.map((r, i) => ({
+      _idnum: lineIds[i],
+      _idref: invoiceId,
+      linnum: r.line.lineNumber,
+      lgract: r.ledgerAccount,
+      dscrpt: r.line.description,
+      jobnum: r.jobNumber,
+      phsnum: r.phaseNumber,
+      cstcde: r.costCode === null ? null : dialect.encodeDecimal(r.costCode, SCALE.costCode),
+      csttyp: r.costType,
+      eqpnum: r.line.equipmentNumber ?? null,
+      linqty: dialect.encodeDecimal(r.line.quantity ?? new Dec(0), SCALE.quantity),
+      linprc: dialect.encodeDecimal(r.line.unitPrice ?? new Dec(0), SCALE.price),
+      extttl: money(r.line.extendedTotal),
+      taxamt: money(r.line.salesTax),
+      insusr: ctx.user,
+      updusr: ctx.user,
+    })),
+  );
+  return {
+    id: invoiceId,
+    recordNumber: rec.recordNumber,
+    vendorNumber: input.vendorNumber,
+    invoiceNumber: input.invoiceNumber,
+    invoiceDate: input.invoiceDate,
+    dueDate: rec.dueDate,
+    description: input.description,
+    jobNumber: input.jobNumber ?? null,
+    phaseNumber: input.phaseNumber ?? null,
+    orderNumber: input.orderNumber ?? null,
+    invoiceTotal: decToJson(input.invoiceTotal),
+    amountPaid: 0,
+    invoiceBalance: decToJson(input.invoiceTotal),
+    retainage: decToJson(input.retainage),
+    salesTax: decToJson(salesTax),
+    status: input.status,
+    enteredDate: rec.enteredDate,
+    enteredBy: ctx.user,
+    period: rec.period,
+    year: rec.year,
+    ledgerRecordNumber: rec.ledgerRecordNumber,
+    lines: lines.map((r, i) => ({
+      id: lineIds[i]!,
+      lineNumber: r.line.lineNumber,
+      ledgerAccount: r.ledgerAccount,
+      description: r.line.description,
+      jobNumber: r.jobNumber,
+      phaseNumber: r.phaseNumber,
+      costCode: r.costCode === null ? null : decToJson(r.costCode),
+      costType: r.costType,
+      equipmentNumber: r.line.equipmentNumber ?? null,
+      quantity: decToJson(r.line.quantity ?? new Dec(0)),
+      unitPrice: decToJson(r.line.unitPrice ?? new Dec(0)),
+      extendedTotal: decToJson(r.line.extendedTotal),
+      salesTax: decToJson(r.line.salesTax),
+    })),
+  };
+}
+
+/** The journal of a payable invoice: lines debited, AP control (and retainage payable) credited. */
+export function apJournalLines(input: ApInvoiceInput, lines: ResolvedApLine[], setup: LedgerSetup): JournalLine[] {
+  const journalLines: JournalLine[] = [];
+  let n = 0;
+  for (const r of lines) {
+    if (r.amount.isZero()) continue;
+    journalLines.push({
+      lineNumber: (n += 1),
+      ledgerAccount: r.ledgerAccount,
+      description: (r.line.description || input.description).slice(0, 50),
+      debit: r.amount,
+      credit: new Dec(0),
+      jobNumber: r.jobNumber,
+      equipmentNumber: r.line.equipmentNumber ?? null,
+    });
+  }
+  const splitRetainage = input.retainage.greaterThan(0) && setup.retainagePayableAccount !== null;
+  const apCredit = splitRetainage ? input.invoiceTotal.minus(input.retainage) : input.invoiceTotal;
+  if (apCredit.greaterThan(0)) {
+    journalLines.push({ lineNumber: (n += 1), ledgerAccount: setup.apControlAccount!, description: 'Accounts payable', debit: new Dec(0), credit: apCredit });
+  }
+  if (splitRetainage) {
+    journalLines.push({ lineNumber: (n += 1), ledgerAccount: setup.retainagePayableAccount!, description: 'Retainage payable', debit: new Dec(0), credit: input.retainage });
+  }
+  return journalLines;
+}
+
+/** A job cost per job line: the same amount the ledger posts to its direct expense / WIP account. */
+export function apJobCosts(
+  input: ApInvoiceInput,
+  lines: ResolvedApLine[],
+  at: { sourceNumber: number; invoiceRecord: number; jobCostRecords: number[]; enteredDate: string; period: number; year: number },
+): JobCostToWrite[] {
+  return lines
+    .filter((r) => r.jobNumber !== null)
+    .map((r, i) => ({
+      recordNumber: at.jobCostRecords[i]!,
+      jobNumber: r.jobNumber!,
+      phaseNumber: r.phaseNumber,
+      costCode: r.costCode!,
+      costType: r.costType!,
+      transactionDate: input.invoiceDate,
+      description: (r.line.description || input.description).slice(0, 50),
+      sourceNumber: at.sourceNumber,
+      documentNumber: input.invoiceNumber,
+      sourceRecordNumber: at.invoiceRecord,
+      sourceLineNumber: r.line.lineNumber,
+      vendorNumber: input.vendorNumber,
+      equipmentNumber: r.line.equipmentNumber ?? null,
+      costAmount: r.amount,
+      enteredDate: at.enteredDate,
+      period: at.period,
+      year: at.year,
+    }));
 }
 
 export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoiceWriteResult> = {
@@ -469,7 +633,6 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
   async post(ctx, input, numbers): Promise<PostOutcome<ApInvoiceWriteResult>> {
     checkApTotals(input);
     const { trx, dialect } = ctx;
-    const money = (v: Dec) => dialect.encodeDecimal(v, SCALE.money);
 
     // One vendor invoice number is entered once: serialise, then look.
     await lockNameForTransaction(trx, ctx.engine, `acpinv:${input.vendorNumber}:${input.invoiceNumber}`);
@@ -490,7 +653,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
 
     const periodRequest = { date: input.invoiceDate, dateField: 'invoiceDate', period: input.period ?? null, year: input.year ?? null };
     const { setup, fiscal } = await loadPostingSetup(trx, periodRequest);
-    const { lines, vendor } = await resolveLines(ctx, input, setup);
+    const { lines, vendor } = await resolveApLines(ctx, input, setup);
     const posts = input.status === STATUS_OPEN && input.invoiceTotal.greaterThan(0);
     if (posts) {
       const check = new ReferenceCheck();
@@ -501,124 +664,13 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
     }
     const { period, year } = await resolvePostingPeriod(trx, setup, periodRequest, fiscal);
 
-    const invoiceId = randomUUID();
     const enteredDate = ctx.today;
     const dueDate = input.dueDate ?? addDays(input.invoiceDate, Number(vendor.duedys ?? 30));
-    const salesTax = lines.reduce((sum, r) => sum.plus(r.line.salesTax), new Dec(0));
     const ledgerRecord = posts ? numbers.ledgerRecord : null;
-    await trx('acpinv').insert({
-      _idnum: invoiceId,
-      recnum: numbers.invoiceRecord,
-      vndnum: input.vendorNumber,
-      invnum: input.invoiceNumber,
-      invdte: input.invoiceDate,
-      duedte: dueDate,
-      dscrpt: input.description,
-      jobnum: input.jobNumber ?? null,
-      phsnum: input.phaseNumber ?? null,
-      ordnum: input.orderNumber ?? null,
-      invttl: money(input.invoiceTotal),
-      amtpad: money(new Dec(0)),
-      invbal: money(input.invoiceTotal),
-      retain: money(input.retainage),
-      taxamt: money(salesTax),
-      status: input.status,
-      entdte: enteredDate,
-      usrnme: ctx.user,
-      actprd: period,
-      postyr: year,
-      lgrrec: ledgerRecord,
-      insusr: ctx.user,
-      updusr: ctx.user,
-    });
-    const lineIds = lines.map(() => randomUUID());
-    await insertChunked(
-      trx,
-      'apivln',
-      lines.map((r, i) => ({
-        _idnum: lineIds[i],
-        _idref: invoiceId,
-        linnum: r.line.lineNumber,
-        lgract: r.ledgerAccount,
-        dscrpt: r.line.description,
-        jobnum: r.jobNumber,
-        phsnum: r.phaseNumber,
-        cstcde: r.costCode === null ? null : dialect.encodeDecimal(r.costCode, SCALE.costCode),
-        csttyp: r.costType,
-        eqpnum: r.line.equipmentNumber ?? null,
-        linqty: dialect.encodeDecimal(r.line.quantity ?? new Dec(0), SCALE.quantity),
-        linprc: dialect.encodeDecimal(r.line.unitPrice ?? new Dec(0), SCALE.price),
-        extttl: money(r.line.extendedTotal),
-        taxamt: money(r.line.salesTax),
-        insusr: ctx.user,
-        updusr: ctx.user,
-      })),
-    );
-
-    const document: PostedApInvoice = {
-      id: invoiceId,
-      recordNumber: numbers.invoiceRecord,
-      vendorNumber: input.vendorNumber,
-      invoiceNumber: input.invoiceNumber,
-      invoiceDate: input.invoiceDate,
-      dueDate,
-      description: input.description,
-      jobNumber: input.jobNumber ?? null,
-      phaseNumber: input.phaseNumber ?? null,
-      orderNumber: input.orderNumber ?? null,
-      invoiceTotal: decToJson(input.invoiceTotal),
-      amountPaid: 0,
-      invoiceBalance: decToJson(input.invoiceTotal),
-      retainage: decToJson(input.retainage),
-      salesTax: decToJson(salesTax),
-      status: input.status,
-      enteredDate,
-      enteredBy: ctx.user,
-      period,
-      year,
-      ledgerRecordNumber: ledgerRecord,
-      lines: lines.map((r, i) => ({
-        id: lineIds[i]!,
-        lineNumber: r.line.lineNumber,
-        ledgerAccount: r.ledgerAccount,
-        description: r.line.description,
-        jobNumber: r.jobNumber,
-        phaseNumber: r.phaseNumber,
-        costCode: r.costCode === null ? null : decToJson(r.costCode),
-        costType: r.costType,
-        equipmentNumber: r.line.equipmentNumber ?? null,
-        quantity: decToJson(r.line.quantity ?? new Dec(0)),
-        unitPrice: decToJson(r.line.unitPrice ?? new Dec(0)),
-        extendedTotal: decToJson(r.line.extendedTotal),
-        salesTax: decToJson(r.line.salesTax),
-      })),
-    };
+    const document = await insertApInvoice(ctx, input, lines, { recordNumber: numbers.invoiceRecord, ledgerRecordNumber: ledgerRecord, dueDate, enteredDate, period, year });
     const result: ApInvoiceWriteResult = { document, jobCosts: [], inventory: [], period, year };
     if (!posts || input.status === STATUS_REVIEW) return { result };
 
-    // The journal: lines debited, AP control (and retainage payable) credited.
-    const journalLines: JournalLine[] = [];
-    let n = 0;
-    for (const r of lines) {
-      if (r.amount.isZero()) continue;
-      journalLines.push({
-        lineNumber: (n += 1),
-        ledgerAccount: r.ledgerAccount,
-        description: (r.line.description || input.description).slice(0, 50),
-        debit: r.amount,
-        credit: new Dec(0),
-        jobNumber: r.jobNumber,
-        equipmentNumber: r.line.equipmentNumber ?? null,
-      });
-    }
-    const splitRetainage = input.retainage.greaterThan(0) && setup.retainagePayableAccount !== null;
-    const apCredit = splitRetainage ? input.invoiceTotal.minus(input.retainage) : input.invoiceTotal;
-    if (apCredit.greaterThan(0)) {
-      journalLines.push({ lineNumber: (n += 1), ledgerAccount: setup.apControlAccount!, description: 'Accounts payable', debit: new Dec(0), credit: apCredit });
-    }
-    if (splitRetainage) {
-      journalLines.push({ lineNumber: (n += 1), ledgerAccount: setup.retainagePayableAccount!, description: 'Retainage payable', debit: new Dec(0), credit: input.retainage });
-    }
     result.ledgerTransaction = await writeJournal(ctx, {
       recordNumber: numbers.ledgerRecord!,
       transactionNumber: input.invoiceNumber,
@@ -628,31 +680,9 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       sourceNumber: AP_SOURCE,
       period,
       year,
-      lines: journalLines,
+      lines: apJournalLines(input, lines, setup),
     });
-
-    // A job cost per job line: the same amount the ledger posts to its direct expense / WIP account.
-    const jobLines = lines.filter((r) => r.jobNumber !== null);
-    const costs: JobCostToWrite[] = jobLines.map((r, i) => ({
-      recordNumber: numbers.jobCostRecords[i]!,
-      jobNumber: r.jobNumber!,
-      phaseNumber: r.phaseNumber,
-      costCode: r.costCode!,
-      costType: r.costType!,
-      transactionDate: input.invoiceDate,
-      description: (r.line.description || input.description).slice(0, 50),
-      sourceNumber: AP_SOURCE,
-      documentNumber: input.invoiceNumber,
-      sourceRecordNumber: numbers.invoiceRecord,
-      sourceLineNumber: r.line.lineNumber,
-      vendorNumber: input.vendorNumber,
-      equipmentNumber: r.line.equipmentNumber ?? null,
-      costAmount: r.amount,
-      enteredDate,
-      period,
-      year,
-    }));
-    result.jobCosts = await writeJobCosts(ctx, costs);
+    result.jobCosts = await writeJobCosts(ctx, apJobCosts(input, lines, { sourceNumber: AP_SOURCE, invoiceRecord: numbers.invoiceRecord, jobCostRecords: numbers.jobCostRecords, enteredDate, period, year }));
     return { result };
   },
 };

@@ -1,0 +1,433 @@
+/**
+ * POST /purchase-order-receipts (source 13) on the seeded demo company: the required
+ * Idempotency-Key, received to date, the Review invoice that posts, its journal, job costs, stock
+ * into the order's location, automatic close, and the refusals; over HTTP and in the database,
+ * with the books' invariants (the SQL of test/seed-invariants.test.ts) checked after every write.
+ */
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { startTestApp, type TestApp } from './support/app';
+import { assertProblem } from './support/http';
+import { countRows } from './support/posting-fixture';
+import { Dec } from '../src/storage/decimal';
+import { dialectFor, type Dialect } from '../src/storage/dialect';
+
+let t: TestApp;
+let dialect: Dialect;
+const PATH = '/api/v3/purchase-order-receipts';
+/** An Open stock order of the seed: location 1 (Main warehouse, account 1210), parts on every line, nothing received. */
+const STOCK_PO = 'PO26-000065';
+/** A Closed job order of the seed (job 2607, lines on direct expense 5010): the model of the job orders made here. */
+const JOB_PO_MODEL = 'PO26-000060';
+const AP_CONTROL = 2010;
+
+before(async () => {
+  t = await startTestApp();
+  dialect = dialectFor(t.engine);
+});
+after(async () => {
+  await t?.close();
+});
+
+function receive(body: unknown, key: string | null = `po-${randomUUID()}`, query = '') {
+  const req = t.http.post(PATH + query).set('x-api-key', t.apiKey).set('Content-Type', 'application/json');
+  if (key !== null) req.set('Idempotency-Key', key);
+  return req.send(body as object);
+}
+
+const dec = (raw: unknown, scale: number) => dialect.decodeDecimal(raw, scale) ?? new Dec(0);
+const key = (...parts: unknown[]) => parts.map((p) => (p === null || p === undefined ? '' : String(p))).join('|');
+
+async function rows<T = Record<string, any>>(sql: string, bindings: readonly unknown[] = []): Promise<T[]> {
+  const result = await t.knex.raw(sql, bindings as Knex.RawBinding[]);
+  return (Array.isArray(result) ? result : result.rows) as T[];
+}
+
+function assertSameAmounts(actual: Map<string, Dec>, expected: Map<string, Dec>, what: string): void {
+  const diffs: string[] = [];
+  for (const k of new Set([...actual.keys(), ...expected.keys()])) {
+    const a = actual.get(k) ?? new Dec(0);
+    const e = expected.get(k) ?? new Dec(0);
+    if (!a.equals(e)) diffs.push(`${k}: ${a.toFixed()} != ${e.toFixed()}`);
+  }
+  assert.equal(diffs.length, 0, `${what}: ${diffs.length} differences, e.g. ${diffs.slice(0, 5).join('; ')}`);
+}
+
+/** The books' invariants over the whole database (as test/seed-invariants.test.ts checks the seed). */
+async function assertInvariants(): Promise<void> {
+  // Journals balance and their headers equal their lines.
+  const unbalanced = await rows(
+    `select t.recnum from lgrtrn t join lgtnln l on l._idref = t._idnum group by t.recnum, t.dbttot, t.crdtot
+      having sum(l.dbtamt) <> sum(l.crdamt) or sum(l.dbtamt) <> t.dbttot or sum(l.crdamt) <> t.crdtot`,
+  );
+  assert.deepEqual(unbalanced, [], 'every journal balances');
+  // lgrbal = the journal lines per account, year and period.
+  const lines = await rows<{ lgract: number; postyr: number; actprd: number; d: unknown; c: unknown }>(
+    'select l.lgract, t.postyr, t.actprd, sum(l.dbtamt) as d, sum(l.crdamt) as c from lgtnln l join lgrtrn t on t._idnum = l._idref group by l.lgract, t.postyr, t.actprd',
+  );
+  const balances = await rows<{ lgract: number; postyr: number; actprd: number; dbttot: unknown; crdtot: unknown }>('select lgract, postyr, actprd, dbttot, crdtot from lgrbal');
+  const fromLines = new Map<string, Dec>();
+  const fromBalances = new Map<string, Dec>();
+  for (const l of lines) {
+    fromLines.set(key(l.lgract, l.postyr, l.actprd, 'D'), dec(l.d, 2));
+    fromLines.set(key(l.lgract, l.postyr, l.actprd, 'C'), dec(l.c, 2));
+  }
+  for (const b of balances) {
+    fromBalances.set(key(b.lgract, b.postyr, b.actprd, 'D'), dec(b.dbttot, 2));
+    fromBalances.set(key(b.lgract, b.postyr, b.actprd, 'C'), dec(b.crdtot, 2));
+  }
+  assertSameAmounts(fromBalances, fromLines, 'lgrbal vs lgtnln');
+  // Received to date = the receipts (the invoice lines of the order), received total = their value, Closed = complete.
+  const poLines = await rows<{ ordnum: string; linnum: number; rcvdte: unknown; linqty: unknown; cancel: unknown }>(
+    'select o.ordnum, l.linnum, l.rcvdte, l.linqty, l.cancel from pcorln l join pchord o on o._idnum = l._idref',
+  );
+  const receipts = await rows<{ ordnum: string; linnum: number; q: unknown }>(
+    'select i.ordnum, l.linnum, sum(l.linqty) as q from apivln l join acpinv i on i._idnum = l._idref where i.ordnum is not null group by i.ordnum, l.linnum',
+  );
+  assertSameAmounts(new Map(poLines.map((l) => [key(l.ordnum, l.linnum), dec(l.rcvdte, 4)])), new Map(receipts.map((r) => [key(r.ordnum, r.linnum), dec(r.q, 4)])), 'pcorln.rcvdte vs receipts');
+  for (const l of poLines) assert.ok(dec(l.rcvdte, 4).plus(dec(l.cancel, 4)).lte(dec(l.linqty, 4)), `${l.ordnum}/${l.linnum}: not received beyond the order`);
+  const totals = await rows<{ ordnum: string; rcvttl: unknown; got: unknown }>(
+    'select o.ordnum, o.rcvttl, (select coalesce(sum(l.extttl), 0) from apivln l join acpinv i on i._idnum = l._idref where i.ordnum = o.ordnum) as got from pchord o',
+  );
+  for (const x of totals) assert.ok(dec(x.rcvttl, 2).equals(dec(x.got, 2)), `${x.ordnum}: received total`);
+  const [closed] = await rows<{ n: number }>('select count(*) as n from pchord o where o.status = 4 and exists (select 1 from pcorln l where l._idref = o._idnum and l.rcvdte + l.cancel < l.linqty)');
+  assert.equal(Number(closed!.n), 0, 'closed orders are fully received or cancelled');
+  const [wrongSource] = await rows<{ n: number }>('select count(*) as n from acpinv i join lgrtrn t on t.recnum = i.lgrrec where i.ordnum is not null and t.srcnum <> 13');
+  assert.equal(Number(wrongSource!.n), 0, 'receipts post under source 13');
+  const [setup] = await rows<{ apcact: number }>('select apcact from lgrstp');
+  const apMismatch = await rows(
+    `select i.recnum from acpinv i where i.lgrrec is not null
+        and i.invttl <> (select sum(l.crdamt) from lgtnln l join lgrtrn t on t._idnum = l._idref where t.recnum = i.lgrrec and l.lgract = ?)`,
+    [setup!.apcact],
+  );
+  assert.deepEqual(apMismatch.slice(0, 5), [], 'AP invoice total = credit to AP control');
+  // Job costs = the job-coded direct-expense lines, per journal and job.
+  const via: Record<number, string> = { 11: 'acpinv', 13: 'acpinv', 16: 'payrec', 23: 'invalc', 33: 'eqprev' };
+  const costs = await rows<{ srcnum: number; srcrec: number; jobnum: number; amt: unknown }>('select srcnum, srcrec, jobnum, sum(cstamt) as amt from jobcst where status = 1 group by srcnum, srcrec, jobnum');
+  const journalOf = new Map<string, number>();
+  for (const [src, table] of Object.entries(via)) {
+    for (const h of await rows<{ recnum: number; lgrrec: number }>(`select recnum, lgrrec from "${table}" where lgrrec is not null`)) journalOf.set(key(src, h.recnum), Number(h.lgrrec));
+  }
+  const fromCosts = new Map<string, Dec>();
+  for (const c of costs) {
+    const journal = Number(c.srcnum) === 31 ? Number(c.srcrec) : journalOf.get(key(c.srcnum, c.srcrec));
+    assert.notEqual(journal, undefined, `job cost ${key(c.srcnum, c.srcrec)} leads to a journal`);
+    const k = key(journal, c.jobnum);
+    fromCosts.set(k, (fromCosts.get(k) ?? new Dec(0)).plus(dec(c.amt, 2)));
+  }
+  const jobLines = await rows<{ recnum: number; jobnum: number; d: unknown; c: unknown }>(
+    `select t.recnum, l.jobnum, sum(l.dbtamt) as d, sum(l.crdamt) as c from lgtnln l join lgrtrn t on t._idnum = l._idref join lgract a on a.recnum = l.lgract
+      where a.acttyp = 9 and l.jobnum is not null group by t.recnum, l.jobnum`,
+  );
+  assertSameAmounts(fromCosts, new Map(jobLines.map((l) => [key(l.recnum, l.jobnum), dec(l.d, 2).minus(dec(l.c, 2))])), 'job costs vs job-coded direct-expense lines');
+  // Stock = its movements; the inventory accounts = the movement values.
+  const qty = await rows<{ prtnum: number; locnum: number; qtyohn: unknown }>('select prtnum, locnum, qtyohn from invqty');
+  const moves = await rows<{ prtnum: number; locnum: number; q: unknown }>('select prtnum, locnum, sum(hstqty) as q from invhst group by prtnum, locnum');
+  assertSameAmounts(new Map(qty.map((r) => [key(r.prtnum, r.locnum), dec(r.qtyohn, 4)])), new Map(moves.map((r) => [key(r.prtnum, r.locnum), dec(r.q, 4)])), 'invqty.qtyohn vs invhst');
+  const [lastBad] = await rows<{ n: number }>(
+    `select count(*) as n from invqty q join invhst h on h.prtnum = q.prtnum and h.locnum = q.locnum
+      where h.recnum = (select max(h2.recnum) from invhst h2 where h2.prtnum = q.prtnum and h2.locnum = q.locnum) and h.balqty <> q.qtyohn`,
+  );
+  assert.equal(Number(lastBad!.n), 0, 'invhst.balqty of the last movement = on hand');
+  const values = await rows<{ lgract: number; v: unknown }>('select l.lgract, sum(h.extcst) as v from invhst h join invloc l on l.recnum = h.locnum group by l.lgract');
+  const ledger = await rows<{ lgract: number; d: unknown; c: unknown }>(
+    'select l.lgract, sum(l.dbtamt) as d, sum(l.crdamt) as c from lgtnln l where l.lgract in (select lgract from invloc) group by l.lgract',
+  );
+  assertSameAmounts(new Map(values.map((v) => [key(v.lgract), dec(v.v, 2)])), new Map(ledger.map((l) => [key(l.lgract), dec(l.d, 2).minus(dec(l.c, 2))])), 'inventory accounts vs movement values');
+}
+
+async function poLine(orderNumber: string, lineNumber: number): Promise<{ received: string; status: number; receivedTotal: string }> {
+  const order = await t.knex('pchord').where({ ordnum: orderNumber }).first();
+  const line = await t.knex('pcorln').where({ _idref: order._idnum, linnum: lineNumber }).first();
+  return { received: dec(line.rcvdte, 4).toFixed(), status: Number(order.status), receivedTotal: dec(order.rcvttl, 2).toFixed(2) };
+}
+
+/** A new Open job order modelled on the seed's JOB_PO_MODEL: its vendor, job and lines, 10 ordered at 12.50 each, nothing received. */
+async function openJobOrder(orderNumber: string, options: { orderType?: number; cancelLine2?: number } = {}): Promise<void> {
+  const model = await t.knex('pchord').where({ ordnum: JOB_PO_MODEL }).first();
+  const lines = await t.knex('pcorln').where({ _idref: model._idnum }).orderBy('linnum');
+  const max = await t.knex('pchord').max<{ m: number }>({ m: 'recnum' }).first();
+  const id = randomUUID();
+  const money = (v: string) => dialect.encodeDecimal(new Dec(v), 2);
+  const q4 = (v: string | number) => dialect.encodeDecimal(new Dec(v), 4);
+  await t.knex('pchord').insert({
+    _idnum: id,
+    recnum: Number(max!.m) + 1,
+    ordnum: orderNumber,
+    orddte: '2026-11-02',
+    vndnum: model.vndnum,
+    jobnum: model.jobnum,
+    dscrpt: 'Test job order',
+    ordtyp: options.orderType ?? 1,
+    ordttl: money(String(125 * lines.length)),
+    rcvttl: money('0'),
+    taxamt: money('0'),
+    status: 1,
+  });
+  await t.knex('pcorln').insert(
+    lines.map((l: any) => ({
+      _idnum: randomUUID(),
+      _idref: id,
+      linnum: l.linnum,
+      prtnum: l.prtnum,
+      dscrpt: l.dscrpt,
+      lgract: l.lgract,
+      cstcde: l.cstcde,
+      csttyp: l.csttyp,
+      untdsc: l.untdsc,
+      linqty: q4(10),
+      linprc: dialect.encodeDecimal(new Dec('12.5'), 4),
+      extttl: money('125'),
+      rcvdte: q4(0),
+      cancel: q4(Number(l.linnum) === 2 ? (options.cancelLine2 ?? 0) : 0),
+    })),
+  );
+}
+
+test('the Idempotency-Key is required: missing is 400 IDEMPOTENCY_KEY_INVALID and writes nothing; a dry run needs none and writes nothing', async () => {
+  const before = await poLine(STOCK_PO, 1);
+  const invoices = await countRows(t.knex, 'acpinv');
+  const body = { orderNumber: STOCK_PO, receiptDate: '2026-11-20', lines: [{ lineNumber: 1, updateQuantity: 5 }] };
+  const res = await receive(body, null);
+  const problem = assertProblem(res, 'IDEMPOTENCY_KEY_INVALID', PATH);
+  assert.deepEqual(problem.errors.map((e: any) => e.field), ['Idempotency-Key']);
+  assert.deepEqual(await poLine(STOCK_PO, 1), before);
+
+  const dry = await receive(body, null, '?dryRun=true');
+  assert.equal(dry.status, 200, dry.text);
+  assert.equal(dry.body.dryRun, true);
+  assert.equal(dry.body.document.lines[0].receivedToDate, Number(before.received) + 5, 'the dry run shows what would be');
+  assert.equal(dry.body.inventory.length, 1);
+  assert.deepEqual(await poLine(STOCK_PO, 1), before, 'nothing received');
+  assert.equal(await countRows(t.knex, 'acpinv'), invoices, 'no invoice');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { recnum: dry.body.ledgerTransaction.recordNumber }), 0, 'no journal');
+  await assertInvariants();
+});
+
+test('a job order receipt: adds to received to date, a Review invoice that posts on source 13, job costs, order Received', async () => {
+  await openJobOrder('TPO-JOB-1');
+  const ap = await rows<{ c: unknown }>('select sum(crdtot) as c from lgrbal where lgract = ?', [AP_CONTROL]);
+  const res = await receive({ orderNumber: 'TPO-JOB-1', receiptDate: '2026-11-16', vendorInvoiceNumber: 'V-1001', lines: [{ lineNumber: 1, updateQuantity: 4 }, { lineNumber: 2, updateQuantity: 2.5, unitCost: 13.1 }] });
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.headers['idempotency-status'], 'applied');
+  const { document, ledgerTransaction, jobCosts, inventory } = res.body;
+  assert.equal(res.body.dryRun, false);
+  assert.equal(res.body.period, 11);
+  assert.equal(res.body.year, 2026);
+  assert.deepEqual(inventory, [], 'a job order moves no stock');
+  // 4 x 12.50 = 50.00; 2.5 x 13.10 = 32.75
+  assert.deepEqual(document.lines.map((l: any) => [l.lineNumber, l.updateQuantity, l.unitCost, l.extendedTotal, l.receivedToDate, l.intoStock]), [
+    [1, 4, 12.5, 50, 4, false],
+    [2, 2.5, 13.1, 32.75, 2.5, false],
+  ]);
+  assert.equal(document.receivedTotal, 82.75);
+  assert.equal(document.closedOrder, false);
+  assert.equal(document.purchaseOrder.status, 3, 'Open becomes Received');
+  assert.equal(document.purchaseOrder.receivedTotal, 82.75);
+  const inv = document.payableInvoice;
+  assert.equal(inv.status, 2, 'the invoice is in Review');
+  assert.equal(inv.invoiceNumber, 'V-1001');
+  assert.equal(inv.orderNumber, 'TPO-JOB-1');
+  assert.equal(inv.invoiceTotal, 82.75);
+  assert.equal(inv.ledgerRecordNumber, ledgerTransaction.recordNumber, 'yet it is posted');
+  assert.equal(ledgerTransaction.sourceNumber, 13);
+  assert.deepEqual(ledgerTransaction.lines.map((l: any) => [l.ledgerAccount, l.debitAmount, l.creditAmount, l.jobNumber]), [
+    [5010, 50, 0, 2607],
+    [5010, 32.75, 0, 2607],
+    [AP_CONTROL, 0, 82.75, null],
+  ]);
+  assert.deepEqual(jobCosts.map((c: any) => [c.jobNumber, c.costCode, c.costType, c.costAmount, c.sourceNumber, c.sourceRecordNumber, c.sourceLineNumber, c.documentNumber]), [
+    [2607, 5.2, 1, 50, 13, inv.recordNumber, 1, 'V-1001'],
+    [2607, 2.5, 1, 32.75, 13, inv.recordNumber, 2, 'V-1001'],
+  ]);
+  // In the database.
+  assert.deepEqual(await poLine('TPO-JOB-1', 1), { received: '4', status: 3, receivedTotal: '82.75' });
+  assert.equal((await poLine('TPO-JOB-1', 2)).received, '2.5');
+  const header = await t.knex('acpinv').where({ recnum: inv.recordNumber }).first();
+  assert.equal(Number(header.status), 2);
+  assert.equal(header.ordnum, 'TPO-JOB-1');
+  assert.equal(Number(header.lgrrec), ledgerTransaction.recordNumber);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { recnum: ledgerTransaction.recordNumber, srcnum: 13 }), 1);
+  assert.equal(await countRows(t.knex, 'jobcst', { srcnum: 13, srcrec: inv.recordNumber }), 2);
+  const apAfter = await rows<{ c: unknown }>('select sum(crdtot) as c from lgrbal where lgract = ?', [AP_CONTROL]);
+  assert.equal(dec(apAfter[0]!.c, 2).minus(dec(ap[0]!.c, 2)).toFixed(2), '82.75');
+  await assertInvariants();
+});
+
+test('an identical second receipt under another key is received again; the same key replays without receiving twice', async () => {
+  await openJobOrder('TPO-JOB-2');
+  const body = { orderNumber: 'TPO-JOB-2', receiptDate: '2026-11-16', vendorInvoiceNumber: 'V-2002', lines: [{ lineNumber: 1, updateQuantity: 3 }] };
+  const k1 = `po-${randomUUID()}`;
+  const first = await receive(body, k1);
+  assert.equal(first.status, 200, first.text);
+  const second = await receive(body, `po-${randomUUID()}`);
+  assert.equal(second.status, 200, second.text);
+  assert.equal(second.headers['idempotency-status'], 'applied');
+  assert.equal(second.body.document.lines[0].receivedToDate, 6, 'nothing refuses an identical second receipt');
+  assert.notEqual(second.body.document.payableInvoice.recordNumber, first.body.document.payableInvoice.recordNumber);
+  assert.equal((await poLine('TPO-JOB-2', 1)).received, '6');
+
+  const invoices = await countRows(t.knex, 'acpinv', { ordnum: 'TPO-JOB-2' });
+  const replay = await receive(body, k1);
+  assert.equal(replay.status, 200);
+  assert.equal(replay.headers['idempotency-status'], 'replayed');
+  assert.deepEqual(replay.body, first.body, 'the recorded response');
+  assert.equal((await poLine('TPO-JOB-2', 1)).received, '6', 'not received a third time');
+  assert.equal(await countRows(t.knex, 'acpinv', { ordnum: 'TPO-JOB-2' }), invoices);
+  assert.equal(invoices, 2);
+  await assertInvariants();
+});
+
+test('a stock order receipt puts the parts into the order location at the receipt cost, debiting its inventory account', async () => {
+  const cell = async (part: number) => {
+    const r = await t.knex('invqty').where({ prtnum: part, locnum: 1 }).first();
+    return { onHand: dec(r.qtyohn, 4), available: dec(r.qtyavl, 4), onOrder: dec(r.qtyord, 4) };
+  };
+  const before1 = await cell(247);
+  const before3 = await cell(66);
+  const res = await receive({ orderNumber: STOCK_PO, receiptDate: '2026-11-20', lines: [{ lineNumber: 1, updateQuantity: 20 }, { lineNumber: 3, updateQuantity: 1, unitCost: 485.25 }] });
+  assert.equal(res.status, 200, res.text);
+  const { document, ledgerTransaction, jobCosts, inventory } = res.body;
+  assert.deepEqual(jobCosts, [], 'stock is not a job cost');
+  assert.ok(document.lines.every((l: any) => l.intoStock));
+  // line 1: 20 x 10.3376 = 206.752 -> 206.75; line 3: 1 x 485.25
+  assert.deepEqual(document.lines.map((l: any) => l.extendedTotal), [206.75, 485.25]);
+  assert.deepEqual(inventory.map((m: any) => [m.partNumber, m.locationNumber, m.movementType, m.quantity, m.extendedCost, m.sourceNumber, m.sourceRecordNumber]), [
+    [247, 1, 1, 20, 206.75, 13, document.payableInvoice.recordNumber],
+    [66, 1, 1, 1, 485.25, 13, document.payableInvoice.recordNumber],
+  ]);
+  assert.deepEqual(ledgerTransaction.lines.map((l: any) => [l.ledgerAccount, l.debitAmount, l.creditAmount]), [
+    [1210, 206.75, 0],
+    [1210, 485.25, 0],
+    [AP_CONTROL, 0, 692],
+  ]);
+  assert.equal(document.invoiceNumber, `RCV${document.payableInvoice.recordNumber}`, 'the default invoice number');
+  const after1 = await cell(247);
+  const after3 = await cell(66);
+  assert.equal(after1.onHand.minus(before1.onHand).toFixed(), '20');
+  assert.equal(after1.available.minus(before1.available).toFixed(), '20');
+  assert.equal(before1.onOrder.minus(after1.onOrder).toFixed(), '20', 'no longer on order');
+  assert.equal(after3.onHand.minus(before3.onHand).toFixed(), '1');
+  assert.equal((await poLine(STOCK_PO, 1)).received, '20');
+  assert.equal((await poLine(STOCK_PO, 1)).status, 3);
+  await assertInvariants();
+});
+
+test('automatic close: the order type closes it once received + cancelled = ordered on every line; a Closed order is 422 DOCUMENT_NOT_POSTABLE', async () => {
+  await openJobOrder('TPO-JOB-3', { cancelLine2: 4 });
+  const lineCount = await t.knex('pcorln').join('pchord', 'pchord._idnum', 'pcorln._idref').where('pchord.ordnum', 'TPO-JOB-3').count<{ n: number }[]>({ n: '*' });
+  const n = Number(lineCount[0]!.n);
+  const rest = Array.from({ length: n }, (_, i) => ({ lineNumber: i + 1, updateQuantity: i + 1 === 2 ? 6 : 10 }));
+  const partial = await receive({ orderNumber: 'TPO-JOB-3', receiptDate: '2026-11-16', lines: rest.slice(0, 1) });
+  assert.equal(partial.status, 200, partial.text);
+  assert.equal(partial.body.document.closedOrder, false);
+  const done = await receive({ orderNumber: 'TPO-JOB-3', receiptDate: '2026-11-16', lines: rest.slice(1) });
+  assert.equal(done.status, 200, done.text);
+  assert.equal(done.body.document.closedOrder, true);
+  assert.equal(done.body.document.purchaseOrder.status, 4);
+  assert.equal((await poLine('TPO-JOB-3', 1)).status, 4);
+  await assertInvariants();
+
+  const invoices = await countRows(t.knex, 'acpinv');
+  const res = await receive({ orderNumber: 'TPO-JOB-3', receiptDate: '2026-11-16', lines: [{ lineNumber: 1, updateQuantity: 1 }] });
+  const problem = assertProblem(res, 'DOCUMENT_NOT_POSTABLE', PATH);
+  assert.deepEqual(problem.errors.map((e: any) => e.field), ['orderNumber']);
+  assert.match(problem.detail, /Closed/);
+  assert.equal(await countRows(t.knex, 'acpinv'), invoices);
+
+  // A type without automatic close: complete, but stays Received.
+  await openJobOrder('TPO-JOB-4', { orderType: 3 });
+  const all = await receive({ orderNumber: 'TPO-JOB-4', receiptDate: '2026-11-16', lines: Array.from({ length: n }, (_, i) => ({ lineNumber: i + 1, updateQuantity: 10 })) });
+  assert.equal(all.status, 200, all.text);
+  assert.equal(all.body.document.closedOrder, false);
+  assert.equal(all.body.document.purchaseOrder.status, 3);
+  await assertInvariants();
+});
+
+test('over-receipt is 422 BUSINESS_RULE_VIOLATED naming the line and its quantities; nothing is written', async () => {
+  await openJobOrder('TPO-JOB-5', { cancelLine2: 3 });
+  const before = await poLine('TPO-JOB-5', 2);
+  const invoices = await countRows(t.knex, 'acpinv');
+  const res = await receive({ orderNumber: 'TPO-JOB-5', receiptDate: '2026-11-16', lines: [{ lineNumber: 1, updateQuantity: 10 }, { lineNumber: 2, updateQuantity: 7.5 }] });
+  const problem = assertProblem(res, 'BUSINESS_RULE_VIOLATED', PATH);
+  assert.deepEqual(problem.errors.map((e: any) => e.field), ['lines[1].updateQuantity']);
+  assert.match(problem.detail, /line 2: ordered 10, received 0, cancelled 3, so at most 7 more, not 7.5/);
+  assert.deepEqual(await poLine('TPO-JOB-5', 2), before);
+  assert.equal((await poLine('TPO-JOB-5', 1)).received, '0', 'the valid line is not received either');
+  assert.equal(await countRows(t.knex, 'acpinv'), invoices);
+});
+
+test('unknown order or lines are 404 REFERENCE_NOT_FOUND naming each', async () => {
+  let res = await receive({ orderNumber: 'NO-SUCH-PO', receiptDate: '2026-11-16', lines: [{ lineNumber: 1, updateQuantity: 1 }] });
+  let problem = assertProblem(res, 'REFERENCE_NOT_FOUND', PATH);
+  assert.deepEqual(problem.errors.map((e: any) => e.field), ['orderNumber']);
+  const before = await poLine(STOCK_PO, 2);
+  res = await receive({ orderNumber: STOCK_PO, receiptDate: '2026-11-20', lines: [{ lineNumber: 2, updateQuantity: 1 }, { lineNumber: 77, updateQuantity: 1 }, { lineNumber: 99, updateQuantity: 1 }] });
+  problem = assertProblem(res, 'REFERENCE_NOT_FOUND', PATH);
+  assert.deepEqual(problem.errors.map((e: any) => e.field), ['lines[1].lineNumber', 'lines[2].lineNumber']);
+  assert.deepEqual(await poLine(STOCK_PO, 2), before);
+});
+
+test('a receipt dated after the open period is 422 PERIOD_CLOSED naming receiptDate', async () => {
+  await openJobOrder('TPO-JOB-6');
+  const res = await receive({ orderNumber: 'TPO-JOB-6', receiptDate: '2026-12-03', lines: [{ lineNumber: 1, updateQuantity: 1 }] });
+  const problem = assertProblem(res, 'PERIOD_CLOSED', PATH);
+  assert.deepEqual(problem.errors.map((e: any) => e.field), ['receiptDate']);
+  assert.equal((await poLine('TPO-JOB-6', 1)).received, '0');
+});
+
+test('bad input is 400 naming the field, before anything is written (the key is not consumed)', async () => {
+  const base = { orderNumber: STOCK_PO, receiptDate: '2026-11-20', lines: [{ lineNumber: 2, updateQuantity: 1 }] };
+  const cases: Array<[unknown, string]> = [
+    [{ ...base, receiptDate: undefined }, 'receiptDate'],
+    [{ ...base, orderNumber: undefined }, 'orderNumber'],
+    [{ ...base, lines: [] }, 'lines'],
+    [{ ...base, lines: [{ lineNumber: 2, updateQuantity: 0 }] }, 'lines[0].updateQuantity'],
+    [{ ...base, lines: [{ lineNumber: 2, updateQuantity: -1 }] }, 'lines[0].updateQuantity'],
+    [{ ...base, lines: [{ lineNumber: 2, updateQuantity: 1.00001 }] }, 'lines[0].updateQuantity'],
+    [{ ...base, lines: [{ lineNumber: 2, updateQuantity: 1, unitCost: 1.23456 }] }, 'lines[0].unitCost'],
+    [{ ...base, lines: [{ lineNumber: 2, updateQuantity: 1 }, { lineNumber: 2, updateQuantity: 1 }] }, 'lines[1].lineNumber'],
+    [{ ...base, lines: [{ lineNumber: 2, quantity: 1 }] }, 'lines[0]'],
+    [{ ...base, receivedBy: 'x' }, 'receivedBy'],
+  ];
+  const before = await poLine(STOCK_PO, 2);
+  const k = `po-${randomUUID()}`;
+  for (const [body, field] of cases) {
+    const res = await receive(body, k);
+    assert.equal(res.status, 400, `${field}: ${res.text}`);
+    const fields: string[] = (res.body.errors ?? []).map((e: any) => e.field);
+    assert.ok(fields.some((f) => f === field || f.startsWith(field)), `${field} named in ${JSON.stringify(res.body.errors)}`);
+  }
+  assert.deepEqual(await poLine(STOCK_PO, 2), before);
+  const ok = await receive(base, k);
+  assert.equal(ok.status, 200, `the key was not consumed: ${ok.text}`);
+  assert.equal(ok.headers['idempotency-status'], 'applied');
+  await assertInvariants();
+});
+
+test('concurrent receipts of one order are serialised: the over-receipt check sees the other receipt', async () => {
+  await openJobOrder('TPO-JOB-7');
+  const body = { orderNumber: 'TPO-JOB-7', receiptDate: '2026-11-16', lines: [{ lineNumber: 1, updateQuantity: 6 }] };
+  const answers = await Promise.all([receive(body), receive(body), receive(body)]);
+  const statuses = answers.map((r) => r.status).sort();
+  assert.deepEqual(statuses, [200, 422, 422], answers.map((r) => r.text).join('\n'));
+  for (const r of answers.filter((a) => a.status === 422)) assertProblem(r, 'BUSINESS_RULE_VIOLATED');
+  assert.equal((await poLine('TPO-JOB-7', 1)).received, '6');
+  assert.equal(await countRows(t.knex, 'acpinv', { ordnum: 'TPO-JOB-7' }), 1);
+  await assertInvariants();
+});
+
+test('a receipt at zero cost is received, enters its invoice, and posts nothing (no ledgerTransaction key, no job cost)', async () => {
+  await openJobOrder('TPO-JOB-8');
+  const journals = await countRows(t.knex, 'lgrtrn');
+  const res = await receive({ orderNumber: 'TPO-JOB-8', receiptDate: '2026-11-16', lines: [{ lineNumber: 1, updateQuantity: 2, unitCost: 0 }] });
+  assert.equal(res.status, 200, res.text);
+  assert.equal('ledgerTransaction' in res.body, false);
+  assert.deepEqual(res.body.jobCosts, []);
+  assert.equal(res.body.document.payableInvoice.ledgerRecordNumber, null);
+  assert.equal((await poLine('TPO-JOB-8', 1)).received, '2');
+  assert.equal(await countRows(t.knex, 'lgrtrn'), journals);
+  await assertInvariants();
+});
