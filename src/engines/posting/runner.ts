@@ -4,6 +4,7 @@ import { Boundary, DeadlineExceeded, upstreamTimeout, type Settled } from '../..
 import type { Dialect } from '../../storage/dialect';
 import type { NumberAllocator } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
+import { namedLocksFor } from '../../storage/named-locks';
 import { requestFingerprint } from '../idempotency/fingerprint';
 import type { IdempotencyStore, StoredResponse } from '../idempotency/store';
 import type { PostingContext, PostingHooks } from './context';
@@ -130,7 +131,11 @@ export class WriteRunner {
   private readonly recent = new Map<string, RecentAnswer>();
   private lastPurge = 0;
 
-  constructor(private readonly deps: WriteRunnerDeps) {}
+  private readonly lockName: (trx: PostingContext['trx'], name: string) => Promise<void>;
+
+  constructor(private readonly deps: WriteRunnerDeps) {
+    this.lockName = namedLocksFor(deps.boundary.engine);
+  }
 
   /** The idempotency store in use (tests replace it with a failing one). */
   get store(): IdempotencyStore {
@@ -332,6 +337,7 @@ export class WriteRunner {
     return {
       trx,
       engine: this.deps.boundary.engine,
+      lockName: (name) => this.lockName(trx, name),
       dialect: this.deps.dialect,
       numbers: this.deps.numbers,
       user: `api:${req.apiKeyName}`.slice(0, 30),

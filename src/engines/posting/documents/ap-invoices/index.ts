@@ -4,7 +4,6 @@ import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
 import type { Dialect } from '../../../../storage/dialect';
 import { toIsoDate } from '../../../../storage/db-time';
-import { lockNameForTransaction } from '../../../../storage/named-locks';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
@@ -472,7 +471,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
     const money = (v: Dec) => dialect.encodeDecimal(v, SCALE.money);
 
     // One vendor invoice number is entered once: serialise, then look.
-    await lockNameForTransaction(trx, ctx.engine, `acpinv:${input.vendorNumber}:${input.invoiceNumber}`);
+    await ctx.lockName(`acpinv:${input.vendorNumber}:${input.invoiceNumber}`);
     const already = await trx('acpinv').where({ vndnum: input.vendorNumber, invnum: input.invoiceNumber }).whereNot({ status: STATUS_VOID }).orderBy('recnum').first();
     if (already) {
       const existing = await existingResult(trx, dialect, already);

@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
 import { toIsoDate } from '../../../../storage/db-time';
-import { lockNameForTransaction } from '../../../../storage/named-locks';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
@@ -192,7 +191,7 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, Numbers, Jou
     const { trx } = ctx;
 
     // A transaction number is posted once: serialise postings of the same number, then look.
-    await lockNameForTransaction(trx, ctx.engine, `lgrtrn.trnnum:${input.transactionNumber}`);
+    await ctx.lockName(`lgrtrn.trnnum:${input.transactionNumber}`);
     const already = await trx('lgrtrn').where({ trnnum: input.transactionNumber }).whereNot({ status: 2 }).orderBy('recnum').first();
     if (already) {
       const existing = await readLedgerTransaction(trx, ctx.dialect, already);
