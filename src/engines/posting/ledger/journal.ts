@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import { addToLedgerBalances } from '../../../storage/balances';
-import { Dec, decToJson } from '../../../storage/decimal';
+import { Dec } from '../../../storage/decimal';
 import { SCALE, type PostingContext } from '../context';
+import { readRecord } from '../read-back';
 
 /**
  * Writes a ledger transaction (lgrtrn + lgtnln) and the ledger balances it moves (lgrbal), for
@@ -144,33 +146,14 @@ export async function writeJournal(ctx: PostingContext, journal: JournalToWrite)
   await insertChunked(trx, 'lgtnln', lineRows);
   await applyToBalances(ctx, journal);
 
-  return {
-    id,
-    recordNumber: journal.recordNumber,
-    transactionNumber: journal.transactionNumber,
-    transactionDate: journal.transactionDate,
-    enteredDate: journal.enteredDate,
-    enteredBy: ctx.user,
-    description: journal.description,
-    sourceNumber: journal.sourceNumber,
-    status: 1,
-    period: journal.period,
-    year: journal.year,
-    debitTotal: decToJson(totals.debit),
-    creditTotal: decToJson(totals.credit),
-    reversalOf: null,
-    lines: journal.lines.map((line, i) => ({
-      id: lineIds[i]!,
-      lineNumber: line.lineNumber,
-      ledgerAccount: line.ledgerAccount,
-      description: line.description,
-      debitAmount: decToJson(line.debit),
-      creditAmount: decToJson(line.credit),
-      jobNumber: line.jobNumber ?? null,
-      equipmentNumber: line.equipmentNumber ?? null,
-      departmentNumber: line.departmentNumber ?? null,
-    })),
-  };
+  return readPostedLedgerTransaction(trx, id);
+}
+
+/** A posted ledger transaction with its lines, read back through the catalog (read-back.ts). */
+export async function readPostedLedgerTransaction(trx: PostingContext['trx'] | Knex, id: string): Promise<PostedLedgerTransaction> {
+  const record = await readRecord(trx, 'ledger-transactions', id, { children: ['lines'] });
+  if (!record) throw new JournalAssertionError(`ledger transaction ${id} not found right after writing it`);
+  return record as unknown as PostedLedgerTransaction;
 }
 
 /** Adds the journal to lgrbal (one upsert, correct under concurrency: see storage/balances.ts). */

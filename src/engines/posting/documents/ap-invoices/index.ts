@@ -7,9 +7,9 @@ import { toIsoDate } from '../../../../storage/db-time';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
-import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import { insertChunked, readPostedLedgerTransaction, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
 import { readJobCostsOf, writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
-import { readLedgerTransaction } from '../ledger-transactions';
+import { readRecord } from '../../read-back';
 import { loadPostingSetup, resolvePostingPeriod, type LedgerSetup } from '../../ledger/period';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -231,52 +231,15 @@ interface ResolvedLine {
   amount: Dec;
 }
 
-export async function readApInvoice(db: Knex | Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<PostedApInvoice> {
-  const lines = await db('apivln').where({ _idref: header._idnum }).orderBy('linnum');
-  const dec = (raw: unknown, scale: number) => decToJson(dialect.decodeDecimal(raw, scale) ?? new Dec(0));
-  const decOrNull = (raw: unknown, scale: number) => {
-    const v = dialect.decodeDecimal(raw, scale);
-    return v === null ? null : decToJson(v);
-  };
-  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
-  return {
-    id: String(header._idnum),
-    recordNumber: Number(header.recnum),
-    vendorNumber: Number(header.vndnum),
-    invoiceNumber: String(header.invnum),
-    invoiceDate: toIsoDate(header.invdte) ?? '',
-    dueDate: toIsoDate(header.duedte),
-    description: String(header.dscrpt ?? ''),
-    jobNumber: int(header.jobnum),
-    phaseNumber: int(header.phsnum),
-    orderNumber: header.ordnum ?? null,
-    invoiceTotal: dec(header.invttl, SCALE.money),
-    amountPaid: dec(header.amtpad, SCALE.money),
-    invoiceBalance: dec(header.invbal, SCALE.money),
-    retainage: dec(header.retain, SCALE.money),
-    salesTax: dec(header.taxamt, SCALE.money),
-    status: Number(header.status),
-    enteredDate: toIsoDate(header.entdte),
-    enteredBy: header.usrnme ?? null,
-    period: Number(header.actprd),
-    year: Number(header.postyr),
-    ledgerRecordNumber: int(header.lgrrec),
-    lines: lines.map((l: any) => ({
-      id: String(l._idnum),
-      lineNumber: Number(l.linnum),
-      ledgerAccount: Number(l.lgract),
-      description: String(l.dscrpt ?? ''),
-      jobNumber: int(l.jobnum),
-      phaseNumber: int(l.phsnum),
-      costCode: decOrNull(l.cstcde, SCALE.costCode),
-      costType: int(l.csttyp),
-      equipmentNumber: int(l.eqpnum),
-      quantity: dec(l.linqty, SCALE.quantity),
-      unitPrice: dec(l.linprc, SCALE.price),
-      extendedTotal: dec(l.extttl, SCALE.money),
-      salesTax: dec(l.taxamt, SCALE.money),
-    })),
-  };
+/** An AP invoice with its lines in the published shape, read back through the catalog (read-back.ts). */
+export async function readApInvoice(db: Knex | Knex.Transaction, _dialect: Dialect, header: Record<string, any>): Promise<PostedApInvoice> {
+  return readPostedApInvoice(db, String(header._idnum));
+}
+
+async function readPostedApInvoice(db: Knex | Knex.Transaction, id: string): Promise<PostedApInvoice> {
+  const record = await readRecord(db, 'ap-invoices', id, { children: ['lines'] });
+  if (!record) throw new Error(`AP invoice ${id} not found in its own transaction`);
+  return record as unknown as PostedApInvoice;
 }
 
 /** Fields of the request that differ from the invoice already entered (empty when identical). */
@@ -324,8 +287,8 @@ async function existingResult(trx: Knex.Transaction, dialect: Dialect, header: R
     year: document.year,
   };
   if (document.ledgerRecordNumber !== null) {
-    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first();
-    if (journal) result.ledgerTransaction = await readLedgerTransaction(trx, dialect, journal);
+    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first('_idnum');
+    if (journal) result.ledgerTransaction = await readPostedLedgerTransaction(trx, String(journal._idnum));
   }
   return result;
 }
@@ -554,44 +517,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       })),
     );
 
-    const document: PostedApInvoice = {
-      id: invoiceId,
-      recordNumber: numbers.invoiceRecord,
-      vendorNumber: input.vendorNumber,
-      invoiceNumber: input.invoiceNumber,
-      invoiceDate: input.invoiceDate,
-      dueDate,
-      description: input.description,
-      jobNumber: input.jobNumber ?? null,
-      phaseNumber: input.phaseNumber ?? null,
-      orderNumber: input.orderNumber ?? null,
-      invoiceTotal: decToJson(input.invoiceTotal),
-      amountPaid: 0,
-      invoiceBalance: decToJson(input.invoiceTotal),
-      retainage: decToJson(input.retainage),
-      salesTax: decToJson(salesTax),
-      status: input.status,
-      enteredDate,
-      enteredBy: ctx.user,
-      period,
-      year,
-      ledgerRecordNumber: ledgerRecord,
-      lines: lines.map((r, i) => ({
-        id: lineIds[i]!,
-        lineNumber: r.line.lineNumber,
-        ledgerAccount: r.ledgerAccount,
-        description: r.line.description,
-        jobNumber: r.jobNumber,
-        phaseNumber: r.phaseNumber,
-        costCode: r.costCode === null ? null : decToJson(r.costCode),
-        costType: r.costType,
-        equipmentNumber: r.line.equipmentNumber ?? null,
-        quantity: decToJson(r.line.quantity ?? new Dec(0)),
-        unitPrice: decToJson(r.line.unitPrice ?? new Dec(0)),
-        extendedTotal: decToJson(r.line.extendedTotal),
-        salesTax: decToJson(r.line.salesTax),
-      })),
-    };
+    const document = await readPostedApInvoice(trx, invoiceId);
     const result: ApInvoiceWriteResult = { document, jobCosts: [], inventory: [], period, year };
     if (!posts || input.status === STATUS_REVIEW) return { result };
 

@@ -1,11 +1,10 @@
 import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
-import { toIsoDate } from '../../../../storage/db-time';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
-import { journalTotals, writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
+import { journalTotals, readPostedLedgerTransaction, writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -113,38 +112,9 @@ export function checkJournalLines(input: JournalInput): void {
   }
 }
 
-/** Reads a posted ledger transaction in the published shape. */
-export async function readLedgerTransaction(trx: Knex | Knex.Transaction, dialect: PostingContext['dialect'], header: Record<string, any>): Promise<PostedLedgerTransaction> {
-  const lines = await trx('lgtnln').where({ _idref: header._idnum }).orderBy('linnum');
-  const money = (raw: unknown) => decToJson(dialect.decodeDecimal(raw, SCALE.money) ?? new Dec(0));
-  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
-  return {
-    id: String(header._idnum),
-    recordNumber: Number(header.recnum),
-    transactionNumber: String(header.trnnum),
-    transactionDate: toIsoDate(header.trndte) ?? '',
-    enteredDate: toIsoDate(header.entdte),
-    enteredBy: header.usrnme ?? null,
-    description: String(header.dscrpt ?? ''),
-    sourceNumber: Number(header.srcnum),
-    status: Number(header.status),
-    period: Number(header.actprd),
-    year: Number(header.postyr),
-    debitTotal: money(header.dbttot),
-    creditTotal: money(header.crdtot),
-    reversalOf: int(header.revrec),
-    lines: lines.map((l: any) => ({
-      id: String(l._idnum),
-      lineNumber: Number(l.linnum),
-      ledgerAccount: Number(l.lgract),
-      description: String(l.dscrpt ?? ''),
-      debitAmount: money(l.dbtamt),
-      creditAmount: money(l.crdamt),
-      jobNumber: int(l.jobnum),
-      equipmentNumber: int(l.eqpnum),
-      departmentNumber: int(l.dptmnt),
-    })),
-  };
+/** Reads a posted ledger transaction in the published shape (through the catalog: read-back.ts). */
+export async function readLedgerTransaction(trx: Knex | Knex.Transaction, _dialect: PostingContext['dialect'], header: Record<string, any>): Promise<PostedLedgerTransaction> {
+  return readPostedLedgerTransaction(trx, String(header._idnum));
 }
 
 /** What differs between a posted journal and the request (empty when identical). */
