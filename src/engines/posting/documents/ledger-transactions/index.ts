@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { components } from '../../../../../generated/api-types';
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
 import type { NumberAllocator } from '../../../../storage/numbers';
@@ -22,6 +23,10 @@ import type { PostOutcome, WriteDefinition } from '../../runner';
  *   404  REFERENCE_NOT_FOUND   source or ledger account missing; 422 when inactive
  *   422  PERIOD_INVALID / PERIOD_CLOSED
  */
+
+/** The request body, typed from the contract (generated/api-types.ts). */
+export type JournalBody = components['schemas']['JournalInput'];
+export type JournalLineBody = components['schemas']['JournalLineInput'];
 
 export interface JournalLineInput {
   index: number;
@@ -57,9 +62,10 @@ interface Numbers {
 }
 
 export function prepareJournal(body: unknown): JournalInput {
-  const b = (body ?? {}) as Record<string, any>;
+  // The contract validator has checked the body against JournalInput before dispatch.
+  const b = (body ?? {}) as JournalBody;
   const errors = new InputErrors();
-  const rawLines: any[] = Array.isArray(b.lines) ? b.lines : [];
+  const rawLines: JournalLineBody[] = Array.isArray(b.lines) ? b.lines : [];
   const lines: JournalLineInput[] = rawLines.map((line, i) => ({
     index: i,
     lineNumber: Number(line.lineNumber),
