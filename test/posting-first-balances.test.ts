@@ -12,7 +12,7 @@ import { startTestApp, type TestApp } from './support/app';
 import { FX, apInvoice, countRows, installPostingFixture, journal } from './support/posting-fixture';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, engineOf } from '../src/storage/dialect';
-import { ledgerBalanceUpserts } from '../src/storage/balances';
+import { addToLedgerBalances, ledgerBalanceUpserts } from '../src/storage/balances';
 
 let t: TestApp;
 const N = 40;
@@ -118,6 +118,35 @@ test(`${N} journals and ${N} AP invoices at once into empty balance cells: no 50
   assert.equal(again.headers['idempotency-status'], 'replayed');
   const after = await balancesAgainstLines();
   assert.deepEqual(after.balances, balances);
+});
+
+test('a cell predicted missing that another posting creates meanwhile is added to, not duplicated (storage, two transactions)', async () => {
+  const { services, knex } = t;
+  const options = { dialect: services.dialect, numbers: services.numbers, user: 'api:test', now: new Date() };
+  const cell = { account: A.directExpense, year: FX.year, period: 3 };
+  await knex('lgrbal').where({ lgract: cell.account, postyr: cell.year, actprd: cell.period }).del();
+  const change = (debit: string, credit: string) => [{ ...cell, debit: new Dec(debit), credit: new Dec(credit) }];
+  if (t.engine === 'sqlite') {
+    // One writer: the second posting sees the first's row and carries its record number.
+    await knex.transaction((trx) => addToLedgerBalances(trx, change('1.10', '0'), options));
+    await knex.transaction((trx) => addToLedgerBalances(trx, change('0', '2.25'), options));
+  } else {
+    // T1 creates the cell and holds its transaction open; T2 predicts the cell missing (T1 has not
+    // committed), waits, and must add to T1's row once T1 commits.
+    const t1 = await knex.transaction();
+    await addToLedgerBalances(t1, change('1.10', '0'), options);
+    const t2 = await knex.transaction();
+    const second = addToLedgerBalances(t2, change('0', '2.25'), options);
+    await new Promise((r) => setTimeout(r, 300));
+    await t1.commit();
+    await second;
+    await t2.commit();
+  }
+  const rows = await knex('lgrbal').where({ lgract: cell.account, postyr: cell.year, actprd: cell.period });
+  assert.equal(rows.length, 1, 'one row for the cell');
+  const dialect = dialectFor(engineOf(knex));
+  assert.equal(dialect.decodeDecimal(rows[0].dbttot, 2)!.toFixed(2), '1.10');
+  assert.equal(dialect.decodeDecimal(rows[0].crdtot, 2)!.toFixed(2), '2.25');
 });
 
 test('SQL Server: the balance upsert is a MERGE WITH (HOLDLOCK) per cell, in account order, under 2,100 parameters', () => {
