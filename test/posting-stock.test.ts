@@ -3,6 +3,7 @@
  * allocation write does not make: receipts at a unit cost (weighted average, last cost, hstavg),
  * a receipt into a location the part was never at, shipping held stock, and the refusals.
  */
+import { namedLocksFor } from '../src/storage/named-locks';
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './support/app';
@@ -32,7 +33,7 @@ async function run(movements: StockMovement[], rollback = false) {
   let out: Awaited<ReturnType<typeof applyStockMovements>> | undefined;
   await t.knex
     .transaction(async (trx) => {
-      const ctx: PostingContext = { trx, engine: t.engine, dialect, numbers: t.services.numbers, user: 'stock-test', today: '2026-11-20', now: toDbTime(t.engine, new Date()), dryRun: false };
+      const ctx: PostingContext = { trx, engine: t.engine, lockName: (name) => namedLocksFor(t.engine)(trx, name), dialect, numbers: t.services.numbers, user: 'stock-test', today: '2026-11-20', now: toDbTime(t.engine, new Date()), dryRun: false };
       out = await applyStockMovements(ctx, movements);
       if (rollback) throw new Error('rollback');
     })

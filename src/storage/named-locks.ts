@@ -19,3 +19,8 @@ export async function lockNameForTransaction(trx: Knex.Transaction, engine: Engi
       return;
   }
 }
+
+/** A transaction's lock taker, for the engine: what the posting context offers as `lockName`. */
+export function namedLocksFor(engine: Engine): (trx: Knex.Transaction, name: string) => Promise<void> {
+  return (trx, name) => lockNameForTransaction(trx, engine, name);
+}

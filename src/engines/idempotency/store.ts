@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Engine } from '../../storage/database';
 import { fromDbTime, toDbTime } from '../../storage/db-time';
+import { insertUnlessExists } from '../../storage/insert-or-ignore';
 
 /**
  * Idempotency records (table `idmkey`, one row per API key + Idempotency-Key).
@@ -98,18 +99,7 @@ export class KnexIdempotencyStore implements IdempotencyStore {
       expires_at: this.now(new Date(now.getTime() + this.options.ttlHours * 3_600_000)),
       locked_until: this.now(new Date(now.getTime() + this.options.leaseMs)),
     };
-    if (this.options.engine === 'mssql') {
-      try {
-        await this.knex(TABLE).insert(row);
-        return true;
-      } catch (err) {
-        const number = (err as any)?.number;
-        if (number === 2627 || number === 2601) return false;
-        throw err;
-      }
-    }
-    const inserted = await this.knex(TABLE).insert(row).onConflict(['api_key_id', 'idem_key']).ignore().returning('id');
-    return Array.isArray(inserted) && inserted.length > 0;
+    return insertUnlessExists(this.knex, TABLE, row, ['api_key_id', 'idem_key'], 'id');
   }
 
   async claim(request: ClaimRequest): Promise<ClaimResult> {

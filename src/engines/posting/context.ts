@@ -18,7 +18,16 @@ export interface PostingHooks {
 /** What a posting engine gets: the open transaction and the pieces it needs to write. */
 export interface PostingContext {
   trx: Knex.Transaction;
+  /**
+   * @deprecated Engines do not branch on the engine (src/storage does): use `lockName` and the
+   * storage functions. Kept so that documents written against the earlier context still build.
+   */
   engine: Engine;
+  /**
+   * Takes an exclusive lock on `name` for the rest of the transaction (serialises postings that
+   * race on a natural key: one transaction number, one vendor invoice number).
+   */
+  lockName(name: string): Promise<void>;
   dialect: Dialect;
   numbers: NumberAllocator;
   /** usrnme / insusr of what is written (30 characters). */

@@ -1,30 +1,29 @@
 import type { Logger } from 'pino';
-import { ApiProblem, problemBody } from '../../errors/problem';
-import { Boundary, DeadlineExceeded, upstreamTimeout, type Settled } from '../../storage/boundary';
+import { ApiProblem } from '../../errors/problem';
+import type { Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
 import type { NumberAllocator } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
-import { requestFingerprint } from '../idempotency/fingerprint';
-import type { IdempotencyStore, StoredResponse } from '../idempotency/store';
+import { namedLocksFor } from '../../storage/named-locks';
+import { IdempotencyProtocol, NothingPosted, type Answer, type Attempt, type Rendered } from '../idempotency/protocol';
+import type { IdempotencyStore } from '../idempotency/store';
 import type { PostingContext, PostingHooks } from './context';
 
 /**
- * The rules every write shares, built once (spec, Writes):
+ * The rules every write shares, built once (spec, Writes). The runner composes a write:
  *
  *   prepare (pure, no database)      400s here are decided before dispatch: the key is not consumed
- *   dry run                          whole cascade in a transaction that is rolled back; the key is ignored
- *   Idempotency-Key                  phase 1 claims the key in its own short transaction; phase 2 runs
- *                                    the posting and stores the response it produced in ONE transaction
- *                                    (a refusal rolls the posting back and is stored on its own)
- *   numbers                          allocated after the claim and outside the posting transaction
- *   deadline                         a posting that misses it answers 504; the key is marked unknown and
- *                                    the late commit replaces "unknown" with the real result
- *   errors                           engine problems (404/409/422) and database refusals (502) are
- *                                    rendered, stored under the key and replayed; unexpected errors
- *                                    release the key and answer 500
+ *   allocate                         reference and record numbers, outside the posting transaction
+ *   post                             the cascade, in one transaction under the deadline
+ *   dry run                          the whole cascade in a transaction that is rolled back
+ *
+ * Everything about the Idempotency-Key (claim, in flight, replay, reused, unknown after a 504,
+ * late settlement, purge) is the idempotency protocol's (src/engines/idempotency/protocol.ts):
+ * the runner hands it the execution and records its answer in the posting transaction through
+ * `attempt.complete`.
  */
 
-export type IdempotencyStatus = 'applied' | 'replayed' | 'unavailable';
+export type { IdempotencyStatus } from '../idempotency/protocol';
 
 export interface WriteDefinition<I, A, R> {
   /** Route of the write, part of the fingerprint: `/ledger-transactions`. */
@@ -62,19 +61,8 @@ export interface WriteRequest {
   body: unknown;
 }
 
-export interface WriteResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: Record<string, unknown>;
-  idempotencyStatus: IdempotencyStatus;
-}
-
-interface Rendered {
-  status: number;
-  headers: Record<string, string>;
-  body: Record<string, unknown>;
-  duplicate: boolean;
-}
+/** The answer of a write, with its Idempotency-Status. */
+export type WriteResponse = Answer;
 
 export interface WriteRunnerDeps {
   boundary: Boundary;
@@ -95,50 +83,38 @@ export interface WriteRunnerDeps {
   recentCapacity?: number;
 }
 
-interface RecentAnswer {
-  fingerprint: string;
-  response: StoredResponse;
-  expiresAt: number;
-}
-
-class DryRunRollback<R> extends Error {
-  constructor(readonly outcome: PostOutcome<R>) {
+/** Carries a dry run's answer out of its transaction, which throwing rolls back. */
+class DryRunRollback extends Error {
+  constructor(readonly rendered: Rendered) {
     super('dry run: rolled back');
   }
 }
 
-class LostOwnership extends Error {
-  constructor() {
-    super('the idempotency key was taken over by another attempt');
-  }
-}
-
-interface RunningKey {
-  fingerprint: string;
-  /** The response answered 504 and the posting is still running. */
-  late: boolean;
-  unknownResponse?: StoredResponse;
-}
-
 export class WriteRunner {
-  /** Keys being executed by this process: a concurrent duplicate is answered without a database trip. */
-  private readonly running = new Map<string, RunningKey>();
-  /**
-   * Recently completed keys of this process. A completed record never changes (until it expires),
-   * so its replay needs no database trip; other processes' records are found in the table.
-   */
-  private readonly recent = new Map<string, RecentAnswer>();
-  private lastPurge = 0;
+  private readonly idempotency: IdempotencyProtocol;
+  private readonly lockName: (trx: PostingContext['trx'], name: string) => Promise<void>;
 
-  constructor(private readonly deps: WriteRunnerDeps) {}
+  constructor(private readonly deps: WriteRunnerDeps) {
+    this.lockName = namedLocksFor(deps.boundary.engine);
+    this.idempotency = new IdempotencyProtocol({
+      boundary: deps.boundary,
+      store: deps.store,
+      logger: deps.logger,
+      inFlightRetryAfterSeconds: deps.inFlightRetryAfterSeconds,
+      isLocked: deps.isLocked,
+      purgeEveryMs: deps.purgeEveryMs,
+      ttlMs: deps.ttlMs,
+      ...(deps.recentCapacity !== undefined ? { recentCapacity: deps.recentCapacity } : {}),
+    });
+  }
 
   /** The idempotency store in use (tests replace it with a failing one). */
   get store(): IdempotencyStore {
-    return this.deps.store;
+    return this.idempotency.store;
   }
 
   set store(store: IdempotencyStore) {
-    this.deps.store = store;
+    this.idempotency.store = store;
   }
 
   get hooks(): PostingHooks {
@@ -153,185 +129,58 @@ export class WriteRunner {
     }
     const input = def.prepare(req.body);
     const deadlineAt = this.deps.boundary.deadlineFromNow();
-    if (req.dryRun || req.idempotencyKey === undefined) {
-      const rendered = await this.execute(def, input, req, deadlineAt);
-      return this.answer(rendered, rendered.duplicate ? 'replayed' : 'applied');
-    }
-    return this.runKeyed(def, input, req, deadlineAt);
-  }
-
-  // ------------------------------------------------------------------ without a key / dry run
-
-  private async execute<I, A, R>(def: WriteDefinition<I, A, R>, input: I, req: WriteRequest, deadlineAt: number): Promise<Rendered> {
-    try {
-      const numbers = await this.deps.boundary.within(() => def.allocate(input, this.deps.numbers), { deadlineAt, what: 'allocating numbers' });
-      const outcome = await this.deps.boundary.transaction<PostOutcome<R>>(
-        async (trx) => {
-          const result = await def.post(this.context(trx, req), input, numbers);
-          await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: req.dryRun, trx });
-          if (req.dryRun) throw new DryRunRollback(result);
-          return result;
-        },
-        { deadlineAt, what: def.what },
-      );
-      return this.renderResult(outcome, false);
-    } catch (err) {
-      if (err instanceof DryRunRollback) return this.renderResult(err.outcome as PostOutcome<R>, true);
-      if (err instanceof DeadlineExceeded) return this.renderProblem(upstreamTimeout(err.what, !req.dryRun), req);
-      const problem = this.deps.boundary.problemFor(err);
-      if (problem) return this.renderProblem(problem, req);
-      throw err;
-    }
-  }
-
-  // ------------------------------------------------------------------ with an Idempotency-Key
-
-  private async runKeyed<I, A, R>(def: WriteDefinition<I, A, R>, input: I, req: WriteRequest, deadlineAt: number): Promise<WriteResponse> {
-    const key = req.idempotencyKey!;
-    const fingerprint = requestFingerprint(req.route, req.body);
-    const memKey = `${req.apiKeyId}\u0000${key}`;
-
-    const known = this.recent.get(memKey);
-    if (known && known.expiresAt > Date.now()) {
-      if (known.fingerprint !== fingerprint) throw this.reused(key);
-      return this.replay(known.response, req);
-    }
-    const mine = this.running.get(memKey);
-    if (mine) {
-      if (mine.fingerprint !== fingerprint) throw this.reused(key);
-      if (mine.late && mine.unknownResponse) return this.replay(mine.unknownResponse, req);
-      throw this.inFlight(key);
-    }
-
-    let claim;
-    try {
-      claim = await this.deps.boundary.within(() => this.deps.store.claim({ scope: req.apiKeyId, key, fingerprint }), {
+    return this.idempotency.withIdempotency(
+      {
+        route: req.route,
+        instance: req.instance,
+        correlationId: req.correlationId,
+        scope: req.apiKeyId,
+        ...(req.idempotencyKey !== undefined ? { key: req.idempotencyKey } : {}),
+        dryRun: req.dryRun,
+        body: req.body,
+        what: def.what,
         deadlineAt,
-        what: 'idempotency claim',
-        onLate: (late) => {
-          // The claim came back after we answered 504: nothing will post under it, give it back.
-          if (late.ok && late.value.kind === 'claimed') this.deps.store.release(late.value.token).catch(() => undefined);
-        },
-      });
-    } catch (err) {
-      if (err instanceof DeadlineExceeded) return this.answer(this.renderProblem(upstreamTimeout(err.what, true), req), 'applied');
-      // The store could not answer: the write goes ahead without deduplication.
-      this.deps.logger.warn({ err, correlationId: req.correlationId }, 'idempotency store unavailable; writing without deduplication');
-      const rendered = await this.execute(def, input, req, deadlineAt);
-      return this.answer(rendered, 'unavailable');
-    }
+      },
+      (attempt) => this.execute(def, input, req, deadlineAt, attempt),
+    );
+  }
 
-    switch (claim.kind) {
-      case 'reused':
-        throw this.reused(key);
-      case 'in_flight':
-        throw this.inFlight(key, claim.retryAfterSeconds);
-      case 'completed':
-        this.remember(memKey, fingerprint, claim.response, claim.expiresAt);
-        return this.replay(claim.response, req);
-      case 'unknown':
-        return this.replay(claim.response ?? this.stored(this.renderProblem(upstreamTimeout(def.what, true), req)), req);
-      case 'claimed':
-        break;
-    }
-
-    this.maybePurge();
-    const token = claim.token;
-    const expiresAt = Date.now() + this.deps.ttlMs;
-    const entry: RunningKey = { fingerprint, late: false };
-    this.running.set(memKey, entry);
-    let late = false;
+  /**
+   * allocate, then post in one transaction (rolled back for a dry run). With an attempt, the
+   * answer is recorded under the key inside that transaction, right before it commits.
+   */
+  private async execute<I, A, R>(def: WriteDefinition<I, A, R>, input: I, req: WriteRequest, deadlineAt: number, attempt?: Attempt): Promise<Rendered> {
+    if (attempt) await this.deps.hooks.afterClaim?.({ route: def.route, key: attempt.key });
+    let numbers: A;
     try {
-      await this.deps.hooks.afterClaim?.({ route: def.route, key });
-      let numbers: A;
-      try {
-        numbers = await this.deps.boundary.within(() => def.allocate(input, this.deps.numbers), { deadlineAt, what: 'allocating numbers' });
-      } catch (err) {
-        // Nothing was posted: give the key back so that a retry executes.
-        await this.deps.store.release(token).catch(() => undefined);
-        if (err instanceof DeadlineExceeded) return this.answer(this.renderProblem(upstreamTimeout(err.what, true), req), 'applied');
-        const problem = this.deps.boundary.problemFor(err);
-        if (problem) return this.answer(this.renderProblem(problem, req), 'applied');
-        throw err;
-      }
-
-      // Phase 2: the posting and the completion of the record commit together, or not at all.
-      const rendered = await this.deps.boundary.transaction<Rendered>(
+      numbers = await this.deps.boundary.within(() => def.allocate(input, this.deps.numbers), { deadlineAt, what: 'allocating numbers' });
+    } catch (err) {
+      throw new NothingPosted(err);
+    }
+    try {
+      return await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
           const outcome = await def.post(this.context(trx, req), input, numbers);
-          const out = this.renderResult(outcome, false);
-          await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: false, trx });
-          if (!(await this.deps.store.complete(trx, token, this.stored(out)))) throw new LostOwnership();
-          return out;
+          const rendered = renderResult(outcome, req.dryRun);
+          await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: req.dryRun, trx });
+          if (req.dryRun) throw new DryRunRollback(rendered);
+          await attempt?.complete(trx, rendered);
+          return rendered;
         },
-        {
-          deadlineAt,
-          what: def.what,
-          onLate: (outcome) => this.settleLate(memKey, token, outcome, req),
-        },
+        { deadlineAt, what: def.what, ...(attempt ? { onLate: attempt.settleLate } : {}) },
       );
-      this.remember(memKey, fingerprint, this.stored(rendered), expiresAt);
-      return this.answer(rendered, rendered.duplicate ? 'replayed' : 'applied');
     } catch (err) {
-      if (err instanceof DeadlineExceeded) {
-        late = true;
-        const unknown = this.renderProblem(upstreamTimeout(err.what, true), req);
-        entry.late = true;
-        entry.unknownResponse = this.stored(unknown);
-        this.deps.store.markUnknown(token, entry.unknownResponse).catch((e) => this.deps.logger.warn({ err: e }, 'could not mark idempotency key unknown'));
-        return this.answer(unknown, 'applied');
-      }
-      if (err instanceof LostOwnership) throw this.inFlight(key);
-      const problem = this.deps.boundary.problemFor(err);
-      if (problem) {
-        // The engine refused (404/409/422) or the database did (502): the posting rolled back as a
-        // whole; the answer is recorded under the key on its own. Should that fail, the record stays
-        // in flight, its lease expires, and the retry executes again to the same answer.
-        const rendered = this.renderProblem(problem, req);
-        const recorded = await this.deps.store.completeAlone(token, this.stored(rendered)).catch((e) => {
-          this.deps.logger.warn({ err: e }, 'could not record the answer under the idempotency key');
-          return false;
-        });
-        if (recorded) this.remember(memKey, fingerprint, this.stored(rendered), expiresAt);
-        return this.answer(rendered, 'applied');
-      }
-      await this.deps.store.release(token).catch(() => undefined);
+      if (err instanceof DryRunRollback) return err.rendered;
       throw err;
-    } finally {
-      if (!late) this.running.delete(memKey);
     }
   }
-
-  /** The posting finished after its request had answered 504. */
-  private settleLate(memKey: string, token: string, outcome: Settled<Rendered>, req: WriteRequest): void {
-    const done = (): void => {
-      this.running.delete(memKey);
-    };
-    if (outcome.ok) {
-      // Committed together with the real response: the next retry replays it.
-      this.deps.logger.info({ correlationId: req.correlationId, status: outcome.value.status }, 'late posting committed; its result replaces the unknown outcome');
-      done();
-      return;
-    }
-    const err = outcome.error;
-    if (err instanceof LostOwnership) {
-      done();
-      return;
-    }
-    const problem = this.deps.boundary.problemFor(err);
-    const finish: Promise<void> = problem
-      ? this.deps.store.completeAlone(token, this.stored(this.renderProblem(problem, req))).then(() => undefined)
-      : this.deps.store.release(token);
-    finish.catch(() => undefined).finally(done);
-  }
-
-  // ------------------------------------------------------------------ rendering
 
   private context(trx: PostingContext['trx'], req: WriteRequest): PostingContext {
     const now = new Date();
     return {
       trx,
       engine: this.deps.boundary.engine,
+      lockName: (name) => this.lockName(trx, name),
       dialect: this.deps.dialect,
       numbers: this.deps.numbers,
       user: `api:${req.apiKeyName}`.slice(0, 30),
@@ -340,64 +189,9 @@ export class WriteRunner {
       dryRun: req.dryRun,
     };
   }
+}
 
-  private renderResult<R>(outcome: PostOutcome<R>, dryRun: boolean): Rendered {
-    const body = { ...(outcome.result as Record<string, unknown>), dryRun };
-    return { status: 200, headers: {}, body, duplicate: outcome.duplicate === true };
-  }
-
-  private renderProblem(problem: ApiProblem, req: WriteRequest): Rendered {
-    const headers: Record<string, string> = { ...problem.headers, 'X-Error-Code': problem.code };
-    return { status: problem.status, headers, body: problemBody(problem, req.instance, req.correlationId) as Record<string, unknown>, duplicate: false };
-  }
-
-  private stored(rendered: Rendered): StoredResponse {
-    return { status: rendered.status, headers: rendered.headers, body: JSON.stringify(rendered.body) };
-  }
-
-  private answer(rendered: Rendered, idempotencyStatus: IdempotencyStatus): WriteResponse {
-    return { status: rendered.status, headers: rendered.headers, body: rendered.body, idempotencyStatus };
-  }
-
-  /** A recording of an earlier response. Problem documents get this request's correlation id. */
-  private replay(stored: StoredResponse, req: WriteRequest): WriteResponse {
-    const body = JSON.parse(stored.body) as Record<string, unknown>;
-    if (stored.status >= 400 && typeof body.correlationId === 'string' && body.correlationId !== req.correlationId) {
-      body.originalCorrelationId = body.correlationId;
-      body.correlationId = req.correlationId;
-    }
-    return { status: stored.status, headers: { ...stored.headers }, body, idempotencyStatus: 'replayed' };
-  }
-
-  private remember(memKey: string, fingerprint: string, response: StoredResponse, expiresAt: number): void {
-    const capacity = this.deps.recentCapacity ?? 5000;
-    if (capacity <= 0) return;
-    this.recent.delete(memKey);
-    this.recent.set(memKey, { fingerprint, response, expiresAt });
-    while (this.recent.size > capacity) this.recent.delete(this.recent.keys().next().value as string);
-  }
-
-  private reused(key: string): ApiProblem {
-    return new ApiProblem('IDEMPOTENCY_KEY_REUSED', `Idempotency-Key "${key}" was used before with a different body or route; use a new key for a different request.`, {
-      errors: [{ field: 'Idempotency-Key', code: 'reused' }],
-    });
-  }
-
-  private inFlight(key: string, retryAfter: number = this.deps.inFlightRetryAfterSeconds): ApiProblem {
-    return new ApiProblem('IDEMPOTENCY_KEY_IN_FLIGHT', `A request with Idempotency-Key "${key}" is still being processed; retry after ${retryAfter} s.`, {
-      headers: { 'Retry-After': String(retryAfter) },
-    });
-  }
-
-  private maybePurge(): void {
-    const now = Date.now();
-    if (now - this.lastPurge < this.deps.purgeEveryMs || this.deps.isLocked()) return;
-    this.lastPurge = now;
-    this.deps.store
-      .purgeExpired()
-      .then((n) => {
-        if (n > 0) this.deps.logger.info({ purged: n }, 'expired idempotency records purged');
-      })
-      .catch((err) => this.deps.logger.warn({ err }, 'idempotency purge failed'));
-  }
+function renderResult<R>(outcome: PostOutcome<R>, dryRun: boolean): Rendered {
+  const body = { ...(outcome.result as Record<string, unknown>), dryRun };
+  return { status: 200, headers: {}, body, duplicate: outcome.duplicate === true };
 }

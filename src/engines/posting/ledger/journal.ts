@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Dec, decToJson } from '../../../storage/decimal';
+import type { Knex } from 'knex';
+import { addToLedgerBalances } from '../../../storage/balances';
+import { Dec } from '../../../storage/decimal';
 import { SCALE, type PostingContext } from '../context';
+import { readRecord } from '../read-back';
 
 /**
  * Writes a ledger transaction (lgrtrn + lgtnln) and the ledger balances it moves (lgrbal), for
@@ -143,129 +146,21 @@ export async function writeJournal(ctx: PostingContext, journal: JournalToWrite)
   await insertChunked(trx, 'lgtnln', lineRows);
   await applyToBalances(ctx, journal);
 
-  return {
-    id,
-    recordNumber: journal.recordNumber,
-    transactionNumber: journal.transactionNumber,
-    transactionDate: journal.transactionDate,
-    enteredDate: journal.enteredDate,
-    enteredBy: ctx.user,
-    description: journal.description,
-    sourceNumber: journal.sourceNumber,
-    status: 1,
-    period: journal.period,
-    year: journal.year,
-    debitTotal: decToJson(totals.debit),
-    creditTotal: decToJson(totals.credit),
-    reversalOf: null,
-    lines: journal.lines.map((line, i) => ({
-      id: lineIds[i]!,
-      lineNumber: line.lineNumber,
-      ledgerAccount: line.ledgerAccount,
-      description: line.description,
-      debitAmount: decToJson(line.debit),
-      creditAmount: decToJson(line.credit),
-      jobNumber: line.jobNumber ?? null,
-      equipmentNumber: line.equipmentNumber ?? null,
-      departmentNumber: line.departmentNumber ?? null,
-    })),
-  };
+  return readPostedLedgerTransaction(trx, id);
 }
 
-/**
- * Adds the journal to lgrbal (debit and credit totals per account, year and period) with one
- * UPDATE for every account of the journal; rows that do not exist yet are created (record
- * numbers from the `lgrbal` counter, inside the transaction) and updated then.
- * Lock order, the same in every posting so that two postings never deadlock: the `lgrbal`
- * counter (only when rows are missing) before the balance rows.
- */
+/** A posted ledger transaction with its lines, read back through the catalog (read-back.ts). */
+export async function readPostedLedgerTransaction(trx: PostingContext['trx'] | Knex, id: string): Promise<PostedLedgerTransaction> {
+  const record = await readRecord(trx, 'ledger-transactions', id, { children: ['lines'] });
+  if (!record) throw new JournalAssertionError(`ledger transaction ${id} not found right after writing it`);
+  return record as unknown as PostedLedgerTransaction;
+}
+
+/** Adds the journal to lgrbal (one upsert, correct under concurrency: see storage/balances.ts). */
 async function applyToBalances(ctx: PostingContext, journal: JournalToWrite): Promise<void> {
-  const { trx, dialect } = ctx;
-  const byAccount = new Map<number, { debit: Dec; credit: Dec }>();
-  for (const line of journal.lines) {
-    const sum = byAccount.get(line.ledgerAccount) ?? { debit: new Dec(0), credit: new Dec(0) };
-    sum.debit = sum.debit.plus(line.debit);
-    sum.credit = sum.credit.plus(line.credit);
-    byAccount.set(line.ledgerAccount, sum);
-  }
-  const accounts = [...byAccount.keys()].sort((a, b) => a - b);
-  const updated = await addToBalanceRows(ctx, journal, accounts, byAccount);
-  if (updated === accounts.length) return;
-
-  const existing = await trx('lgrbal').where({ postyr: journal.year, actprd: journal.period }).whereIn('lgract', accounts).select('lgract');
-  const have = new Set(existing.map((r: any) => Number(r.lgract)));
-  const missing = accounts.filter((a) => !have.has(a));
-  const range = await ctx.numbers.allocateIn(trx, 'lgrbal', missing.length);
-  const zero = dialect.encodeDecimal(new Dec(0), SCALE.money);
-  const rows = missing.map((account, i) => ({
-    _idnum: randomUUID(),
-    recnum: range.first + i,
-    lgract: account,
-    postyr: journal.year,
-    actprd: journal.period,
-    dbttot: zero,
-    crdtot: zero,
-    insusr: ctx.user,
-    updusr: ctx.user,
-  }));
-  if (ctx.engine === 'mssql') await trx('lgrbal').insert(rows);
-  else await trx('lgrbal').insert(rows).onConflict(['lgract', 'postyr', 'actprd']).ignore();
-  const again = await addToBalanceRows(ctx, journal, missing, byAccount);
-  if (again !== missing.length) throw new JournalAssertionError(`ledger balance rows of ${journal.year}/${journal.period} missing for accounts ${missing.join(', ')}`);
-}
-
-/**
- * Adds the sums to the balance rows of the given accounts; returns how many rows were updated.
- * SQLite (one writer): one UPDATE with a CASE per column. PostgreSQL: the same UPDATE over the
- * rows locked first in account order (LockRows above the Sort), so that two postings touching
- * the same accounts take their row locks in the same order and never deadlock. SQL Server: one
- * UPDATE per account, in account order.
- */
-async function addToBalanceRows(ctx: PostingContext, journal: JournalToWrite, accounts: number[], sums: Map<number, { debit: Dec; credit: Dec }>): Promise<number> {
-  const { trx, dialect } = ctx;
-  const enc = (v: Dec) => dialect.encodeDecimal(v, SCALE.money);
-  if (ctx.engine === 'mssql') {
-    let n = 0;
-    for (const a of accounts) {
-      const sum = sums.get(a)!;
-      n += Number(
-        await trx('lgrbal')
-          .where({ lgract: a, postyr: journal.year, actprd: journal.period })
-          .update({ dbttot: trx.raw('dbttot + ?', [enc(sum.debit)]), crdtot: trx.raw('crdtot + ?', [enc(sum.credit)]), upddte: ctx.now, updusr: ctx.user }),
-      );
-    }
-    return n;
-  }
-  // Typed parameters: PostgreSQL would otherwise take the CASE type from ELSE 0 (integer).
-  const param = ctx.engine === 'sqlite' ? '?' : 'CAST(? AS DECIMAL(14,2))';
-  const caseOf = (pick: (s: { debit: Dec; credit: Dec }) => Dec) => {
-    const bindings: Array<number | string> = [];
-    const whens = accounts.map((a) => {
-      bindings.push(a, enc(pick(sums.get(a)!)));
-      return `WHEN ? THEN ${param}`;
-    });
-    return { sql: `CASE lgract ${whens.join(' ')} ELSE 0 END`, bindings };
-  };
-  const debit = caseOf((s) => s.debit);
-  const credit = caseOf((s) => s.credit);
-  const inList = accounts.map(() => '?').join(', ');
-  if (ctx.engine === 'postgres') {
-    const result = await trx.raw(
-      `WITH locked AS (SELECT _idnum FROM lgrbal WHERE postyr = ? AND actprd = ? AND lgract IN (${inList}) ORDER BY lgract FOR UPDATE)
-       UPDATE lgrbal SET dbttot = dbttot + ${debit.sql}, crdtot = crdtot + ${credit.sql}, upddte = ?, updusr = ?
-       WHERE _idnum IN (SELECT _idnum FROM locked)`,
-      [journal.year, journal.period, ...accounts, ...debit.bindings, ...credit.bindings, ctx.now, ctx.user],
-    );
-    return Number(result.rowCount ?? 0);
-  }
-  const n = await trx('lgrbal')
-    .where({ postyr: journal.year, actprd: journal.period })
-    .whereIn('lgract', accounts)
-    .update({
-      dbttot: trx.raw(`dbttot + ${debit.sql}`, debit.bindings),
-      crdtot: trx.raw(`crdtot + ${credit.sql}`, credit.bindings),
-      upddte: ctx.now,
-      updusr: ctx.user,
-    });
-  return Number(n);
+  await addToLedgerBalances(
+    ctx.trx,
+    journal.lines.map((line) => ({ account: line.ledgerAccount, year: journal.year, period: journal.period, debit: line.debit, credit: line.credit })),
+    { dialect: ctx.dialect, numbers: ctx.numbers, user: ctx.user, now: ctx.now },
+  );
 }

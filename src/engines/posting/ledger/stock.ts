@@ -3,7 +3,6 @@ import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../errors/problem';
 import { Dec, decToJson } from '../../../storage/decimal';
 import { toIsoDate } from '../../../storage/db-time';
-import { lockNameForTransaction } from '../../../storage/named-locks';
 import { SCALE, type PostingContext } from '../context';
 import { insertChunked } from './journal';
 
@@ -135,7 +134,7 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   const parts = [...new Set(movements.map((m) => m.partNumber))].sort((a, b) => a - b);
 
   // Serialise the writers of each part (in part order: two batches never wait on each other in a cycle).
-  for (const part of parts) await lockNameForTransaction(trx, ctx.engine, `stock:part:${part}`);
+  for (const part of parts) await ctx.lockName(`stock:part:${part}`);
 
   const partRows = await trx('tkfprt').whereIn('recnum', parts).select('recnum', 'avgcst', 'lstcst');
   const state = new Map<number, PartState>();

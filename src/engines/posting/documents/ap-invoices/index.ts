@@ -1,617 +1,36 @@
-import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
-import { ApiProblem, type FieldError } from '../../../../errors/problem';
-import { Dec, decToJson } from '../../../../storage/decimal';
-import type { Dialect } from '../../../../storage/dialect';
-import { toIsoDate } from '../../../../storage/db-time';
-import { lockNameForTransaction } from '../../../../storage/named-locks';
+import { ApiProblem } from '../../../../errors/problem';
 import type { NumberAllocator } from '../../../../storage/numbers';
-import { SCALE, type PostingContext } from '../../context';
-import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
-import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
-import { readJobCostsOf, writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
-import { readLedgerTransaction } from '../ledger-transactions';
-import { loadPostingSetup, resolvePostingPeriod, type LedgerSetup } from '../../ledger/period';
-import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
+import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
+import { ReferenceCheck } from '../../ledger/references';
+import { addDays } from '../../dates';
 import type { PostOutcome, WriteDefinition } from '../../runner';
+import { insertInvoice, postInvoiceJobCosts, postInvoiceJournal, type InvoiceToWrite } from './cascade';
+import { AP_SOURCE, STATUS_OPEN, STATUS_REVIEW, STATUS_VOID, checkApTotals, jobOf, prepareApInvoice, type ApInvoiceInput } from './input';
+import { differences, existingResult, readPostedApInvoice, type ApInvoiceWriteResult } from './read-back';
+import { resolveLines } from './references';
 
 /**
  * POST /ap-invoices: enters a payable invoice and, when it is Open, posts its cascade in the
- * same transaction (domain notes, "How it posts", source 11):
+ * same transaction (domain notes, "How it posts", source 11). The pieces:
  *
- *   journal    each line debited to its ledger account (extended total + its sales tax);
- *              credited: the AP control account (invoice total - retainage when the ledger
- *              setup has a retainage payable account, which gets the retainage; else the total)
- *   job costs  one per job line (job, phase, cost code, cost type; amount = what the line debits)
- *   balances   lgrbal of the resolved period (through the journal)
+ *   input.ts       the body parsed (400 before dispatch) and the totals (422) decided from it alone
+ *   references.ts  vendor, jobs, phases, accounts, cost codes and types, equipment; the defaults
+ *   cascade.ts     invoice + lines, journal, job costs (balances through the journal)
+ *   read-back.ts   the posted invoice and journal as the query engine reads them; duplicates
  *
  * Status 2 (Review) stores the invoice and its lines only: no journal (the result has no
  * ledgerTransaction key), no job costs. Both statuses go through the same checks.
  */
 
-export const AP_SOURCE = 11;
-const STATUS_OPEN = 1;
-const STATUS_REVIEW = 2;
-const STATUS_VOID = 5;
-/** Account types that carry job costs: 3 WIP asset, 9 Direct expense. */
-const JOB_ACCOUNT_TYPES = new Set([3, 9]);
-
-export interface ApLineInput {
-  index: number;
-  lineNumber: number;
-  ledgerAccount?: number;
-  description: string;
-  jobNumber?: number;
-  phaseNumber?: number;
-  costCode?: Dec;
-  costType?: number;
-  equipmentNumber?: number;
-  quantity?: Dec;
-  unitPrice?: Dec;
-  extendedTotal: Dec;
-  salesTax: Dec;
-}
-
-export interface ApInvoiceInput {
-  vendorNumber: number;
-  invoiceNumber: string;
-  invoiceDate: string;
-  dueDate?: string;
-  description: string;
-  jobNumber?: number;
-  phaseNumber?: number;
-  orderNumber?: string;
-  status: number;
-  invoiceTotal: Dec;
-  salesTax?: Dec;
-  retainage: Dec;
-  period?: number;
-  year?: number;
-  lines: ApLineInput[];
-}
-
-export interface PostedApInvoice {
-  id: string;
-  recordNumber: number;
-  vendorNumber: number;
-  invoiceNumber: string;
-  invoiceDate: string;
-  dueDate: string | null;
-  description: string;
-  jobNumber: number | null;
-  phaseNumber: number | null;
-  orderNumber: string | null;
-  invoiceTotal: number;
-  amountPaid: number;
-  invoiceBalance: number;
-  retainage: number;
-  salesTax: number;
-  status: number;
-  enteredDate: string | null;
-  enteredBy: string | null;
-  period: number;
-  year: number;
-  ledgerRecordNumber: number | null;
-  lines: Array<{
-    id: string;
-    lineNumber: number;
-    ledgerAccount: number;
-    description: string;
-    jobNumber: number | null;
-    phaseNumber: number | null;
-    costCode: number | null;
-    costType: number | null;
-    equipmentNumber: number | null;
-    quantity: number;
-    unitPrice: number;
-    extendedTotal: number;
-    salesTax: number;
-  }>;
-}
-
-export interface ApInvoiceWriteResult {
-  document: PostedApInvoice;
-  ledgerTransaction?: PostedLedgerTransaction;
-  jobCosts: PostedJobCost[];
-  inventory: never[];
-  period: number;
-  year: number;
-}
+export { AP_SOURCE, checkApTotals, prepareApInvoice, type ApInvoiceInput, type ApLineInput } from './input';
+export { readApInvoice, readPostedApInvoice, type ApInvoiceWriteResult, type PostedApInvoice } from './read-back';
+export { insertInvoice, invoiceJobCosts, invoiceJournalLines, type InvoiceToWrite } from './cascade';
+export { resolveLines as resolveApLines } from './references';
 
 interface Numbers {
   invoiceRecord: number;
   ledgerRecord: number | null;
   jobCostRecords: number[];
-}
-
-const optInt = (v: unknown): number | undefined => (v === undefined || v === null ? undefined : Number(v));
-
-export function prepareApInvoice(body: unknown): ApInvoiceInput {
-  const b = (body ?? {}) as Record<string, any>;
-  const errors = new InputErrors();
-  const rawLines: any[] = Array.isArray(b.lines) ? b.lines : [];
-  const lines: ApLineInput[] = rawLines.map((l, i) => {
-    const at = (f: string) => `lines[${i}].${f}`;
-    const line: ApLineInput = {
-      index: i,
-      lineNumber: Number(l.lineNumber),
-      description: typeof l.description === 'string' ? l.description : '',
-      extendedTotal: exactDecimal(l.extendedTotal, at('extendedTotal'), SCALE.money, errors) ?? zero(),
-      salesTax: exactDecimal(l.salesTax, at('salesTax'), SCALE.money, errors) ?? zero(),
-    };
-    const ledgerAccount = optInt(l.ledgerAccount);
-    if (ledgerAccount !== undefined) line.ledgerAccount = ledgerAccount;
-    const jobNumber = optInt(l.jobNumber);
-    if (jobNumber !== undefined) line.jobNumber = jobNumber;
-    const phaseNumber = optInt(l.phaseNumber);
-    if (phaseNumber !== undefined) line.phaseNumber = phaseNumber;
-    const costType = optInt(l.costType);
-    if (costType !== undefined) line.costType = costType;
-    const equipmentNumber = optInt(l.equipmentNumber);
-    if (equipmentNumber !== undefined) line.equipmentNumber = equipmentNumber;
-    const costCode = exactDecimal(l.costCode, at('costCode'), SCALE.costCode, errors);
-    if (costCode) line.costCode = costCode;
-    const quantity = exactDecimal(l.quantity, at('quantity'), SCALE.quantity, errors);
-    if (quantity) line.quantity = quantity;
-    const unitPrice = exactDecimal(l.unitPrice, at('unitPrice'), SCALE.price, errors);
-    if (unitPrice) line.unitPrice = unitPrice;
-    return line;
-  });
-  uniqueLineNumbers(lines, errors);
-  const invoiceTotal = exactDecimal(b.invoiceTotal, 'invoiceTotal', SCALE.money, errors) ?? zero();
-  const salesTax = exactDecimal(b.salesTax, 'salesTax', SCALE.money, errors);
-  const retainage = exactDecimal(b.retainage, 'retainage', SCALE.money, errors) ?? zero();
-  errors.throwIfAny();
-  const input: ApInvoiceInput = {
-    vendorNumber: Number(b.vendorNumber),
-    invoiceNumber: String(b.invoiceNumber),
-    invoiceDate: String(b.invoiceDate),
-    description: typeof b.description === 'string' ? b.description : '',
-    status: b.status === undefined ? STATUS_OPEN : Number(b.status),
-    invoiceTotal,
-    retainage,
-    lines,
-  };
-  if (typeof b.dueDate === 'string') input.dueDate = b.dueDate;
-  const jobNumber = optInt(b.jobNumber);
-  if (jobNumber !== undefined) input.jobNumber = jobNumber;
-  const phaseNumber = optInt(b.phaseNumber);
-  if (phaseNumber !== undefined) input.phaseNumber = phaseNumber;
-  if (typeof b.orderNumber === 'string') input.orderNumber = b.orderNumber;
-  if (salesTax) input.salesTax = salesTax;
-  if (b.period !== undefined) input.period = b.period;
-  if (b.year !== undefined) input.year = b.year;
-  return input;
-}
-
-const jobOf = (input: ApInvoiceInput, line: ApLineInput) => line.jobNumber ?? input.jobNumber;
-const phaseOf = (input: ApInvoiceInput, line: ApLineInput) => line.phaseNumber ?? (line.jobNumber === undefined || line.jobNumber === input.jobNumber ? input.phaseNumber : undefined);
-
-/** 422 TOTALS_DISAGREE / BUSINESS_RULE_VIOLATED decided from the body alone. */
-export function checkApTotals(input: ApInvoiceInput): void {
-  const errors: FieldError[] = [];
-  const texts: string[] = [];
-  let lineTotal = new Dec(0);
-  let lineTax = new Dec(0);
-  for (const line of input.lines) {
-    lineTotal = lineTotal.plus(line.extendedTotal);
-    lineTax = lineTax.plus(line.salesTax);
-    if (line.quantity !== undefined && line.unitPrice !== undefined) {
-      const extended = line.quantity.times(line.unitPrice).toDecimalPlaces(SCALE.money, Dec.ROUND_HALF_UP);
-      if (!extended.equals(line.extendedTotal)) {
-        errors.push({ field: `lines[${line.index}].extendedTotal`, code: 'totals_disagree', message: `quantity x unitPrice = ${extended.toFixed(2)}` });
-        texts.push(`lines[${line.index}].extendedTotal is ${line.extendedTotal.toFixed(2)} but quantity x unitPrice is ${extended.toFixed(2)}`);
-      }
-    }
-  }
-  if (input.salesTax !== undefined && !input.salesTax.equals(lineTax)) {
-    errors.push({ field: 'salesTax', code: 'totals_disagree', message: `sum of lines[].salesTax = ${lineTax.toFixed(2)}` });
-    texts.push(`salesTax is ${input.salesTax.toFixed(2)} but the lines carry ${lineTax.toFixed(2)}`);
-  }
-  const expected = lineTotal.plus(lineTax);
-  if (!expected.equals(input.invoiceTotal)) {
-    errors.push({ field: 'invoiceTotal', code: 'totals_disagree', message: `sum of lines[].extendedTotal + salesTax = ${expected.toFixed(2)}` });
-    texts.push(`invoiceTotal is ${input.invoiceTotal.toFixed(2)} but the lines add up to ${expected.toFixed(2)} (extended ${lineTotal.toFixed(2)} + tax ${lineTax.toFixed(2)})`);
-  }
-  if (errors.length > 0) throw new ApiProblem('TOTALS_DISAGREE', `The totals disagree with the lines: ${texts.join('; ')}.`, { errors });
-  if (input.retainage.greaterThan(input.invoiceTotal)) {
-    throw new ApiProblem('BUSINESS_RULE_VIOLATED', `retainage ${input.retainage.toFixed(2)} exceeds invoiceTotal ${input.invoiceTotal.toFixed(2)}.`, {
-      errors: [{ field: 'retainage', code: 'exceeds_total' }],
-    });
-  }
-}
-
-/** An AP line with its defaults applied and its references checked. */
-export interface ResolvedApLine {
-  line: ApLineInput;
-  ledgerAccount: number;
-  jobNumber: number | null;
-  phaseNumber: number | null;
-  costCode: Dec | null;
-  costType: number | null;
-  /** What the line debits: extended total + its sales tax. */
-  amount: Dec;
-}
-
-export async function readApInvoice(db: Knex | Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<PostedApInvoice> {
-  const lines = await db('apivln').where({ _idref: header._idnum }).orderBy('linnum');
-  const dec = (raw: unknown, scale: number) => decToJson(dialect.decodeDecimal(raw, scale) ?? new Dec(0));
-  const decOrNull = (raw: unknown, scale: number) => {
-    const v = dialect.decodeDecimal(raw, scale);
-    return v === null ? null : decToJson(v);
-  };
-  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
-  return {
-    id: String(header._idnum),
-    recordNumber: Number(header.recnum),
-    vendorNumber: Number(header.vndnum),
-    invoiceNumber: String(header.invnum),
-    invoiceDate: toIsoDate(header.invdte) ?? '',
-    dueDate: toIsoDate(header.duedte),
-    description: String(header.dscrpt ?? ''),
-    jobNumber: int(header.jobnum),
-    phaseNumber: int(header.phsnum),
-    orderNumber: header.ordnum ?? null,
-    invoiceTotal: dec(header.invttl, SCALE.money),
-    amountPaid: dec(header.amtpad, SCALE.money),
-    invoiceBalance: dec(header.invbal, SCALE.money),
-    retainage: dec(header.retain, SCALE.money),
-    salesTax: dec(header.taxamt, SCALE.money),
-    status: Number(header.status),
-    enteredDate: toIsoDate(header.entdte),
-    enteredBy: header.usrnme ?? null,
-    period: Number(header.actprd),
-    year: Number(header.postyr),
-    ledgerRecordNumber: int(header.lgrrec),
-    lines: lines.map((l: any) => ({
-      id: String(l._idnum),
-      lineNumber: Number(l.linnum),
-      ledgerAccount: Number(l.lgract),
-      description: String(l.dscrpt ?? ''),
-      jobNumber: int(l.jobnum),
-      phaseNumber: int(l.phsnum),
-      costCode: decOrNull(l.cstcde, SCALE.costCode),
-      costType: int(l.csttyp),
-      equipmentNumber: int(l.eqpnum),
-      quantity: dec(l.linqty, SCALE.quantity),
-      unitPrice: dec(l.linprc, SCALE.price),
-      extendedTotal: dec(l.extttl, SCALE.money),
-      salesTax: dec(l.taxamt, SCALE.money),
-    })),
-  };
-}
-
-/** Fields of the request that differ from the invoice already entered (empty when identical). */
-function differences(existing: PostedApInvoice, input: ApInvoiceInput): string[] {
-  const out: string[] = [];
-  const same = (a: number | null, b: Dec | undefined) => b === undefined || (a !== null && new Dec(a).equals(b));
-  if (existing.invoiceDate !== input.invoiceDate) out.push('invoiceDate');
-  if (!new Dec(existing.invoiceTotal).equals(input.invoiceTotal)) out.push('invoiceTotal');
-  if (!same(existing.salesTax, input.salesTax)) out.push('salesTax');
-  if (!new Dec(existing.retainage).equals(input.retainage)) out.push('retainage');
-  if (existing.status !== input.status) out.push('status');
-  if (input.jobNumber !== undefined && existing.jobNumber !== input.jobNumber) out.push('jobNumber');
-  if (input.dueDate !== undefined && existing.dueDate !== input.dueDate) out.push('dueDate');
-  if (input.period !== undefined && input.year !== undefined && (existing.period !== input.period || existing.year !== input.year)) out.push('period');
-  if (existing.lines.length !== input.lines.length) {
-    out.push('lines');
-    return out;
-  }
-  const byNumber = new Map(existing.lines.map((l) => [l.lineNumber, l]));
-  for (const line of input.lines) {
-    const other = byNumber.get(line.lineNumber);
-    const differs =
-      !other ||
-      !new Dec(other.extendedTotal).equals(line.extendedTotal) ||
-      !new Dec(other.salesTax).equals(line.salesTax) ||
-      (line.ledgerAccount !== undefined && other.ledgerAccount !== line.ledgerAccount) ||
-      (line.jobNumber !== undefined && other.jobNumber !== line.jobNumber) ||
-      (line.phaseNumber !== undefined && other.phaseNumber !== line.phaseNumber) ||
-      (line.costType !== undefined && other.costType !== line.costType) ||
-      !same(other.costCode, line.costCode) ||
-      !same(other.quantity, line.quantity) ||
-      !same(other.unitPrice, line.unitPrice);
-    if (differs) out.push(`lines[${line.index}]`);
-  }
-  return out;
-}
-
-async function existingResult(trx: Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<ApInvoiceWriteResult> {
-  const document = await readApInvoice(trx, dialect, header);
-  const result: ApInvoiceWriteResult = {
-    document,
-    jobCosts: await readJobCostsOf(trx, dialect, AP_SOURCE, document.recordNumber),
-    inventory: [],
-    period: document.period,
-    year: document.year,
-  };
-  if (document.ledgerRecordNumber !== null) {
-    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first();
-    if (journal) result.ledgerTransaction = await readLedgerTransaction(trx, dialect, journal);
-  }
-  return result;
-}
-
-/**
- * Looks up every referenced record, applies the defaults and the account rules (shared with the
- * PO receipt, which enters a payable invoice built from the order's lines).
- */
-export async function resolveApLines(ctx: PostingContext, input: ApInvoiceInput, setup: LedgerSetup): Promise<{ lines: ResolvedApLine[]; vendor: Record<string, any> }> {
-  const { trx, dialect } = ctx;
-  const check = new ReferenceCheck();
-
-  const vendors = await loadReferenced(trx, 'actpay', 'recnum', [{ field: 'vendorNumber', value: input.vendorNumber }], ['inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme']);
-  const vendor = vendors.get(String(input.vendorNumber));
-  if (!vendor) {
-    check.notFound('vendorNumber', `vendor ${input.vendorNumber}`);
-    check.throwIfAny();
-  }
-  if (isTrue(vendor!.inactv)) check.notPostable('vendorNumber', `vendor ${input.vendorNumber} is inactive`, 'inactive');
-  const vendorAccount = vendor!.dftact === null || vendor!.dftact === undefined ? null : Number(vendor!.dftact);
-  const vendorCostCode = dialect.decodeDecimal(vendor!.dftcde, SCALE.costCode);
-  const vendorCostType = vendor!.dfttyp === null || vendor!.dfttyp === undefined ? null : Number(vendor!.dfttyp);
-
-  // Jobs and phases (header and lines).
-  const jobRefs = [
-    ...(input.jobNumber !== undefined ? [{ field: 'jobNumber', value: input.jobNumber }] : []),
-    ...input.lines.filter((l) => l.jobNumber !== undefined).map((l) => ({ field: `lines[${l.index}].jobNumber`, value: l.jobNumber! })),
-  ];
-  const jobs = await loadReferenced(trx, 'actrec', 'recnum', jobRefs, ['status']);
-  for (const ref of jobRefs) {
-    const job = jobs.get(String(ref.value));
-    if (!job) check.notFound(ref.field, `job ${ref.value}`);
-    else if (Number(job.status) === 6) check.notPostable(ref.field, `job ${ref.value} is closed`, 'closed');
-  }
-  const phaseRefs: Array<{ field: string; job: number; phase: number }> = [];
-  if (input.jobNumber !== undefined && input.phaseNumber !== undefined) phaseRefs.push({ field: 'phaseNumber', job: input.jobNumber, phase: input.phaseNumber });
-  if (input.jobNumber === undefined && input.phaseNumber !== undefined) check.notPostable('phaseNumber', 'a phase needs a jobNumber', 'requires_job');
-  for (const line of input.lines) {
-    const job = jobOf(input, line);
-    const phase = phaseOf(input, line);
-    if (line.phaseNumber !== undefined && job === undefined) check.notPostable(`lines[${line.index}].phaseNumber`, 'a phase needs a jobNumber', 'requires_job');
-    if (job !== undefined && phase !== undefined && line.phaseNumber !== undefined) phaseRefs.push({ field: `lines[${line.index}].phaseNumber`, job, phase });
-  }
-  if (phaseRefs.length > 0) {
-    const rows = await trx('jobphs').whereIn('jobnum', [...new Set(phaseRefs.map((p) => p.job))]).select('jobnum', 'phsnum', 'status');
-    const phases = new Map(rows.map((r: any) => [`${Number(r.jobnum)}/${Number(r.phsnum)}`, r]));
-    for (const ref of phaseRefs) {
-      if (!jobs.has(String(ref.job))) continue;
-      const phase = phases.get(`${ref.job}/${ref.phase}`);
-      if (!phase) check.notFound(ref.field, `phase ${ref.phase} of job ${ref.job}`);
-      else if (Number(phase.status) === 3) check.notPostable(ref.field, `phase ${ref.phase} of job ${ref.job} is closed`, 'closed');
-    }
-  }
-
-  // Ledger accounts (with the defaults), cost codes and types, equipment.
-  const resolved: ResolvedApLine[] = input.lines.map((line) => {
-    const job = jobOf(input, line) ?? null;
-    const account = line.ledgerAccount ?? vendorAccount ?? (job !== null ? setup.directExpenseAccount : null);
-    return {
-      line,
-      ledgerAccount: account ?? 0,
-      jobNumber: job,
-      phaseNumber: job === null ? null : (phaseOf(input, line) ?? null),
-      costCode: job === null ? (line.costCode ?? null) : (line.costCode ?? vendorCostCode ?? null),
-      costType: job === null ? (line.costType ?? null) : (line.costType ?? vendorCostType ?? null),
-      amount: line.extendedTotal.plus(line.salesTax),
-    };
-  });
-  resolved.forEach((r) => {
-    if (r.ledgerAccount === 0) check.notPostable(`lines[${r.line.index}].ledgerAccount`, 'no ledger account given and the vendor has no default', 'required');
-  });
-  const accountRefs = resolved.filter((r) => r.ledgerAccount !== 0).map((r) => ({ field: `lines[${r.line.index}].ledgerAccount`, value: r.ledgerAccount }));
-  const accounts = await loadReferenced(trx, 'lgract', 'recnum', accountRefs, ['acttyp', 'inactv']);
-  for (const r of resolved) {
-    if (r.ledgerAccount === 0) continue;
-    const field = `lines[${r.line.index}].ledgerAccount`;
-    const account = accounts.get(String(r.ledgerAccount));
-    if (!account) {
-      check.notFound(field, `ledger account ${r.ledgerAccount}`);
-      continue;
-    }
-    if (isTrue(account.inactv)) check.notPostable(field, `ledger account ${r.ledgerAccount} is inactive`, 'inactive');
-    const jobAccount = JOB_ACCOUNT_TYPES.has(Number(account.acttyp));
-    if (r.jobNumber !== null && !jobAccount) {
-      check.notPostable(field, `job line on ledger account ${r.ledgerAccount}, which is not a direct expense or WIP account`, 'not_job_account');
-    } else if (r.jobNumber === null && jobAccount) {
-      check.notPostable(`lines[${r.line.index}].jobNumber`, `ledger account ${r.ledgerAccount} is a direct expense or WIP account: the line needs a job`, 'required');
-    }
-    if (r.jobNumber !== null) {
-      if (r.costCode === null) check.notPostable(`lines[${r.line.index}].costCode`, 'a job line needs a cost code and the vendor has no default', 'required');
-      if (r.costType === null) check.notPostable(`lines[${r.line.index}].costType`, 'a job line needs a cost type and the vendor has no default', 'required');
-    }
-  }
-  const codeRefs = resolved.filter((r) => r.costCode !== null).map((r) => ({ field: `lines[${r.line.index}].costCode`, value: r.costCode!.toFixed(SCALE.costCode) }));
-  if (codeRefs.length > 0) {
-    const encoded = [...new Set(codeRefs.map((c) => dialect.encodeDecimal(new Dec(c.value), SCALE.costCode)))];
-    const rows = await trx('cstcde').whereIn('cstcde', encoded).select('cstcde', 'inactv');
-    const codes = new Map(rows.map((r: any) => [dialect.decodeDecimal(r.cstcde, SCALE.costCode)!.toFixed(SCALE.costCode), r]));
-    for (const ref of codeRefs) {
-      const code = codes.get(ref.value);
-      if (!code) check.notFound(ref.field, `cost code ${new Dec(ref.value).toFixed()}`);
-      else if (isTrue(code.inactv)) check.notPostable(ref.field, `cost code ${new Dec(ref.value).toFixed()} is inactive`, 'inactive');
-    }
-  }
-  const typeRefs = resolved.filter((r) => r.costType !== null).map((r) => ({ field: `lines[${r.line.index}].costType`, value: r.costType! }));
-  const types = await loadReferenced(trx, 'csttyp', 'recnum', typeRefs, ['inactv']);
-  for (const ref of typeRefs) {
-    const type = types.get(String(ref.value));
-    if (!type) check.notFound(ref.field, `cost type ${ref.value}`);
-    else if (isTrue(type.inactv)) check.notPostable(ref.field, `cost type ${ref.value} is inactive`, 'inactive');
-  }
-  const equipmentRefs = input.lines.filter((l) => l.equipmentNumber !== undefined).map((l) => ({ field: `lines[${l.index}].equipmentNumber`, value: l.equipmentNumber! }));
-  if (equipmentRefs.length > 0) {
-    const equipment = await loadReferenced(trx, 'eqpmnt', 'recnum', equipmentRefs, []);
-    for (const ref of equipmentRefs) if (!equipment.has(String(ref.value))) check.notFound(ref.field, `equipment ${ref.value}`);
-  }
-  check.throwIfAny();
-  return { lines: resolved, vendor: vendor! };
-}
-
-export function addDays(date: string, days: number): string {
-  const d = new Date(`${date}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + days);
-  return d.toISOString().slice(0, 10);
-}
-
-export interface ApInvoiceRecordNumbers {
-  recordNumber: number;
-  /** The journal's record number when the invoice posts, else null. */
-  ledgerRecordNumber: number | null;
-  dueDate: string;
-  enteredDate: string;
-  period: number;
-  year: number;
-}
-
-/** Inserts the invoice header (acpinv) and its lines (apivln); returns the published document. */
-export async function insertApInvoice(ctx: PostingContext, input: ApInvoiceInput, lines: ResolvedApLine[], rec: ApInvoiceRecordNumbers): Promise<PostedApInvoice> {
-  const { trx, dialect } = ctx;
-  const money = (v: Dec) => dialect.encodeDecimal(v, SCALE.money);
-  const invoiceId = randomUUID();
-  const salesTax = lines.reduce((sum, r) => sum.plus(r.line.salesTax), new Dec(0));
-  await trx('acpinv').insert({
-    _idnum: invoiceId,
-    recnum: rec.recordNumber,
-    vndnum: input.vendorNumber,
-    invnum: input.invoiceNumber,
-    invdte: input.invoiceDate,
-    duedte: rec.dueDate,
-    dscrpt: input.description,
-    jobnum: input.jobNumber ?? null,
-    phsnum: input.phaseNumber ?? null,
-    ordnum: input.orderNumber ?? null,
-    invttl: money(input.invoiceTotal),
-    amtpad: money(new Dec(0)),
-    invbal: money(input.invoiceTotal),
-    retain: money(input.retainage),
-    taxamt: money(salesTax),
-    status: input.status,
-    entdte: rec.enteredDate,
-    usrnme: ctx.user,
-    actprd: rec.period,
-    postyr: rec.year,
-    lgrrec: rec.ledgerRecordNumber,
-    insusr: ctx.user,
-    updusr: ctx.user,
-  });
-  const lineIds = lines.map(() => randomUUID());
-  await insertChunked(
-    trx,
-    'apivln',
-    lines.map((r, i) => ({
-      _idnum: lineIds[i],
-      _idref: invoiceId,
-      linnum: r.line.lineNumber,
-      lgract: r.ledgerAccount,
-      dscrpt: r.line.description,
-      jobnum: r.jobNumber,
-      phsnum: r.phaseNumber,
-      cstcde: r.costCode === null ? null : dialect.encodeDecimal(r.costCode, SCALE.costCode),
-      csttyp: r.costType,
-      eqpnum: r.line.equipmentNumber ?? null,
-      linqty: dialect.encodeDecimal(r.line.quantity ?? new Dec(0), SCALE.quantity),
-      linprc: dialect.encodeDecimal(r.line.unitPrice ?? new Dec(0), SCALE.price),
-      extttl: money(r.line.extendedTotal),
-      taxamt: money(r.line.salesTax),
-      insusr: ctx.user,
-      updusr: ctx.user,
-    })),
-  );
-  return {
-    id: invoiceId,
-    recordNumber: rec.recordNumber,
-    vendorNumber: input.vendorNumber,
-    invoiceNumber: input.invoiceNumber,
-    invoiceDate: input.invoiceDate,
-    dueDate: rec.dueDate,
-    description: input.description,
-    jobNumber: input.jobNumber ?? null,
-    phaseNumber: input.phaseNumber ?? null,
-    orderNumber: input.orderNumber ?? null,
-    invoiceTotal: decToJson(input.invoiceTotal),
-    amountPaid: 0,
-    invoiceBalance: decToJson(input.invoiceTotal),
-    retainage: decToJson(input.retainage),
-    salesTax: decToJson(salesTax),
-    status: input.status,
-    enteredDate: rec.enteredDate,
-    enteredBy: ctx.user,
-    period: rec.period,
-    year: rec.year,
-    ledgerRecordNumber: rec.ledgerRecordNumber,
-    lines: lines.map((r, i) => ({
-      id: lineIds[i]!,
-      lineNumber: r.line.lineNumber,
-      ledgerAccount: r.ledgerAccount,
-      description: r.line.description,
-      jobNumber: r.jobNumber,
-      phaseNumber: r.phaseNumber,
-      costCode: r.costCode === null ? null : decToJson(r.costCode),
-      costType: r.costType,
-      equipmentNumber: r.line.equipmentNumber ?? null,
-      quantity: decToJson(r.line.quantity ?? new Dec(0)),
-      unitPrice: decToJson(r.line.unitPrice ?? new Dec(0)),
-      extendedTotal: decToJson(r.line.extendedTotal),
-      salesTax: decToJson(r.line.salesTax),
-    })),
-  };
-}
-
-/** The journal of a payable invoice: lines debited, AP control (and retainage payable) credited. */
-export function apJournalLines(input: ApInvoiceInput, lines: ResolvedApLine[], setup: LedgerSetup): JournalLine[] {
-  const journalLines: JournalLine[] = [];
-  let n = 0;
-  for (const r of lines) {
-    if (r.amount.isZero()) continue;
-    journalLines.push({
-      lineNumber: (n += 1),
-      ledgerAccount: r.ledgerAccount,
-      description: (r.line.description || input.description).slice(0, 50),
-      debit: r.amount,
-      credit: new Dec(0),
-      jobNumber: r.jobNumber,
-      equipmentNumber: r.line.equipmentNumber ?? null,
-    });
-  }
-  const splitRetainage = input.retainage.greaterThan(0) && setup.retainagePayableAccount !== null;
-  const apCredit = splitRetainage ? input.invoiceTotal.minus(input.retainage) : input.invoiceTotal;
-  if (apCredit.greaterThan(0)) {
-    journalLines.push({ lineNumber: (n += 1), ledgerAccount: setup.apControlAccount!, description: 'Accounts payable', debit: new Dec(0), credit: apCredit });
-  }
-  if (splitRetainage) {
-    journalLines.push({ lineNumber: (n += 1), ledgerAccount: setup.retainagePayableAccount!, description: 'Retainage payable', debit: new Dec(0), credit: input.retainage });
-  }
-  return journalLines;
-}
-
-/** A job cost per job line: the same amount the ledger posts to its direct expense / WIP account. */
-export function apJobCosts(
-  input: ApInvoiceInput,
-  lines: ResolvedApLine[],
-  at: { sourceNumber: number; invoiceRecord: number; jobCostRecords: number[]; enteredDate: string; period: number; year: number },
-): JobCostToWrite[] {
-  return lines
-    .filter((r) => r.jobNumber !== null)
-    .map((r, i) => ({
-      recordNumber: at.jobCostRecords[i]!,
-      jobNumber: r.jobNumber!,
-      phaseNumber: r.phaseNumber,
-      costCode: r.costCode!,
-      costType: r.costType!,
-      transactionDate: input.invoiceDate,
-      description: (r.line.description || input.description).slice(0, 50),
-      sourceNumber: at.sourceNumber,
-      documentNumber: input.invoiceNumber,
-      sourceRecordNumber: at.invoiceRecord,
-      sourceLineNumber: r.line.lineNumber,
-      vendorNumber: input.vendorNumber,
-      equipmentNumber: r.line.equipmentNumber ?? null,
-      costAmount: r.amount,
-      enteredDate: at.enteredDate,
-      period: at.period,
-      year: at.year,
-    }));
 }
 
 export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoiceWriteResult> = {
@@ -635,8 +54,8 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
     const { trx, dialect } = ctx;
 
     // One vendor invoice number is entered once: serialise, then look.
-    await lockNameForTransaction(trx, ctx.engine, `acpinv:${input.vendorNumber}:${input.invoiceNumber}`);
-    const already = await trx('acpinv').where({ vndnum: input.vendorNumber, invnum: input.invoiceNumber }).whereNot({ status: STATUS_VOID }).orderBy('recnum').first();
+    await ctx.lockName(`acpinv:${input.vendorNumber}:${input.invoiceNumber}`);
+    const already = await trx('acpinv').where({ vndnum: input.vendorNumber, invnum: input.invoiceNumber }).whereNot({ status: STATUS_VOID }).orderBy('recnum').first('_idnum');
     if (already) {
       const existing = await existingResult(trx, dialect, already);
       const diff = differences(existing.document, input);
@@ -653,7 +72,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
 
     const periodRequest = { date: input.invoiceDate, dateField: 'invoiceDate', period: input.period ?? null, year: input.year ?? null };
     const { setup, fiscal } = await loadPostingSetup(trx, periodRequest);
-    const { lines, vendor } = await resolveApLines(ctx, input, setup);
+    const { lines, vendor } = await resolveLines(ctx, input, setup);
     const posts = input.status === STATUS_OPEN && input.invoiceTotal.greaterThan(0);
     if (posts) {
       const check = new ReferenceCheck();
@@ -664,25 +83,23 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
     }
     const { period, year } = await resolvePostingPeriod(trx, setup, periodRequest, fiscal);
 
-    const enteredDate = ctx.today;
-    const dueDate = input.dueDate ?? addDays(input.invoiceDate, Number(vendor.duedys ?? 30));
-    const ledgerRecord = posts ? numbers.ledgerRecord : null;
-    const document = await insertApInvoice(ctx, input, lines, { recordNumber: numbers.invoiceRecord, ledgerRecordNumber: ledgerRecord, dueDate, enteredDate, period, year });
-    const result: ApInvoiceWriteResult = { document, jobCosts: [], inventory: [], period, year };
-    if (!posts || input.status === STATUS_REVIEW) return { result };
-
-    result.ledgerTransaction = await writeJournal(ctx, {
-      recordNumber: numbers.ledgerRecord!,
-      transactionNumber: input.invoiceNumber,
-      transactionDate: input.invoiceDate,
-      enteredDate,
-      description: (input.description || `${String(vendor.shtnme || vendor.vndnme || `Vendor ${input.vendorNumber}`)} ${input.invoiceNumber}`).slice(0, 50),
-      sourceNumber: AP_SOURCE,
+    const invoice: InvoiceToWrite = {
+      input,
+      lines,
+      recordNumber: numbers.invoiceRecord,
+      ledgerRecord: posts ? numbers.ledgerRecord : null,
+      dueDate: input.dueDate ?? addDays(input.invoiceDate, Number(vendor.duedys ?? 30)),
+      enteredDate: ctx.today,
       period,
       year,
-      lines: apJournalLines(input, lines, setup),
-    });
-    result.jobCosts = await writeJobCosts(ctx, apJobCosts(input, lines, { sourceNumber: AP_SOURCE, invoiceRecord: numbers.invoiceRecord, jobCostRecords: numbers.jobCostRecords, enteredDate, period, year }));
+    };
+    const invoiceId = await insertInvoice(ctx, invoice);
+    const result: ApInvoiceWriteResult = { document: await readPostedApInvoice(trx, invoiceId), jobCosts: [], inventory: [], period, year };
+    if (!posts || input.status === STATUS_REVIEW) return { result };
+
+    const description = (input.description || `${String(vendor.shtnme || vendor.vndnme || `Vendor ${input.vendorNumber}`)} ${input.invoiceNumber}`).slice(0, 50);
+    result.ledgerTransaction = await postInvoiceJournal(ctx, invoice, setup, description);
+    result.jobCosts = await postInvoiceJobCosts(ctx, invoice, numbers.jobCostRecords);
     return { result };
   },
 };

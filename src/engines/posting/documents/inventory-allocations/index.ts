@@ -4,7 +4,6 @@ import { ApiProblem } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
 import type { Dialect } from '../../../../storage/dialect';
 import { toIsoDate } from '../../../../storage/db-time';
-import { lockNameForTransaction } from '../../../../storage/named-locks';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
@@ -407,7 +406,7 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
     const enc = (v: Dec, scale: number) => dialect.encodeDecimal(v, scale);
 
     // One allocation number is entered once: serialise, then look.
-    await lockNameForTransaction(trx, ctx.engine, `invalc:${input.allocationNumber}`);
+    await ctx.lockName(`invalc:${input.allocationNumber}`);
     const already = await trx('invalc').where({ alcnum: input.allocationNumber }).orderBy('recnum').first();
     if (already) {
       const existing = await existingResult(trx, dialect, already);

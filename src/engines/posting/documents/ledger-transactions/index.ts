@@ -1,12 +1,11 @@
 import type { Knex } from 'knex';
+import type { components } from '../../../../../generated/api-types';
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
-import { toIsoDate } from '../../../../storage/db-time';
-import { lockNameForTransaction } from '../../../../storage/named-locks';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
-import { journalTotals, writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
+import { journalTotals, readPostedLedgerTransaction, writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -24,6 +23,10 @@ import type { PostOutcome, WriteDefinition } from '../../runner';
  *   404  REFERENCE_NOT_FOUND   source or ledger account missing; 422 when inactive
  *   422  PERIOD_INVALID / PERIOD_CLOSED
  */
+
+/** The request body, typed from the contract (generated/api-types.ts). */
+export type JournalBody = components['schemas']['JournalInput'];
+export type JournalLineBody = components['schemas']['JournalLineInput'];
 
 export interface JournalLineInput {
   index: number;
@@ -59,9 +62,10 @@ interface Numbers {
 }
 
 export function prepareJournal(body: unknown): JournalInput {
-  const b = (body ?? {}) as Record<string, any>;
+  // The contract validator has checked the body against JournalInput before dispatch.
+  const b = (body ?? {}) as JournalBody;
   const errors = new InputErrors();
-  const rawLines: any[] = Array.isArray(b.lines) ? b.lines : [];
+  const rawLines: JournalLineBody[] = Array.isArray(b.lines) ? b.lines : [];
   const lines: JournalLineInput[] = rawLines.map((line, i) => ({
     index: i,
     lineNumber: Number(line.lineNumber),
@@ -114,38 +118,9 @@ export function checkJournalLines(input: JournalInput): void {
   }
 }
 
-/** Reads a posted ledger transaction in the published shape. */
-export async function readLedgerTransaction(trx: Knex | Knex.Transaction, dialect: PostingContext['dialect'], header: Record<string, any>): Promise<PostedLedgerTransaction> {
-  const lines = await trx('lgtnln').where({ _idref: header._idnum }).orderBy('linnum');
-  const money = (raw: unknown) => decToJson(dialect.decodeDecimal(raw, SCALE.money) ?? new Dec(0));
-  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
-  return {
-    id: String(header._idnum),
-    recordNumber: Number(header.recnum),
-    transactionNumber: String(header.trnnum),
-    transactionDate: toIsoDate(header.trndte) ?? '',
-    enteredDate: toIsoDate(header.entdte),
-    enteredBy: header.usrnme ?? null,
-    description: String(header.dscrpt ?? ''),
-    sourceNumber: Number(header.srcnum),
-    status: Number(header.status),
-    period: Number(header.actprd),
-    year: Number(header.postyr),
-    debitTotal: money(header.dbttot),
-    creditTotal: money(header.crdtot),
-    reversalOf: int(header.revrec),
-    lines: lines.map((l: any) => ({
-      id: String(l._idnum),
-      lineNumber: Number(l.linnum),
-      ledgerAccount: Number(l.lgract),
-      description: String(l.dscrpt ?? ''),
-      debitAmount: money(l.dbtamt),
-      creditAmount: money(l.crdamt),
-      jobNumber: int(l.jobnum),
-      equipmentNumber: int(l.eqpnum),
-      departmentNumber: int(l.dptmnt),
-    })),
-  };
+/** Reads a posted ledger transaction in the published shape (through the catalog: read-back.ts). */
+export async function readLedgerTransaction(trx: Knex | Knex.Transaction, _dialect: PostingContext['dialect'], header: Record<string, any>): Promise<PostedLedgerTransaction> {
+  return readPostedLedgerTransaction(trx, String(header._idnum));
 }
 
 /** What differs between a posted journal and the request (empty when identical). */
@@ -192,7 +167,7 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, Numbers, Jou
     const { trx } = ctx;
 
     // A transaction number is posted once: serialise postings of the same number, then look.
-    await lockNameForTransaction(trx, ctx.engine, `lgrtrn.trnnum:${input.transactionNumber}`);
+    await ctx.lockName(`lgrtrn.trnnum:${input.transactionNumber}`);
     const already = await trx('lgrtrn').where({ trnnum: input.transactionNumber }).whereNot({ status: 2 }).orderBy('recnum').first();
     if (already) {
       const existing = await readLedgerTransaction(trx, ctx.dialect, already);

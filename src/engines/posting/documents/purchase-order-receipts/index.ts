@@ -3,7 +3,6 @@ import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
 import type { Dialect } from '../../../../storage/dialect';
 import { toIsoDate } from '../../../../storage/db-time';
-import { lockNameForTransaction } from '../../../../storage/named-locks';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
@@ -13,7 +12,8 @@ import { MOVEMENT, applyStockMovements, type PostedInventoryHistory } from '../.
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
-import { addDays, apJobCosts, apJournalLines, insertApInvoice, resolveApLines, type ApInvoiceInput, type ApLineInput, type PostedApInvoice } from '../ap-invoices';
+import { addDays } from '../../dates';
+import { insertInvoice, invoiceJobCosts, invoiceJournalLines, readPostedApInvoice, resolveApLines, type ApInvoiceInput, type ApLineInput, type InvoiceToWrite, type PostedApInvoice } from '../ap-invoices';
 
 /**
  * POST /purchase-order-receipts (source 13, domain notes "How it posts": PO receipt). One
@@ -237,7 +237,7 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
     const qty = (raw: unknown) => dialect.decodeDecimal(raw, SCALE.quantity) ?? new Dec(0);
 
     // Receipts of one order are serialised: the over-receipt check and the close see every earlier receipt.
-    await lockNameForTransaction(trx, ctx.engine, `pchord:${input.orderNumber}`);
+    await ctx.lockName(`pchord:${input.orderNumber}`);
     const order = await trx('pchord').where({ ordnum: input.orderNumber }).first();
     if (!order) {
       throw new ApiProblem('REFERENCE_NOT_FOUND', `Referenced records do not exist: orderNumber: purchase order ${input.orderNumber} does not exist.`, {
@@ -365,7 +365,8 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
     const dueDate = addDays(input.receiptDate, Number(vendor.duedys ?? 30));
     // A receipt at zero cost posts no journal: the invoice then points to none.
     const posts = invoiceTotal.greaterThan(0);
-    const payableInvoice = await insertApInvoice(ctx, invoice, lines, { recordNumber: numbers.invoiceRecord, ledgerRecordNumber: posts ? numbers.ledgerRecord : null, dueDate, enteredDate, period, year });
+    const toWrite: InvoiceToWrite = { input: invoice, lines, recordNumber: numbers.invoiceRecord, ledgerRecord: posts ? numbers.ledgerRecord : null, dueDate, enteredDate, period, year };
+    const payableInvoice = await readPostedApInvoice(trx, await insertInvoice(ctx, toWrite));
     const result: ReceiptWriteResult = { document: undefined as unknown as PostedReceipt, jobCosts: [], inventory: [], period, year };
 
     // Stock in (before the journal: part locks, then ledger balance rows). Each movement is
@@ -413,11 +414,11 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
         sourceNumber: PO_RECEIPT_SOURCE,
         period,
         year,
-        lines: apJournalLines(invoice, lines, setup),
+        lines: invoiceJournalLines(toWrite, setup),
       });
     }
     // A job cost per job line with a value (a line at zero cost posts nothing to the ledger either).
-    const costs = apJobCosts(invoice, lines, { sourceNumber: PO_RECEIPT_SOURCE, invoiceRecord: numbers.invoiceRecord, jobCostRecords: numbers.jobCostRecords, enteredDate, period, year });
+    const costs = invoiceJobCosts(toWrite, numbers.jobCostRecords, PO_RECEIPT_SOURCE);
     result.jobCosts = await writeJobCosts(ctx, costs.filter((c) => !c.costAmount.isZero()));
 
 

@@ -1,0 +1,340 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { ApiProblem, problemBody } from '../../errors/problem';
+import { DeadlineExceeded, upstreamTimeout, type Boundary, type Settled } from '../../storage/boundary';
+import { requestFingerprint } from './fingerprint';
+import type { IdempotencyStore, StoredResponse } from './store';
+
+/**
+ * The Idempotency-Key protocol (spec, Writes), with ONE entry point: `withIdempotency(request,
+ * execute)`. The write itself is `execute`; everything about the key lives here:
+ *
+ *   no key / dry run   execute once; failures rendered (504 on the deadline, 4xx/502 problems)
+ *   recent answers     a completed key of this process replays from memory (no database trip)
+ *   in flight          the same key running in this process, or claimed elsewhere: 409 IN_FLIGHT
+ *   reused             same key, other route or body: 422 IDEMPOTENCY_KEY_REUSED
+ *   claim              phase 1, its own short transaction; a store that cannot answer lets the
+ *                      write go ahead without deduplication (Idempotency-Status unavailable)
+ *   complete           phase 2: `attempt.complete(trx, response)` inside the write's transaction,
+ *                      so the posting and its recorded answer commit together or not at all
+ *   refusals           a problem (404/409/422/502) rolls the write back and is recorded on its own
+ *   nothing posted     the write failed before its transaction (NothingPosted): the key is given back
+ *   unknown after 504  the key answers 504 until the late outcome replaces it (`attempt.settleLate`)
+ *   purge              expired records deleted now and then, never while the database is locked
+ */
+
+export type IdempotencyStatus = 'applied' | 'replayed' | 'unavailable';
+
+/** A response as the write produced it (not yet tagged with its Idempotency-Status). */
+export interface Rendered {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+  /** The document already existed with identical content: answered as `replayed`. */
+  duplicate: boolean;
+}
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+  idempotencyStatus: IdempotencyStatus;
+}
+
+export interface IdempotentRequest {
+  /** Route of the write: part of the fingerprint. */
+  route: string;
+  /** Request path, for problem documents. */
+  instance: string;
+  correlationId: string;
+  /** Keys are scoped to the API key. */
+  scope: string;
+  key?: string;
+  /** A dry run ignores the key. */
+  dryRun: boolean;
+  body: unknown;
+  /** For messages: "posting a journal". */
+  what: string;
+  /** Absolute deadline (ms since the epoch) of the request. */
+  deadlineAt: number;
+}
+
+/** What a keyed execution gets: how to record its answer, and where its late outcome goes. */
+export interface Attempt {
+  key: string;
+  /** Inside the write's transaction, right before it commits; throws LostOwnership when the key was taken over. */
+  complete(trx: Knex.Transaction, response: Rendered): Promise<void>;
+  /** The `onLate` of the write's transaction: its outcome after the request answered 504. */
+  settleLate(outcome: Settled<Rendered>): void;
+}
+
+/** The write: without an attempt it runs unkeyed (no key, dry run, store unavailable). */
+export type Execute = (attempt?: Attempt) => Promise<Rendered>;
+
+/** Thrown by an execution that failed before anything could be posted: the key is given back. */
+export class NothingPosted extends Error {
+  constructor(readonly reason: unknown) {
+    super('the write failed before posting anything');
+  }
+}
+
+export class LostOwnership extends Error {
+  constructor() {
+    super('the idempotency key was taken over by another attempt');
+  }
+}
+
+export interface IdempotencyProtocolDeps {
+  boundary: Pick<Boundary, 'within' | 'problemFor'>;
+  store: IdempotencyStore;
+  logger: Logger;
+  /** Retry-After of IDEMPOTENCY_KEY_IN_FLIGHT. */
+  inFlightRetryAfterSeconds: number;
+  /** Whether the database is locked (no purge then). */
+  isLocked: () => boolean;
+  /** Minimum time between two opportunistic purges of expired records. */
+  purgeEveryMs: number;
+  /** Lifetime of an idempotency record (IDEMPOTENCY_TTL_HOURS). */
+  ttlMs: number;
+  /** Completed records kept in memory for replays without a database trip. */
+  recentCapacity?: number;
+}
+
+interface RecentAnswer {
+  fingerprint: string;
+  response: StoredResponse;
+  expiresAt: number;
+}
+
+interface RunningKey {
+  fingerprint: string;
+  /** The response answered 504 and the write is still running. */
+  late: boolean;
+  unknownResponse?: StoredResponse;
+}
+
+export function renderProblem(problem: ApiProblem, req: Pick<IdempotentRequest, 'instance' | 'correlationId'>): Rendered {
+  const headers: Record<string, string> = { ...problem.headers, 'X-Error-Code': problem.code };
+  return { status: problem.status, headers, body: problemBody(problem, req.instance, req.correlationId) as Record<string, unknown>, duplicate: false };
+}
+
+function stored(rendered: Rendered): StoredResponse {
+  return { status: rendered.status, headers: rendered.headers, body: JSON.stringify(rendered.body) };
+}
+
+function answer(rendered: Rendered, idempotencyStatus: IdempotencyStatus): Answer {
+  return { status: rendered.status, headers: rendered.headers, body: rendered.body, idempotencyStatus };
+}
+
+/** A recording of an earlier response. Problem documents get this request's correlation id. */
+function replay(response: StoredResponse, req: IdempotentRequest): Answer {
+  const body = JSON.parse(response.body) as Record<string, unknown>;
+  if (response.status >= 400 && typeof body.correlationId === 'string' && body.correlationId !== req.correlationId) {
+    body.originalCorrelationId = body.correlationId;
+    body.correlationId = req.correlationId;
+  }
+  return { status: response.status, headers: { ...response.headers }, body, idempotencyStatus: 'replayed' };
+}
+
+export class IdempotencyProtocol {
+  /** Keys being executed by this process: a concurrent duplicate is answered without a database trip. */
+  private readonly running = new Map<string, RunningKey>();
+  /**
+   * Recently completed keys of this process. A completed record never changes (until it expires),
+   * so its replay needs no database trip; other processes' records are found in the table.
+   */
+  private readonly recent = new Map<string, RecentAnswer>();
+  private lastPurge = 0;
+
+  constructor(private readonly deps: IdempotencyProtocolDeps) {}
+
+  get store(): IdempotencyStore {
+    return this.deps.store;
+  }
+
+  set store(store: IdempotencyStore) {
+    this.deps.store = store;
+  }
+
+  async withIdempotency(req: IdempotentRequest, execute: Execute): Promise<Answer> {
+    if (req.dryRun || req.key === undefined) {
+      const rendered = await this.unkeyed(req, execute);
+      return answer(rendered, rendered.duplicate ? 'replayed' : 'applied');
+    }
+    return this.keyed(req, req.key, execute);
+  }
+
+  // ------------------------------------------------------------------ without a key
+
+  private async unkeyed(req: IdempotentRequest, execute: Execute): Promise<Rendered> {
+    try {
+      return await execute();
+    } catch (err) {
+      return this.renderFailure(err, req);
+    }
+  }
+
+  /** A failure as its answer (504 on the deadline, problems rendered); unexpected errors rethrown. */
+  private renderFailure(err: unknown, req: IdempotentRequest): Rendered {
+    const cause = err instanceof NothingPosted ? err.reason : err;
+    if (cause instanceof DeadlineExceeded) return renderProblem(upstreamTimeout(cause.what, !req.dryRun), req);
+    const problem = this.deps.boundary.problemFor(cause);
+    if (problem) return renderProblem(problem, req);
+    throw cause;
+  }
+
+  // ------------------------------------------------------------------ with a key
+
+  private async keyed(req: IdempotentRequest, key: string, execute: Execute): Promise<Answer> {
+    const { store, boundary, logger } = this.deps;
+    const fingerprint = requestFingerprint(req.route, req.body);
+    const memKey = `${req.scope}\u0000${key}`;
+
+    const known = this.recent.get(memKey);
+    if (known && known.expiresAt > Date.now()) {
+      if (known.fingerprint !== fingerprint) throw this.reused(key);
+      return replay(known.response, req);
+    }
+    const mine = this.running.get(memKey);
+    if (mine) {
+      if (mine.fingerprint !== fingerprint) throw this.reused(key);
+      if (mine.late && mine.unknownResponse) return replay(mine.unknownResponse, req);
+      throw this.inFlight(key);
+    }
+
+    let claim;
+    try {
+      claim = await boundary.within(() => this.deps.store.claim({ scope: req.scope, key, fingerprint }), {
+        deadlineAt: req.deadlineAt,
+        what: 'idempotency claim',
+        onLate: (late) => {
+          // The claim came back after we answered 504: nothing will post under it, give it back.
+          if (late.ok && late.value.kind === 'claimed') this.deps.store.release(late.value.token).catch(() => undefined);
+        },
+      });
+    } catch (err) {
+      if (err instanceof DeadlineExceeded) return answer(renderProblem(upstreamTimeout(err.what, true), req), 'applied');
+      // The store could not answer: the write goes ahead without deduplication.
+      logger.warn({ err, correlationId: req.correlationId }, 'idempotency store unavailable; writing without deduplication');
+      return answer(await this.unkeyed(req, execute), 'unavailable');
+    }
+
+    switch (claim.kind) {
+      case 'reused':
+        throw this.reused(key);
+      case 'in_flight':
+        throw this.inFlight(key, claim.retryAfterSeconds);
+      case 'completed':
+        this.remember(memKey, fingerprint, claim.response, claim.expiresAt);
+        return replay(claim.response, req);
+      case 'unknown':
+        return replay(claim.response ?? stored(renderProblem(upstreamTimeout(req.what, true), req)), req);
+      case 'claimed':
+        break;
+    }
+
+    this.maybePurge();
+    const token = claim.token;
+    const expiresAt = Date.now() + this.deps.ttlMs;
+    const entry: RunningKey = { fingerprint, late: false };
+    this.running.set(memKey, entry);
+    const attempt: Attempt = {
+      key,
+      complete: async (trx, response) => {
+        if (!(await this.deps.store.complete(trx, token, stored(response)))) throw new LostOwnership();
+      },
+      settleLate: (outcome) => this.settleLate(memKey, token, outcome, req),
+    };
+    let late = false;
+    try {
+      const rendered = await execute(attempt);
+      this.remember(memKey, fingerprint, stored(rendered), expiresAt);
+      return answer(rendered, rendered.duplicate ? 'replayed' : 'applied');
+    } catch (err) {
+      if (err instanceof NothingPosted) {
+        // Nothing was posted: give the key back so that a retry executes.
+        await this.deps.store.release(token).catch(() => undefined);
+        return answer(this.renderFailure(err, req), 'applied');
+      }
+      if (err instanceof DeadlineExceeded) {
+        late = true;
+        const unknown = renderProblem(upstreamTimeout(err.what, true), req);
+        entry.late = true;
+        entry.unknownResponse = stored(unknown);
+        this.deps.store.markUnknown(token, entry.unknownResponse).catch((e) => logger.warn({ err: e }, 'could not mark idempotency key unknown'));
+        return answer(unknown, 'applied');
+      }
+      if (err instanceof LostOwnership) throw this.inFlight(key);
+      const problem = boundary.problemFor(err);
+      if (problem) {
+        // The engine refused (404/409/422) or the database did (502): the write rolled back as a
+        // whole; the answer is recorded under the key on its own. Should that fail, the record stays
+        // in flight, its lease expires, and the retry executes again to the same answer.
+        const rendered = renderProblem(problem, req);
+        const recorded = await this.deps.store.completeAlone(token, stored(rendered)).catch((e) => {
+          logger.warn({ err: e }, 'could not record the answer under the idempotency key');
+          return false;
+        });
+        if (recorded) this.remember(memKey, fingerprint, stored(rendered), expiresAt);
+        return answer(rendered, 'applied');
+      }
+      await this.deps.store.release(token).catch(() => undefined);
+      throw err;
+    } finally {
+      if (!late) this.running.delete(memKey);
+    }
+  }
+
+  /** The write finished after its request had answered 504. */
+  private settleLate(memKey: string, token: string, outcome: Settled<Rendered>, req: IdempotentRequest): void {
+    const done = (): void => {
+      this.running.delete(memKey);
+    };
+    if (outcome.ok) {
+      // Committed together with the real response: the next retry replays it.
+      this.deps.logger.info({ correlationId: req.correlationId, status: outcome.value.status }, 'late posting committed; its result replaces the unknown outcome');
+      done();
+      return;
+    }
+    const err = outcome.error;
+    if (err instanceof LostOwnership) {
+      done();
+      return;
+    }
+    const problem = this.deps.boundary.problemFor(err);
+    const finish: Promise<void> = problem ? this.deps.store.completeAlone(token, stored(renderProblem(problem, req))).then(() => undefined) : this.deps.store.release(token);
+    finish.catch(() => undefined).finally(done);
+  }
+
+  private remember(memKey: string, fingerprint: string, response: StoredResponse, expiresAt: number): void {
+    const capacity = this.deps.recentCapacity ?? 5000;
+    if (capacity <= 0) return;
+    this.recent.delete(memKey);
+    this.recent.set(memKey, { fingerprint, response, expiresAt });
+    while (this.recent.size > capacity) this.recent.delete(this.recent.keys().next().value as string);
+  }
+
+  private reused(key: string): ApiProblem {
+    return new ApiProblem('IDEMPOTENCY_KEY_REUSED', `Idempotency-Key "${key}" was used before with a different body or route; use a new key for a different request.`, {
+      errors: [{ field: 'Idempotency-Key', code: 'reused' }],
+    });
+  }
+
+  private inFlight(key: string, retryAfter: number = this.deps.inFlightRetryAfterSeconds): ApiProblem {
+    return new ApiProblem('IDEMPOTENCY_KEY_IN_FLIGHT', `A request with Idempotency-Key "${key}" is still being processed; retry after ${retryAfter} s.`, {
+      headers: { 'Retry-After': String(retryAfter) },
+    });
+  }
+
+  private maybePurge(): void {
+    const now = Date.now();
+    if (now - this.lastPurge < this.deps.purgeEveryMs || this.deps.isLocked()) return;
+    this.lastPurge = now;
+    this.deps.store
+      .purgeExpired()
+      .then((n) => {
+        if (n > 0) this.deps.logger.info({ purged: n }, 'expired idempotency records purged');
+      })
+      .catch((err) => this.deps.logger.warn({ err }, 'idempotency purge failed'));
+  }
+}

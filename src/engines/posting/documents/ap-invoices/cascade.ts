@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import { Dec } from '../../../../storage/decimal';
+import { SCALE, type PostingContext } from '../../context';
+import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
+import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import type { LedgerSetup } from '../../ledger/period';
+import { AP_SOURCE, type ApInvoiceInput } from './input';
+import type { ResolvedLine } from './references';
+
+/**
+ * POST /ap-invoices, the cascade (domain notes, "How it posts", source 11), inside the posting
+ * transaction, once every check has passed:
+ *
+ *   invoice    acpinv + apivln
+ *   journal    each line debited to its ledger account (extended total + its sales tax);
+ *              credited: the AP control account (invoice total - retainage when the ledger
+ *              setup has a retainage payable account, which gets the retainage; else the total)
+ *   job costs  one per job line (job, phase, cost code, cost type; amount = what the line debits)
+ *   balances   lgrbal of the resolved period (through the journal)
+ */
+
+export interface InvoiceToWrite {
+  input: ApInvoiceInput;
+  lines: ResolvedLine[];
+  recordNumber: number;
+  ledgerRecord: number | null;
+  dueDate: string;
+  enteredDate: string;
+  period: number;
+  year: number;
+}
+
+/** Inserts the invoice and its lines; returns the invoice's id. */
+export async function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite): Promise<string> {
+  const { trx, dialect } = ctx;
+  const { input, lines } = invoice;
+  const money = (v: Dec) => dialect.encodeDecimal(v, SCALE.money);
+  const invoiceId = randomUUID();
+  const salesTax = lines.reduce((sum, r) => sum.plus(r.line.salesTax), new Dec(0));
+  await trx('acpinv').insert({
+    _idnum: invoiceId,
+    recnum: invoice.recordNumber,
+    vndnum: input.vendorNumber,
+    invnum: input.invoiceNumber,
+    invdte: input.invoiceDate,
+    duedte: invoice.dueDate,
+    dscrpt: input.description,
+    jobnum: input.jobNumber ?? null,
+    phsnum: input.phaseNumber ?? null,
+    ordnum: input.orderNumber ?? null,
+    invttl: money(input.invoiceTotal),
+    amtpad: money(new Dec(0)),
+    invbal: money(input.invoiceTotal),
+    retain: money(input.retainage),
+    taxamt: money(salesTax),
+    status: input.status,
+    entdte: invoice.enteredDate,
+    usrnme: ctx.user,
+    actprd: invoice.period,
+    postyr: invoice.year,
+    lgrrec: invoice.ledgerRecord,
+    insusr: ctx.user,
+    updusr: ctx.user,
+  });
+  await insertChunked(
+    trx,
+    'apivln',
+    lines.map((r) => ({
+      _idnum: randomUUID(),
+      _idref: invoiceId,
+      linnum: r.line.lineNumber,
+      lgract: r.ledgerAccount,
+      dscrpt: r.line.description,
+      jobnum: r.jobNumber,
+      phsnum: r.phaseNumber,
+      cstcde: r.costCode === null ? null : dialect.encodeDecimal(r.costCode, SCALE.costCode),
+      csttyp: r.costType,
+      eqpnum: r.line.equipmentNumber ?? null,
+      linqty: dialect.encodeDecimal(r.line.quantity ?? new Dec(0), SCALE.quantity),
+      linprc: dialect.encodeDecimal(r.line.unitPrice ?? new Dec(0), SCALE.price),
+      extttl: money(r.line.extendedTotal),
+      taxamt: money(r.line.salesTax),
+      insusr: ctx.user,
+      updusr: ctx.user,
+    })),
+  );
+  return invoiceId;
+}
+
+/** The journal's lines: each line debited, AP control (and retainage payable) credited. */
+export function invoiceJournalLines(invoice: InvoiceToWrite, setup: LedgerSetup): JournalLine[] {
+  const { input, lines } = invoice;
+  const journalLines: JournalLine[] = [];
+  let n = 0;
+  for (const r of lines) {
+    if (r.amount.isZero()) continue;
+    journalLines.push({
+      lineNumber: (n += 1),
+      ledgerAccount: r.ledgerAccount,
+      description: (r.line.description || input.description).slice(0, 50),
+      debit: r.amount,
+      credit: new Dec(0),
+      jobNumber: r.jobNumber,
+      equipmentNumber: r.line.equipmentNumber ?? null,
+    });
+  }
+  const splitRetainage = input.retainage.greaterThan(0) && setup.retainagePayableAccount !== null;
+  const apCredit = splitRetainage ? input.invoiceTotal.minus(input.retainage) : input.invoiceTotal;
+  if (apCredit.greaterThan(0)) {
+    journalLines.push({ lineNumber: (n += 1), ledgerAccount: setup.apControlAccount!, description: 'Accounts payable', debit: new Dec(0), credit: apCredit });
+  }
+  if (splitRetainage) {
+    journalLines.push({ lineNumber: (n += 1), ledgerAccount: setup.retainagePayableAccount!, description: 'Retainage payable', debit: new Dec(0), credit: input.retainage });
+  }
+  return journalLines;
+}
+
+/** The journal of the invoice, under `sourceNumber` (11 for an AP invoice, 13 for a PO receipt). */
+export async function postInvoiceJournal(ctx: PostingContext, invoice: InvoiceToWrite, setup: LedgerSetup, description: string, sourceNumber: number = AP_SOURCE): Promise<PostedLedgerTransaction> {
+  const { input } = invoice;
+  return writeJournal(ctx, {
+    recordNumber: invoice.ledgerRecord!,
+    transactionNumber: input.invoiceNumber,
+    transactionDate: input.invoiceDate,
+    enteredDate: invoice.enteredDate,
+    description,
+    sourceNumber,
+    period: invoice.period,
+    year: invoice.year,
+    lines: invoiceJournalLines(invoice, setup),
+  });
+}
+
+/** A job cost per job line: the same amount the ledger posts to its direct expense / WIP account. */
+export function invoiceJobCosts(invoice: InvoiceToWrite, jobCostRecords: number[], sourceNumber: number = AP_SOURCE): JobCostToWrite[] {
+  const { input, lines } = invoice;
+  const jobLines = lines.filter((r) => r.jobNumber !== null);
+  return jobLines.map((r, i) => ({
+    recordNumber: jobCostRecords[i]!,
+    jobNumber: r.jobNumber!,
+    phaseNumber: r.phaseNumber,
+    costCode: r.costCode!,
+    costType: r.costType!,
+    transactionDate: input.invoiceDate,
+    description: (r.line.description || input.description).slice(0, 50),
+    sourceNumber,
+    documentNumber: input.invoiceNumber,
+    sourceRecordNumber: invoice.recordNumber,
+    sourceLineNumber: r.line.lineNumber,
+    vendorNumber: input.vendorNumber,
+    equipmentNumber: r.line.equipmentNumber ?? null,
+    costAmount: r.amount,
+    enteredDate: invoice.enteredDate,
+    period: invoice.period,
+    year: invoice.year,
+  }));
+}
+
+export async function postInvoiceJobCosts(ctx: PostingContext, invoice: InvoiceToWrite, jobCostRecords: number[]): Promise<PostedJobCost[]> {
+  return writeJobCosts(ctx, invoiceJobCosts(invoice, jobCostRecords));
+}

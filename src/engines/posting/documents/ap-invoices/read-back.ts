@@ -1,0 +1,123 @@
+import type { Knex } from 'knex';
+import { Dec } from '../../../../storage/decimal';
+import type { Dialect } from '../../../../storage/dialect';
+import { readJobCostsOf, type PostedJobCost } from '../../ledger/job-costs';
+import { readPostedLedgerTransaction, type PostedLedgerTransaction } from '../../ledger/journal';
+import { readRecord } from '../../read-back';
+import { AP_SOURCE, type ApInvoiceInput } from './input';
+
+/**
+ * POST /ap-invoices, the read-back: the invoice and its journal as the query engine reads them
+ * (through the catalog), and the comparison of a re-sent invoice with the one already entered.
+ */
+
+export interface PostedApInvoice {
+  id: string;
+  recordNumber: number;
+  vendorNumber: number;
+  invoiceNumber: string;
+  invoiceDate: string;
+  dueDate: string | null;
+  description: string;
+  jobNumber: number | null;
+  phaseNumber: number | null;
+  orderNumber: string | null;
+  invoiceTotal: number;
+  amountPaid: number;
+  invoiceBalance: number;
+  retainage: number;
+  salesTax: number;
+  status: number;
+  enteredDate: string | null;
+  enteredBy: string | null;
+  period: number;
+  year: number;
+  ledgerRecordNumber: number | null;
+  lines: Array<{
+    id: string;
+    lineNumber: number;
+    ledgerAccount: number;
+    description: string;
+    jobNumber: number | null;
+    phaseNumber: number | null;
+    costCode: number | null;
+    costType: number | null;
+    equipmentNumber: number | null;
+    quantity: number;
+    unitPrice: number;
+    extendedTotal: number;
+    salesTax: number;
+  }>;
+}
+
+export interface ApInvoiceWriteResult {
+  document: PostedApInvoice;
+  ledgerTransaction?: PostedLedgerTransaction;
+  jobCosts: PostedJobCost[];
+  inventory: never[];
+  period: number;
+  year: number;
+}
+
+/** An AP invoice with its lines in the published shape, read back through the catalog (read-back.ts). */
+export async function readApInvoice(db: Knex | Knex.Transaction, _dialect: Dialect, header: Record<string, any>): Promise<PostedApInvoice> {
+  return readPostedApInvoice(db, String(header._idnum));
+}
+
+export async function readPostedApInvoice(db: Knex | Knex.Transaction, id: string): Promise<PostedApInvoice> {
+  const record = await readRecord(db, 'ap-invoices', id, { children: ['lines'] });
+  if (!record) throw new Error(`AP invoice ${id} not found in its own transaction`);
+  return record as unknown as PostedApInvoice;
+}
+
+/** Fields of the request that differ from the invoice already entered (empty when identical). */
+export function differences(existing: PostedApInvoice, input: ApInvoiceInput): string[] {
+  const out: string[] = [];
+  const same = (a: number | null, b: Dec | undefined) => b === undefined || (a !== null && new Dec(a).equals(b));
+  if (existing.invoiceDate !== input.invoiceDate) out.push('invoiceDate');
+  if (!new Dec(existing.invoiceTotal).equals(input.invoiceTotal)) out.push('invoiceTotal');
+  if (!same(existing.salesTax, input.salesTax)) out.push('salesTax');
+  if (!new Dec(existing.retainage).equals(input.retainage)) out.push('retainage');
+  if (existing.status !== input.status) out.push('status');
+  if (input.jobNumber !== undefined && existing.jobNumber !== input.jobNumber) out.push('jobNumber');
+  if (input.dueDate !== undefined && existing.dueDate !== input.dueDate) out.push('dueDate');
+  if (input.period !== undefined && input.year !== undefined && (existing.period !== input.period || existing.year !== input.year)) out.push('period');
+  if (existing.lines.length !== input.lines.length) {
+    out.push('lines');
+    return out;
+  }
+  const byNumber = new Map(existing.lines.map((l) => [l.lineNumber, l]));
+  for (const line of input.lines) {
+    const other = byNumber.get(line.lineNumber);
+    const differs =
+      !other ||
+      !new Dec(other.extendedTotal).equals(line.extendedTotal) ||
+      !new Dec(other.salesTax).equals(line.salesTax) ||
+      (line.ledgerAccount !== undefined && other.ledgerAccount !== line.ledgerAccount) ||
+      (line.jobNumber !== undefined && other.jobNumber !== line.jobNumber) ||
+      (line.phaseNumber !== undefined && other.phaseNumber !== line.phaseNumber) ||
+      (line.costType !== undefined && other.costType !== line.costType) ||
+      !same(other.costCode, line.costCode) ||
+      !same(other.quantity, line.quantity) ||
+      !same(other.unitPrice, line.unitPrice);
+    if (differs) out.push(`lines[${line.index}]`);
+  }
+  return out;
+}
+
+export async function existingResult(trx: Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<ApInvoiceWriteResult> {
+  const document = await readApInvoice(trx, dialect, header);
+  const result: ApInvoiceWriteResult = {
+    document,
+    jobCosts: await readJobCostsOf(trx, dialect, AP_SOURCE, document.recordNumber),
+    inventory: [],
+    period: document.period,
+    year: document.year,
+  };
+  if (document.ledgerRecordNumber !== null) {
+    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first('_idnum');
+    if (journal) result.ledgerTransaction = await readPostedLedgerTransaction(trx, String(journal._idnum));
+  }
+  return result;
+}
+

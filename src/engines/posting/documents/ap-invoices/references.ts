@@ -1,0 +1,138 @@
+import { Dec } from '../../../../storage/decimal';
+import { SCALE, type PostingContext } from '../../context';
+import type { LedgerSetup } from '../../ledger/period';
+import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
+import { jobOf, phaseOf, type ApInvoiceInput, type ApLineInput } from './input';
+
+/**
+ * POST /ap-invoices, the references: vendor, jobs and phases, ledger accounts (with the
+ * defaults and the account rules), cost codes and types, equipment. 404 when missing, 422 when
+ * not postable, every finding at once.
+ */
+
+/** Account types that carry job costs: 3 WIP asset, 9 Direct expense. */
+const JOB_ACCOUNT_TYPES = new Set([3, 9]);
+
+export interface ResolvedLine {
+  line: ApLineInput;
+  ledgerAccount: number;
+  jobNumber: number | null;
+  phaseNumber: number | null;
+  costCode: Dec | null;
+  costType: number | null;
+  /** What the line debits: extended total + its sales tax. */
+  amount: Dec;
+}
+
+/** Looks up every referenced record, applies the defaults and the account rules. */
+export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, setup: LedgerSetup): Promise<{ lines: ResolvedLine[]; vendor: Record<string, any> }> {
+  const { trx, dialect } = ctx;
+  const check = new ReferenceCheck();
+
+  const vendors = await loadReferenced(trx, 'actpay', 'recnum', [{ field: 'vendorNumber', value: input.vendorNumber }], ['inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme']);
+  const vendor = vendors.get(String(input.vendorNumber));
+  if (!vendor) {
+    check.notFound('vendorNumber', `vendor ${input.vendorNumber}`);
+    check.throwIfAny();
+  }
+  if (isTrue(vendor!.inactv)) check.notPostable('vendorNumber', `vendor ${input.vendorNumber} is inactive`, 'inactive');
+  const vendorAccount = vendor!.dftact === null || vendor!.dftact === undefined ? null : Number(vendor!.dftact);
+  const vendorCostCode = dialect.decodeDecimal(vendor!.dftcde, SCALE.costCode);
+  const vendorCostType = vendor!.dfttyp === null || vendor!.dfttyp === undefined ? null : Number(vendor!.dfttyp);
+
+  // Jobs and phases (header and lines).
+  const jobRefs = [
+    ...(input.jobNumber !== undefined ? [{ field: 'jobNumber', value: input.jobNumber }] : []),
+    ...input.lines.filter((l) => l.jobNumber !== undefined).map((l) => ({ field: `lines[${l.index}].jobNumber`, value: l.jobNumber! })),
+  ];
+  const jobs = await loadReferenced(trx, 'actrec', 'recnum', jobRefs, ['status']);
+  for (const ref of jobRefs) {
+    const job = jobs.get(String(ref.value));
+    if (!job) check.notFound(ref.field, `job ${ref.value}`);
+    else if (Number(job.status) === 6) check.notPostable(ref.field, `job ${ref.value} is closed`, 'closed');
+  }
+  const phaseRefs: Array<{ field: string; job: number; phase: number }> = [];
+  if (input.jobNumber !== undefined && input.phaseNumber !== undefined) phaseRefs.push({ field: 'phaseNumber', job: input.jobNumber, phase: input.phaseNumber });
+  if (input.jobNumber === undefined && input.phaseNumber !== undefined) check.notPostable('phaseNumber', 'a phase needs a jobNumber', 'requires_job');
+  for (const line of input.lines) {
+    const job = jobOf(input, line);
+    const phase = phaseOf(input, line);
+    if (line.phaseNumber !== undefined && job === undefined) check.notPostable(`lines[${line.index}].phaseNumber`, 'a phase needs a jobNumber', 'requires_job');
+    if (job !== undefined && phase !== undefined && line.phaseNumber !== undefined) phaseRefs.push({ field: `lines[${line.index}].phaseNumber`, job, phase });
+  }
+  if (phaseRefs.length > 0) {
+    const rows = await trx('jobphs').whereIn('jobnum', [...new Set(phaseRefs.map((p) => p.job))]).select('jobnum', 'phsnum', 'status');
+    const phases = new Map(rows.map((r: any) => [`${Number(r.jobnum)}/${Number(r.phsnum)}`, r]));
+    for (const ref of phaseRefs) {
+      if (!jobs.has(String(ref.job))) continue;
+      const phase = phases.get(`${ref.job}/${ref.phase}`);
+      if (!phase) check.notFound(ref.field, `phase ${ref.phase} of job ${ref.job}`);
+      else if (Number(phase.status) === 3) check.notPostable(ref.field, `phase ${ref.phase} of job ${ref.job} is closed`, 'closed');
+    }
+  }
+
+  // Ledger accounts (with the defaults), cost codes and types, equipment.
+  const resolved: ResolvedLine[] = input.lines.map((line) => {
+    const job = jobOf(input, line) ?? null;
+    const account = line.ledgerAccount ?? vendorAccount ?? (job !== null ? setup.directExpenseAccount : null);
+    return {
+      line,
+      ledgerAccount: account ?? 0,
+      jobNumber: job,
+      phaseNumber: job === null ? null : (phaseOf(input, line) ?? null),
+      costCode: job === null ? (line.costCode ?? null) : (line.costCode ?? vendorCostCode ?? null),
+      costType: job === null ? (line.costType ?? null) : (line.costType ?? vendorCostType ?? null),
+      amount: line.extendedTotal.plus(line.salesTax),
+    };
+  });
+  resolved.forEach((r) => {
+    if (r.ledgerAccount === 0) check.notPostable(`lines[${r.line.index}].ledgerAccount`, 'no ledger account given and the vendor has no default', 'required');
+  });
+  const accountRefs = resolved.filter((r) => r.ledgerAccount !== 0).map((r) => ({ field: `lines[${r.line.index}].ledgerAccount`, value: r.ledgerAccount }));
+  const accounts = await loadReferenced(trx, 'lgract', 'recnum', accountRefs, ['acttyp', 'inactv']);
+  for (const r of resolved) {
+    if (r.ledgerAccount === 0) continue;
+    const field = `lines[${r.line.index}].ledgerAccount`;
+    const account = accounts.get(String(r.ledgerAccount));
+    if (!account) {
+      check.notFound(field, `ledger account ${r.ledgerAccount}`);
+      continue;
+    }
+    if (isTrue(account.inactv)) check.notPostable(field, `ledger account ${r.ledgerAccount} is inactive`, 'inactive');
+    const jobAccount = JOB_ACCOUNT_TYPES.has(Number(account.acttyp));
+    if (r.jobNumber !== null && !jobAccount) {
+      check.notPostable(field, `job line on ledger account ${r.ledgerAccount}, which is not a direct expense or WIP account`, 'not_job_account');
+    } else if (r.jobNumber === null && jobAccount) {
+      check.notPostable(`lines[${r.line.index}].jobNumber`, `ledger account ${r.ledgerAccount} is a direct expense or WIP account: the line needs a job`, 'required');
+    }
+    if (r.jobNumber !== null) {
+      if (r.costCode === null) check.notPostable(`lines[${r.line.index}].costCode`, 'a job line needs a cost code and the vendor has no default', 'required');
+      if (r.costType === null) check.notPostable(`lines[${r.line.index}].costType`, 'a job line needs a cost type and the vendor has no default', 'required');
+    }
+  }
+  const codeRefs = resolved.filter((r) => r.costCode !== null).map((r) => ({ field: `lines[${r.line.index}].costCode`, value: r.costCode!.toFixed(SCALE.costCode) }));
+  if (codeRefs.length > 0) {
+    const encoded = [...new Set(codeRefs.map((c) => dialect.encodeDecimal(new Dec(c.value), SCALE.costCode)))];
+    const rows = await trx('cstcde').whereIn('cstcde', encoded).select('cstcde', 'inactv');
+    const codes = new Map(rows.map((r: any) => [dialect.decodeDecimal(r.cstcde, SCALE.costCode)!.toFixed(SCALE.costCode), r]));
+    for (const ref of codeRefs) {
+      const code = codes.get(ref.value);
+      if (!code) check.notFound(ref.field, `cost code ${new Dec(ref.value).toFixed()}`);
+      else if (isTrue(code.inactv)) check.notPostable(ref.field, `cost code ${new Dec(ref.value).toFixed()} is inactive`, 'inactive');
+    }
+  }
+  const typeRefs = resolved.filter((r) => r.costType !== null).map((r) => ({ field: `lines[${r.line.index}].costType`, value: r.costType! }));
+  const types = await loadReferenced(trx, 'csttyp', 'recnum', typeRefs, ['inactv']);
+  for (const ref of typeRefs) {
+    const type = types.get(String(ref.value));
+    if (!type) check.notFound(ref.field, `cost type ${ref.value}`);
+    else if (isTrue(type.inactv)) check.notPostable(ref.field, `cost type ${ref.value} is inactive`, 'inactive');
+  }
+  const equipmentRefs = input.lines.filter((l) => l.equipmentNumber !== undefined).map((l) => ({ field: `lines[${l.index}].equipmentNumber`, value: l.equipmentNumber! }));
+  if (equipmentRefs.length > 0) {
+    const equipment = await loadReferenced(trx, 'eqpmnt', 'recnum', equipmentRefs, []);
+    for (const ref of equipmentRefs) if (!equipment.has(String(ref.value))) check.notFound(ref.field, `equipment ${ref.value}`);
+  }
+  check.throwIfAny();
+  return { lines: resolved, vendor: vendor! };
+}

@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { Dec } from './decimal';
+import type { Dialect } from './dialect';
+import type { NumberAllocator } from './numbers';
+
+/**
+ * Ledger balances (lgrbal: debit and credit totals per account, fiscal year and period), added
+ * to by every posting that writes a journal.
+ *
+ * ONE upsert per posting, correct under concurrency on every engine:
+ *   PostgreSQL, SQLite  INSERT ... ON CONFLICT (lgract, postyr, actprd) DO UPDATE SET dbttot = lgrbal.dbttot + excluded.dbttot, ...
+ *   SQL Server          MERGE ... WITH (HOLDLOCK), one statement per row, sent as one batch
+ * Rows go in (account, year, period) order, so two postings touching the same balances take
+ * their row locks in the same order and never deadlock on them.
+ *
+ * Record numbers: a new row needs a `recnum` (unique). A plain read first tells which rows do
+ * not exist yet; only then are numbers taken from the `lgrbal` counter inside the transaction
+ * (the counter row is locked before any balance row, and only by postings that create a row:
+ * the first posting to an account in a period). A row predicted missing that another posting
+ * created meanwhile is simply added to (ON CONFLICT / MATCHED); its number is a gap, which is
+ * harmless. A row predicted present carries its own record number, so should it ever be
+ * missing (rows are never deleted) the insert fails on NOT NULL/unique instead of inventing one.
+ * Earlier code read the existing rows between an UPDATE and an INSERT: under READ COMMITTED the
+ * read could see rows just committed by another posting and the insert became empty (a 500).
+ */
+
+export interface BalanceChange {
+  account: number;
+  year: number;
+  period: number;
+  debit: Dec;
+  credit: Dec;
+}
+
+export interface BalanceWriteOptions {
+  dialect: Dialect;
+  numbers: NumberAllocator;
+  /** updusr / insusr (30 characters). */
+  user: string;
+  /** upddte, in the engine's form. */
+  now: Date | string;
+}
+
+/** One row of the upsert: the sums of a balance cell and the record number used should it be new. */
+export interface BalanceUpsertRow {
+  id: string;
+  recordNumber: number;
+  account: number;
+  year: number;
+  period: number;
+  debit: Dec;
+  credit: Dec;
+}
+
+const MONEY_SCALE = 2;
+/** SQL Server accepts 2,100 parameters per batch; a row of the MERGE takes 11. */
+const MSSQL_ROWS_PER_BATCH = 150;
+/** Insert rows per statement on PostgreSQL / SQLite (9 parameters a row). */
+const ROWS_PER_INSERT = 200;
+
+const cellKey = (account: number, year: number, period: number) => `${account}/${year}/${period}`;
+
+/** Sums the changes per balance cell, in lock order (account, year, period). */
+export function sumBalanceChanges(changes: readonly BalanceChange[]): BalanceChange[] {
+  const cells = new Map<string, BalanceChange>();
+  for (const c of changes) {
+    const key = cellKey(c.account, c.year, c.period);
+    const cell = cells.get(key);
+    if (cell) {
+      cell.debit = cell.debit.plus(c.debit);
+      cell.credit = cell.credit.plus(c.credit);
+    } else {
+      cells.set(key, { account: c.account, year: c.year, period: c.period, debit: new Dec(c.debit), credit: new Dec(c.credit) });
+    }
+  }
+  return [...cells.values()].sort((a, b) => a.account - b.account || a.year - b.year || a.period - b.period);
+}
+
+/** Adds the changes to lgrbal, creating the cells that do not exist yet. */
+export async function addToLedgerBalances(trx: Knex.Transaction, changes: readonly BalanceChange[], options: BalanceWriteOptions): Promise<void> {
+  const cells = sumBalanceChanges(changes);
+  if (cells.length === 0) return;
+
+  // Which cells exist (a plain read: it only decides how many record numbers to take).
+  const existing = new Map<string, number>();
+  const byPeriod = new Map<string, { year: number; period: number; accounts: number[] }>();
+  for (const c of cells) {
+    const k = `${c.year}/${c.period}`;
+    const group = byPeriod.get(k) ?? { year: c.year, period: c.period, accounts: [] };
+    group.accounts.push(c.account);
+    byPeriod.set(k, group);
+  }
+  for (const g of byPeriod.values()) {
+    const rows: Array<{ lgract: number | string; recnum: number | string }> = await trx('lgrbal')
+      .where({ postyr: g.year, actprd: g.period })
+      .whereIn('lgract', g.accounts)
+      .select('lgract', 'recnum');
+    for (const r of rows) existing.set(cellKey(Number(r.lgract), g.year, g.period), Number(r.recnum));
+  }
+  const missing = cells.filter((c) => !existing.has(cellKey(c.account, c.year, c.period))).length;
+  const range = await options.numbers.allocateIn(trx, 'lgrbal', missing);
+  let next = range.first;
+  const rows: BalanceUpsertRow[] = cells.map((c) => ({
+    id: randomUUID(),
+    recordNumber: existing.get(cellKey(c.account, c.year, c.period)) ?? next++,
+    account: c.account,
+    year: c.year,
+    period: c.period,
+    debit: c.debit,
+    credit: c.credit,
+  }));
+  for (const statement of ledgerBalanceUpserts(trx, options, rows)) await statement;
+}
+
+/**
+ * The upsert statements for the rows (already in lock order), for the engine of `db`. Exported
+ * so that the SQL Server form can be compiled and checked without a server.
+ */
+export function ledgerBalanceUpserts(db: Knex | Knex.Transaction, options: Pick<BalanceWriteOptions, 'dialect' | 'user' | 'now'>, rows: readonly BalanceUpsertRow[]): Array<Knex.Raw | Knex.QueryBuilder> {
+  const { dialect, user, now } = options;
+  const money = (v: Dec) => dialect.encodeDecimal(v, MONEY_SCALE);
+  const out: Array<Knex.Raw | Knex.QueryBuilder> = [];
+  if (dialect.engine === 'mssql') {
+    for (let i = 0; i < rows.length; i += MSSQL_ROWS_PER_BATCH) {
+      const chunk = rows.slice(i, i + MSSQL_ROWS_PER_BATCH);
+      const bindings: unknown[] = [];
+      const statements = chunk.map((r) => {
+        bindings.push(r.account, r.year, r.period, money(r.debit), money(r.credit), r.recordNumber, r.id, now, user, user, user);
+        return (
+          'MERGE INTO [lgrbal] WITH (HOLDLOCK) AS t ' +
+          'USING (VALUES (?, ?, ?, CAST(? AS DECIMAL(14,2)), CAST(? AS DECIMAL(14,2)), ?, ?)) AS s ([lgract], [postyr], [actprd], [dbttot], [crdtot], [recnum], [_idnum]) ' +
+          'ON t.[lgract] = s.[lgract] AND t.[postyr] = s.[postyr] AND t.[actprd] = s.[actprd] ' +
+          'WHEN MATCHED THEN UPDATE SET [dbttot] = t.[dbttot] + s.[dbttot], [crdtot] = t.[crdtot] + s.[crdtot], [upddte] = ?, [updusr] = ? ' +
+          'WHEN NOT MATCHED THEN INSERT ([_idnum], [recnum], [lgract], [postyr], [actprd], [dbttot], [crdtot], [insusr], [updusr]) ' +
+          'VALUES (s.[_idnum], s.[recnum], s.[lgract], s.[postyr], s.[actprd], s.[dbttot], s.[crdtot], ?, ?);'
+        );
+      });
+      out.push(db.raw(statements.join('\n'), bindings as Knex.RawBinding[]));
+    }
+    return out;
+  }
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    const chunk = rows.slice(i, i + ROWS_PER_INSERT).map((r) => ({
+      _idnum: r.id,
+      recnum: r.recordNumber,
+      lgract: r.account,
+      postyr: r.year,
+      actprd: r.period,
+      dbttot: money(r.debit),
+      crdtot: money(r.credit),
+      upddte: now,
+      insusr: user,
+      updusr: user,
+    }));
+    out.push(
+      db('lgrbal')
+        .insert(chunk)
+        .onConflict(['lgract', 'postyr', 'actprd'])
+        .merge({
+          dbttot: db.raw('?? + ??', ['lgrbal.dbttot', 'excluded.dbttot']),
+          crdtot: db.raw('?? + ??', ['lgrbal.crdtot', 'excluded.crdtot']),
+          upddte: db.raw('??', ['excluded.upddte']),
+          updusr: db.raw('??', ['excluded.updusr']),
+        }),
+    );
+  }
+  return out;
+}
