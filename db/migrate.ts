@@ -9,6 +9,7 @@ import * as m002 from './migrations/20261122000002_ledger_ap_jobcost_core';
 import * as m003 from './migrations/20261122000003_entities';
 import * as m004 from './migrations/20261122000004_upddte_triggers';
 import * as m005 from './migrations/20261122000005_query_indexes';
+import * as m006 from './migrations/20261123000001_inventory_allocation_posting';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -22,6 +23,7 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261122000003_entities', m003],
   ['20261122000004_upddte_triggers', m004],
   ['20261122000005_query_indexes', m005],
+  ['20261123000001_inventory_allocation_posting', m006],
 ];
 
 type Entry = readonly [string, MigrationModule];

@@ -908,6 +908,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/inventory-allocations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enter (and post) an inventory allocation
+         * @description Records an inventory allocation (source 23 Inventory Allocation) with its lines and, by
+         *     `status` and `purpose`, moves stock, writes job costs and posts a journal, in one transaction:
+         *
+         *     | status | stock | job cost, journal |
+         *     |---|---|---|
+         *     | 1 Open, 2 Review | nothing (stored only) | none |
+         *     | 3 Hold Stock | available at `fromLocation` reduced (on hand unchanged; no history row) | none |
+         *     | 4 Shipped | on hand and available moved; one `inventory` movement (inventory-histories) each | see purpose |
+         *
+         *     | purpose (status 4) | movements | journal (source 23) |
+         *     |---|---|---|
+         *     | 1 Transfer | out of `fromLocation`, into `toLocation` at the same value | debit the inventory account of `toLocation`, credit that of `fromLocation` (none when they share the account) |
+         *     | 2 Consume on a job | out of `fromLocation`; an inventory-consumed record and a job cost per line | debit the ledger setup's direct expense account (with the job), credit the location's inventory account |
+         *     | 3 Loss | out of `fromLocation` | debit the ledger setup's inventory adjustment account, credit the location's inventory account |
+         *     | 4 Revaluation | `lines[].newUnitCost` becomes the part's average cost; quantity 0, value = the change | inventory account against the adjustment account |
+         *
+         *     * Stock leaves at the part's weighted-average cost (value of its stock / quantity on hand);
+         *       `lines[].unitCost` and `extendedCost` of the result are what it left at. Taking more than
+         *       is available at `fromLocation` is 422 INSUFFICIENT_STOCK naming each line, the part, the
+         *       location and the quantities asked and available. Stock never goes below zero.
+         *     * A location's inventory account is its `inventoryAccount`, else the ledger setup's.
+         *     * `allocationDate` drives the posting period (see /ledger-transactions); `period` and `year`
+         *       are always returned, also when nothing posts.
+         *     * Unknown part, location, job, phase, cost code or cost type: 404 REFERENCE_NOT_FOUND listing
+         *       each in `errors[]`; inactive or closed ones and fields missing for the purpose: 422.
+         *     * The same `allocationNumber` sent again: identical content answers 200 with the existing
+         *       allocation (`Idempotency-Status: replayed`), different content 409 DOCUMENT_NUMBER_CONFLICT.
+         */
+        post: operations["postInventoryAllocation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/inventory-allocations/query": {
         parameters: {
             query?: never;
@@ -4842,6 +4888,7 @@ export interface components {
          * @example {
          *       "id": "3f8e00ce-5b1c-4c2d-9e7a-1b2c3d4e5f60",
          *       "recordNumber": 1001,
+         *       "allocationNumber": "IA-2026-0412",
          *       "transactionDate": "2026-11-14",
          *       "description": "Pipe to Riverside level 2",
          *       "purpose": 2,
@@ -4872,6 +4919,8 @@ export interface components {
          *     }
          */
         InventoryAllocation: {
+            /** @description The integrator's allocation number (POST /inventory-allocations); null for allocations entered in the accounting system. */
+            allocationNumber?: string | null;
             description?: string;
             /** @description User who entered it. */
             enteredBy?: string | null;
@@ -4909,6 +4958,59 @@ export interface components {
             /** @description Posting year. */
             year?: number;
         };
+        /**
+         * @description An inventory allocation to enter. Names follow the inventory allocation read model
+         *     (`allocationDate` is its `transactionDate`). `status` 1 Open (the default) and 2 Review store
+         *     it only; 3 Hold Stock reduces available; 4 Shipped moves the stock and posts (see the operation).
+         * @example {
+         *       "allocationNumber": "IA-2026-0412",
+         *       "allocationDate": "2026-11-20",
+         *       "status": 4,
+         *       "purpose": 2,
+         *       "fromLocation": 1,
+         *       "jobNumber": 2601,
+         *       "phaseNumber": 3,
+         *       "lines": [
+         *         {
+         *           "lineNumber": 1,
+         *           "partNumber": 72,
+         *           "quantity": 10,
+         *           "costCode": 3,
+         *           "costType": 1
+         *         }
+         *       ]
+         *     }
+         */
+        InventoryAllocationInput: {
+            allocationDate: components["schemas"]["Date"];
+            /** @description Your number of the allocation; unique (see the operation). */
+            allocationNumber: string;
+            description?: string;
+            /** @description Location the stock leaves (inventory-locations recordNumber); for a revaluation, the location whose inventory account takes the change. */
+            fromLocation: number;
+            /** @description Job the stock is consumed on: required for purpose 2, refused otherwise. */
+            jobNumber?: number;
+            lines: components["schemas"]["InventoryAllocationLineInput"][];
+            /** @description Explicit posting period, 0 to 12, together with `year`; honoured when valid, else 422 PERIOD_INVALID. */
+            period?: number;
+            /** @description Phase of the job (purpose 2). */
+            phaseNumber?: number;
+            /**
+             * @description 1 Transfer between locations, 2 Consume on a job, 3 Loss, 4 Revaluation.
+             * @enum {integer}
+             */
+            purpose: 1 | 2 | 3 | 4;
+            /**
+             * @description 1 Open, 2 Review (stored only), 3 Hold Stock (reduces available), 4 Shipped (moves stock and posts).
+             * @default 1
+             * @enum {integer}
+             */
+            status: 1 | 2 | 3 | 4;
+            /** @description Location the stock enters: required for a transfer (and different from fromLocation), refused otherwise. */
+            toLocation?: number;
+            /** @description Explicit posting year, together with `period`. */
+            year?: number;
+        };
         /** @description A part moved or consumed by an allocation. */
         InventoryAllocationLine: {
             costCode?: number | null;
@@ -4925,6 +5027,22 @@ export interface components {
             partNumber?: number;
             quantity?: number;
             unitCost?: number;
+        };
+        InventoryAllocationLineInput: {
+            /** @description Consumption on a job: cost code of the job cost (defaults to the part's); at most 3 decimal places. */
+            costCode?: number;
+            /** @description Consumption on a job: cost type of the job cost (defaults to the part's, then 1 Material). */
+            costType?: number;
+            /** @description Defaults to the part's name. */
+            description?: string;
+            /** @description Unique within the allocation. */
+            lineNumber: number;
+            /** @description Revaluation only (and required there): the part's new average cost, at most 4 decimal places. */
+            newUnitCost?: number;
+            /** @description Part (parts recordNumber); 404 when it does not exist. */
+            partNumber: number;
+            /** @description Quantity moved, at most 4 decimal places: required for purposes 1 to 3, refused for a revaluation. */
+            quantity?: number;
         };
         /** @description A page of inventory allocations. */
         InventoryAllocationPage: {
@@ -4979,6 +5097,13 @@ export interface components {
             select?: components["schemas"]["Select"];
             /** @description Only shipped allocations (status = 4). Applied only when true. */
             shippedOnly?: boolean;
+        };
+        /** @description Result of POST /inventory-allocations. `ledgerTransaction` is absent (not null) when nothing posted to the ledger; `inventory` lists every stock movement (empty unless Shipped). */
+        InventoryAllocationWriteResult: components["schemas"]["WriteResultBase"] & {
+            document: components["schemas"]["PostedInventoryAllocation"];
+            inventory: components["schemas"]["PostedInventoryHistory"][];
+            jobCosts: components["schemas"]["PostedJobCost"][];
+            ledgerTransaction?: components["schemas"]["PostedLedgerTransaction"];
         };
         /**
          * @description Period-end stock of a part at a location: quantity, value and average cost at the close of a posting period.
@@ -5700,6 +5825,7 @@ export interface components {
          *       "arControlAccount": 1210,
          *       "cashAccount": 1010,
          *       "inventoryAccount": null,
+         *       "inventoryAdjustmentAccount": null,
          *       "wipAccount": null,
          *       "directExpenseAccount": null,
          *       "equipmentExpenseAccount": null,
@@ -5734,6 +5860,8 @@ export interface components {
             id?: string;
             /** @description Inventory asset account. */
             inventoryAccount?: number | null;
+            /** @description Account inventory losses are charged to and revaluations posted against (POST /inventory-allocations). */
+            inventoryAdjustmentAccount?: number | null;
             /** @description Payroll withholding liabilities account. */
             payrollLiabilityAccount?: number | null;
             /** @description 1 Post to the current period, 2 Derive the period from the document date. */
@@ -6504,6 +6632,10 @@ export interface components {
         };
         /** @description An AP invoice as entered (the read model's record, with its lines). */
         PostedApInvoice: components["schemas"]["ApInvoice"] & Record<string, never>;
+        /** @description An inventory allocation as entered (the read model's record, with its lines). */
+        PostedInventoryAllocation: components["schemas"]["InventoryAllocation"] & Record<string, never>;
+        /** @description A stock movement as written by a posting (the inventory-histories read model's record). */
+        PostedInventoryHistory: components["schemas"]["InventoryHistory"] & Record<string, never>;
         /** @description A job cost as created by a posting (the read model's record). */
         PostedJobCost: components["schemas"]["JobCost"] & Record<string, never>;
         /** @description A ledger transaction as posted (the read model's record, with its lines). */
@@ -9384,6 +9516,64 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    postInventoryAllocation: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `true` runs the whole cascade in a transaction that is rolled back and returns the same result
+                 *     body with `dryRun: true`. Identifiers in it are provisional and never exist; reference numbers
+                 *     are still consumed, leaving gaps.
+                 */
+                dryRun?: components["parameters"]["DryRun"];
+            };
+            header?: {
+                /**
+                 * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+                 *     The same key with the same route and body replays the recorded response (Idempotency-Status
+                 *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
+                 *     Ignored (and not consumed) on dry runs.
+                 * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["Traceparent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InventoryAllocationInput"];
+            };
+        };
+        responses: {
+            /** @description Entered (and posted when Shipped); with `dryRun=true`, what would be; or the replay of an earlier response. */
+            200: {
+                headers: {
+                    "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InventoryAllocationWriteResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["UnprocessableEntity"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];

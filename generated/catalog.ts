@@ -3978,6 +3978,12 @@ export const CATALOG: Catalog = {
         "kind": "integer",
         "nullable": false
       },
+      "allocationNumber": {
+        "name": "allocationNumber",
+        "column": "alcnum",
+        "kind": "string",
+        "nullable": true
+      },
       "transactionDate": {
         "name": "transactionDate",
         "column": "trndte",
@@ -5458,6 +5464,12 @@ export const CATALOG: Catalog = {
       "inventoryAccount": {
         "name": "inventoryAccount",
         "column": "invact",
+        "kind": "integer",
+        "nullable": true
+      },
+      "inventoryAdjustmentAccount": {
+        "name": "inventoryAdjustmentAccount",
+        "column": "invadj",
         "kind": "integer",
         "nullable": true
       },

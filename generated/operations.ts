@@ -33,6 +33,12 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "tag": "Accounts payable"
   },
   {
+    "operationId": "postInventoryAllocation",
+    "method": "POST",
+    "path": "/inventory-allocations",
+    "tag": "Inventory"
+  },
+  {
     "operationId": "queryApInvoices",
     "method": "POST",
     "path": "/ap-invoices/query",

@@ -11,7 +11,7 @@ import path from 'node:path';
 import knexFactory from 'knex';
 import { CATALOG } from '../generated/catalog';
 import { MIGRATIONS } from '../db/migrate';
-import { compileSteps, type TableStep } from '../db/migrations/support/schema';
+import { compileSteps, type AlterStep, type TableStep } from '../db/migrations/support/schema';
 import { createStatements, TABLES as TRIGGER_TABLES } from '../db/migrations/20261122000004_upddte_triggers';
 import type { FieldDef } from '../src/catalog/types';
 
@@ -30,15 +30,22 @@ function allSteps(): TableStep[] {
   return steps;
 }
 
+/** Columns later migrations add to existing tables (`alterations`), compiled after the tables. */
+function allAlterations(): AlterStep[] {
+  return MIGRATIONS.flatMap(([, mod]) => (mod as unknown as { alterations?: AlterStep[] }).alterations ?? []);
+}
+
 const steps = allSteps();
+const alterations = allAlterations();
 const byTable = new Map(steps.map((s) => [s.table, s.build(mssql).toString()]));
-const ddl = [...compileSteps(mssql, steps), ...createStatements('mssql')].join(';\n\n') + ';\n';
+for (const a of alterations) byTable.set(a.table, `${byTable.get(a.table) ?? ''};\n${a.build(mssql).toString()}`);
+const ddl = [...compileSteps(mssql, steps), ...alterations.map((a) => a.build(mssql).toString()), ...createStatements('mssql')].join(';\n\n') + ';\n';
 
 /** The column definition of `column` in the CREATE TABLE of `table`. */
 function columnDef(table: string, column: string): string {
   const sql = byTable.get(table);
   assert.ok(sql, `no step creates ${table}`);
-  const m = new RegExp(`(?:\\(|, )\\[${column}\\] (.+?)(?=, \\[|, CONSTRAINT |\\);|\\)$)`, 'm').exec(sql);
+  const m = new RegExp(`(?:\\(|, |ADD )\\[${column}\\] (.+?)(?=, \\[|, CONSTRAINT |\\);|\\)$|;$|$)`, 'm').exec(sql);
   assert.ok(m, `${table}.${column} not in DDL`);
   return m[1]!;
 }

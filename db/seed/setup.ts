@@ -91,6 +91,7 @@ export async function seedSetup(ctx: Ctx): Promise<void> {
     arcact: A.accountsReceivable,
     cshact: A.cashOperating,
     invact: A.inventoryWarehouse,
+    invadj: A.inventoryShrinkage,
     wipact: A.wip,
     dexact: A.materialExpense,
     eqpact: A.equipmentRepairs,

@@ -16,6 +16,12 @@ export interface TableStep {
   build(knex: Knex): Knex.SchemaBuilder;
 }
 
+/** Columns (and their indexes) added to a table an earlier migration created. */
+export interface AlterStep {
+  table: string;
+  build(knex: Knex): Knex.SchemaBuilder;
+}
+
 export type TableBody = (t: Knex.CreateTableBuilder, knex: Knex) => void;
 
 /** Exact decimal column: DECIMAL(p, s) on PostgreSQL and SQL Server, scaled bigint on SQLite. */
