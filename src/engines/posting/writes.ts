@@ -1,6 +1,8 @@
 import type { WriteDefinition } from './runner';
 import { ledgerTransactionsWrite } from './documents/ledger-transactions';
 import { apInvoicesWrite } from './documents/ap-invoices';
+import { serviceInvoicePostWrite } from './documents/service-invoices';
+import { serviceInventoriesWrite } from './documents/service-inventories';
 import { inventoryAllocationsWrite } from './documents/inventory-allocations';
 
 /**
@@ -22,4 +24,6 @@ export const WRITES: readonly WriteEntry[] = [
   { route: '/ledger-transactions', definition: ledgerTransactionsWrite },
   { route: '/ap-invoices', definition: apInvoicesWrite },
   { route: '/inventory-allocations', definition: inventoryAllocationsWrite },
+  { route: '/service-invoices/post', definition: serviceInvoicePostWrite },
+  { route: '/service-inventories', definition: serviceInventoriesWrite },
 ];
