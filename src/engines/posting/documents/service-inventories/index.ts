@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { toIsoDate } from '../../../../storage/db-time';
 import type { NumberAllocator } from '../../../../storage/numbers';
-import { InputErrors } from '../../input';
+import { InputErrors, calendarDate } from '../../input';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
@@ -70,11 +70,13 @@ export function prepareServiceInventory(body: unknown): ServiceInventoryInput {
     model: str(b.model),
     serialNumber: str(b.serialNumber),
     partNumber: b.partNumber === undefined || b.partNumber === null ? null : Number(b.partNumber),
-    installDate: str(b.installDate),
-    warrantyEnds: str(b.warrantyEnds),
+    installDate: null,
+    warrantyEnds: null,
     status: b.status === undefined ? 1 : Number(b.status),
   };
   const errors = new InputErrors();
+  input.installDate = calendarDate(b.installDate, 'installDate', errors) ?? null;
+  input.warrantyEnds = calendarDate(b.warrantyEnds, 'warrantyEnds', errors) ?? null;
   if (input.installDate !== null && input.warrantyEnds !== null && input.warrantyEnds < input.installDate) {
     errors.add('warrantyEnds', 'before_install_date', `warrantyEnds ${input.warrantyEnds} is before installDate ${input.installDate}`);
   }

@@ -6,6 +6,7 @@ import { toIsoDate } from '../../../../storage/db-time';
 import { lockNameForTransaction } from '../../../../storage/named-locks';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
+import { InputErrors, calendarDate } from '../../input';
 import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
 import type { PostedJobCost } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
@@ -106,8 +107,11 @@ const optInt = (v: unknown): number | undefined => (v === undefined || v === nul
 export function prepareServiceInvoicePost(body: unknown): ServiceInvoicePostInput {
   // Shapes, types and ranges were checked by the contract validator (400 naming the field).
   const b = (body ?? {}) as Record<string, any>;
+  const errors = new InputErrors();
   const input: ServiceInvoicePostInput = { recordNumber: Number(b.recordNumber) };
-  if (typeof b.invoiceDate === 'string') input.invoiceDate = b.invoiceDate;
+  const invoiceDate = calendarDate(b.invoiceDate, 'invoiceDate', errors);
+  errors.throwIfAny();
+  if (invoiceDate !== undefined) input.invoiceDate = invoiceDate;
   const partsLocation = optInt(b.partsLocation);
   if (partsLocation !== undefined) input.partsLocation = partsLocation;
   const receivable = optInt(b.receivableAccount);
