@@ -309,6 +309,33 @@ test('Idempotency-Key: the same request again is replayed, nothing posts twice; 
   assertProblem(await t.post(POST, body(recnum, { invoiceDate: '2026-11-18' })).set('Idempotency-Key', key), 'IDEMPOTENCY_KEY_REUSED');
 });
 
+test('two concurrent postings of one work order: one posts, the other is 422 already_posted; one journal, one stock movement', async () => {
+  const recnum = await workOrder([
+    { type: 1, quantity: '1', price: '115' },
+    { type: 2, part: PART.rebar, quantity: '1', price: '102.02' },
+  ]);
+  const journals = await countRows(t.knex, 'lgrtrn');
+  const stock = await stockOf(PART.rebar, TRUCK);
+  const answers = await Promise.all([t.post(POST, body(recnum)), t.post(POST, body(recnum)), t.post(POST, body(recnum))]);
+  const statuses = answers.map((r) => r.status).sort();
+  assert.deepEqual(statuses, [200, 422, 422], answers.map((r) => r.text).join('\n'));
+  for (const r of answers.filter((a) => a.status === 422)) assert.deepEqual(fields(r.body), [['recordNumber', 'already_posted']]);
+  assert.equal(await countRows(t.knex, 'lgrtrn'), journals + 1);
+  assert.equal(await countRows(t.knex, 'invhst', { srcnum: 22, srcrec: recnum }), 1);
+  assert.equal((await stockOf(PART.rebar, TRUCK)).onHand.toFixed(4), stock.onHand.minus(1).toFixed(4));
+});
+
+test('an invoice date in an earlier period posts there (journal, stock history, document)', async () => {
+  const recnum = await workOrder([{ type: 1, quantity: '1', price: '115' }]);
+  const res = await t.post(POST, body(recnum, { invoiceDate: '2026-10-30' }));
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.period, 10);
+  assert.equal(res.body.ledgerTransaction.period, 10);
+  assert.equal(res.body.document.invoiceDate, '2026-10-30');
+  const header = await t.knex('srvinv').where({ recnum }).first('actprd', 'postyr');
+  assert.deepEqual([Number(header.actprd), Number(header.postyr)], [10, YEAR]);
+});
+
 test('an invoice date after the open period is 422 PERIOD_CLOSED naming invoiceDate; nothing is written', async () => {
   const recnum = await workOrder([{ type: 1, quantity: '1', price: '115' }]);
   const before = await snapshot(recnum);
