@@ -367,6 +367,15 @@ test('unknown references are 404 naming the field; missing parts location or cos
   assert.deepEqual(await snapshot(withParts), before);
 });
 
+test('an income account of the work order that does not exist is 422 naming the work order, not a database error', async () => {
+  const recnum = await workOrder([{ type: 1, quantity: '1', price: '115', account: 99999991 }]);
+  const before = await snapshot(recnum);
+  const problem = assertProblem(await t.post(POST, body(recnum)), 'BUSINESS_RULE_VIOLATED');
+  assert.deepEqual(fields(problem), [['recordNumber', 'setup_incomplete']]);
+  assert.match(problem.detail, /99999991/);
+  assert.deepEqual(await snapshot(recnum), before);
+});
+
 test('bad bodies are 400 naming the field', async () => {
   const cases: Array<[unknown, string]> = [
     [{}, 'recordNumber'],

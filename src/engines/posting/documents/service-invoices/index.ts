@@ -283,6 +283,19 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
       if (!account) check.notFound(ref.field, `ledger account ${ref.value}`);
       else if (isTrue(account.inactv)) check.notPostable(ref.field, `ledger account ${ref.value} is inactive`, 'inactive');
     }
+    // Accounts the work order and the setup name (not the request): they must exist and be active,
+    // else the posting is refused naming the work order (never a foreign-key error half-way).
+    const derived = new Map<number, string>();
+    for (const l of lines) if (l.incomeAccount !== 0 && !l.extended.isZero()) derived.set(l.incomeAccount, `income account of line ${Number(l.row.linnum)}`);
+    if (!salesTax.isZero() && stxact !== undefined) derived.set(stxact, 'sales tax account of the ledger setup');
+    if (partLines.length > 0 && inventoryAccount !== undefined) derived.set(inventoryAccount, `inventory account of location ${input.partsLocation}`);
+    if (input.receivableAccount === undefined && receivableAccount !== undefined) derived.set(receivableAccount, 'AR control account of the ledger setup');
+    const derivedRows = await loadReferenced(trx, 'lgract', 'recnum', [...derived.keys()].map((value) => ({ field: 'recordNumber', value })), ['inactv']);
+    for (const [account, what] of derived) {
+      const row = derivedRows.get(String(account));
+      if (!row) check.notPostable('recordNumber', `ledger account ${account} (${what}) does not exist`, 'setup_incomplete');
+      else if (isTrue(row.inactv)) check.notPostable('recordNumber', `ledger account ${account} (${what}) is inactive`, 'inactive');
+    }
     const source = await trx('source').where({ recnum: SERVICE_SOURCE }).first('recnum');
     if (!source) check.notPostable('recordNumber', `transaction source ${SERVICE_SOURCE} (Service Invoices) does not exist`, 'setup_incomplete');
     if (!client) check.notPostable('recordNumber', `client ${Number(header.clnnum)} of the work order does not exist`, 'setup_incomplete');
