@@ -1867,6 +1867,8 @@ export interface paths {
          *       `unitCost`; `status` stays 1 Open (an open receivable).
          *     * A work order that is not Open (Review, Hold, Paid, Void) or that already posted is 422
          *       DOCUMENT_NOT_POSTABLE naming it (`errors[].field` = `recordNumber`); an unknown one is 404.
+         *     * Accounts named by the work order or the ledger setup (income, sales tax, inventory) must
+         *       exist and be active, else 422 BUSINESS_RULE_VIOLATED naming `recordNumber`.
          *     * `invoiceDate` (default: the work order's) drives the posting period (see /ledger-transactions).
          *     * Service work orders carry no job: `jobCosts` is always empty.
          */
