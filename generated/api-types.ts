@@ -1831,6 +1831,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/service-inventories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record a piece of serviced equipment at a client site
+         * @description Records a service inventory item (the `service-inventories` entity): equipment installed at a
+         *     client's service location, with its warranty. It is stored only and posts nothing: the result
+         *     has no `period`, `year` or `ledgerTransaction` keys (absent, not null) and empty `jobCosts`
+         *     and `inventory`.
+         *
+         *     * `clientNumber` and `serviceLocation` must exist (404 naming the field); the location must be
+         *       a site of that client and neither may be inactive (422 BUSINESS_RULE_VIOLATED naming the
+         *       field). `partNumber`, when given, must exist (404).
+         *     * `warrantyEnds` before `installDate` is 400 naming `warrantyEnds`.
+         */
+        post: operations["postServiceInventory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/service-inventories/query": {
         parameters: {
             query?: never;
@@ -1849,6 +1877,46 @@ export interface paths {
          *     Change stamp: `createdSince` returns records entered on or after the date (inclusive); it never reports edits. `lastUpdated` is not supported (501).
          */
         post: operations["queryServiceInventories"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/service-invoices/post": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Post (invoice) an Open service work order
+         * @description Invoices an existing service work order (`service-invoices` record with status 1 Open that
+         *     has not posted yet) and posts it under source 22 Service Invoices, in one transaction:
+         *
+         *     * Journal: the receivable account is debited with the invoice total (lines + sales tax);
+         *       each line's income account (`lines[].ledgerAccount`, else the service type's income account,
+         *       else the ledger setup's service income account) is credited, taxable and non-taxable income
+         *       on separate lines, and the sales tax goes to the ledger setup's sales tax account.
+         *       The receivable line names the client and the invoice.
+         *     * Parts (`lineType` 2 with a `partNumber`) leave `partsLocation` (on hand and available) at
+         *       weighted-average cost: cost of goods sold (`costOfGoodsAccount`) is debited and the
+         *       location's inventory account credited; `inventory` lists the stock movements (movement
+         *       type 4, source 22). Not enough stock is 422 INSUFFICIENT_STOCK naming every short line.
+         *     * The work order becomes an invoice: `ledgerRecordNumber`, `period` and `year` set,
+         *       `workStatus` 5 Complete, `invoiceTotal` / `invoiceBalance` from its lines, each part line's
+         *       `unitCost`; `status` stays 1 Open (an open receivable).
+         *     * A work order that is not Open (Review, Hold, Paid, Void) or that already posted is 422
+         *       DOCUMENT_NOT_POSTABLE naming it (`errors[].field` = `recordNumber`); an unknown one is 404.
+         *     * Accounts named by the work order or the ledger setup (income, sales tax, inventory) must
+         *       exist and be active, else 422 BUSINESS_RULE_VIOLATED naming `recordNumber`.
+         *     * `invoiceDate` (default: the work order's) drives the posting period (see /ledger-transactions).
+         *     * Service work orders carry no job: `jobCosts` is always empty.
+         */
+        post: operations["postServiceWorkOrder"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6714,6 +6782,10 @@ export interface components {
             /** @description Value received by this receipt (the invoice total). */
             receivedTotal: number;
         };
+        /** @description A service inventory item as stored (the read model's record). */
+        PostedServiceInventory: components["schemas"]["ServiceInventory"] & Record<string, never>;
+        /** @description A service invoice as posted (the read model's record, with its lines). */
+        PostedServiceInvoice: components["schemas"]["ServiceInvoice"] & Record<string, never>;
         /**
          * @description Money: an exact decimal with at most 2 decimal places (more is 400), not negative.
          * @example 1284.5
@@ -7216,11 +7288,53 @@ export interface components {
             /** Format: date */
             warrantyEnds?: string | null;
         };
+        /**
+         * @description A piece of serviced equipment to record at a client site. Names follow the service-inventories read model.
+         * @example {
+         *       "clientNumber": 12,
+         *       "serviceLocation": 9,
+         *       "description": "Rooftop unit RTU-4"
+         *     }
+         */
+        ServiceInventoryInput: {
+            /** @description Client (clients recordNumber); 404 when it does not exist, 422 when inactive. */
+            clientNumber: number;
+            description: string;
+            installDate?: components["schemas"]["Date"];
+            manufacturer?: string;
+            model?: string;
+            /** @description Part (parts recordNumber) the equipment is; 404 when it does not exist. */
+            partNumber?: number;
+            serialNumber?: string;
+            /** @description Service location (service-locations recordNumber), a site of the client; 404 when it does not exist, 422 when inactive or a site of another client. */
+            serviceLocation: number;
+            /**
+             * @description 1 Active (the default), 2 Removed.
+             * @default 1
+             * @enum {integer}
+             */
+            status: 1 | 2;
+            warrantyEnds?: components["schemas"]["Date"];
+        };
         /** @description A page of service inventories. */
         ServiceInventoryPage: {
             asOf: components["schemas"]["Timestamp"];
             data: components["schemas"]["ServiceInventory"][];
             page: components["schemas"]["PageInfo"];
+        };
+        /** @description Result of POST /service-inventories: stored only, nothing posts. `period`, `year` and `ledgerTransaction` are absent (not null); `jobCosts` and `inventory` are empty. */
+        ServiceInventoryWriteResult: components["schemas"]["WriteResultBase"] & {
+            document: components["schemas"]["PostedServiceInventory"];
+            /** @description Always empty. */
+            inventory: components["schemas"]["PostedInventoryHistory"][];
+            /** @description Always empty. */
+            jobCosts: components["schemas"]["PostedJobCost"][];
+            /** @description Absent: nothing posts to the ledger. */
+            ledgerTransaction?: unknown;
+            /** @description Absent: a stored-only record has no posting period. */
+            period?: unknown;
+            /** @description Absent: a stored-only record has no posting year. */
+            year?: unknown;
         };
         /**
          * @description A service work order and its invoice: labor, parts and other charges (`lines`). Only an Open invoice posts: debit service receivables, credit taxable or non-taxable income (`ledgerRecordNumber`, source 22); parts leave inventory.
@@ -7516,6 +7630,39 @@ export interface components {
             asOf: components["schemas"]["Timestamp"];
             data: components["schemas"]["ServiceType"][];
             page: components["schemas"]["PageInfo"];
+        };
+        /**
+         * @description The Open service work order to invoice and post, and what its posting needs that the work
+         *     order does not say: where its parts come from and the receivable and cost of goods accounts.
+         * @example {
+         *       "recordNumber": 320,
+         *       "partsLocation": 3,
+         *       "receivableAccount": 1120,
+         *       "costOfGoodsAccount": 5200
+         *     }
+         */
+        ServiceWorkOrderPostInput: {
+            /** @description Ledger account debited with the cost of the parts; required (422) when the work order has part lines; 404 when it does not exist. */
+            costOfGoodsAccount?: number;
+            invoiceDate?: components["schemas"]["Date"];
+            /** @description Inventory location (inventory-locations recordNumber) the part lines leave; required (422) when the work order has part lines; 404 when it does not exist. */
+            partsLocation?: number;
+            /** @description Explicit posting period, 0 to 12, together with `year`; honoured when valid, else 422 PERIOD_INVALID. */
+            period?: number;
+            /** @description Ledger account debited with the invoice total (service receivables); defaults to the ledger setup's AR control account; 404 when it does not exist. */
+            receivableAccount?: number;
+            /** @description The work order (service-invoices recordNumber); 404 when it does not exist, 422 DOCUMENT_NOT_POSTABLE when it is not Open or already posted. */
+            recordNumber: number;
+            /** @description Explicit posting year, together with `period`. */
+            year?: number;
+        };
+        /** @description Result of POST /service-invoices/post: the invoiced work order, its source-22 journal and the stock its parts moved. */
+        ServiceWorkOrderPostResult: components["schemas"]["WriteResultBase"] & {
+            document: components["schemas"]["PostedServiceInvoice"];
+            inventory: components["schemas"]["PostedInventoryHistory"][];
+            /** @description Always empty (service work orders carry no job). */
+            jobCosts: components["schemas"]["PostedJobCost"][];
+            ledgerTransaction: components["schemas"]["PostedLedgerTransaction"];
         };
         /**
          * @description A subcontract with a vendor for a job, with its schedule of values (`lines`), approved changes, billing and retainage.
@@ -11010,6 +11157,64 @@ export interface operations {
             504: components["responses"]["GatewayTimeout"];
         };
     };
+    postServiceInventory: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `true` runs the whole cascade in a transaction that is rolled back and returns the same result
+                 *     body with `dryRun: true`. Identifiers in it are provisional and never exist; reference numbers
+                 *     are still consumed, leaving gaps.
+                 */
+                dryRun?: components["parameters"]["DryRun"];
+            };
+            header?: {
+                /**
+                 * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+                 *     The same key with the same route and body replays the recorded response (Idempotency-Status
+                 *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
+                 *     Ignored (and not consumed) on dry runs.
+                 * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["Traceparent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServiceInventoryInput"];
+            };
+        };
+        responses: {
+            /** @description Stored; with `dryRun=true`, what would be; or the replay of an earlier response. */
+            200: {
+                headers: {
+                    "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceInventoryWriteResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["UnprocessableEntity"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
     queryServiceInventories: {
         parameters: {
             query?: never;
@@ -11041,6 +11246,64 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    postServiceWorkOrder: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `true` runs the whole cascade in a transaction that is rolled back and returns the same result
+                 *     body with `dryRun: true`. Identifiers in it are provisional and never exist; reference numbers
+                 *     are still consumed, leaving gaps.
+                 */
+                dryRun?: components["parameters"]["DryRun"];
+            };
+            header?: {
+                /**
+                 * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+                 *     The same key with the same route and body replays the recorded response (Idempotency-Status
+                 *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
+                 *     Ignored (and not consumed) on dry runs.
+                 * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["Traceparent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServiceWorkOrderPostInput"];
+            };
+        };
+        responses: {
+            /** @description Posted; with `dryRun=true`, what would be; or the replay of an earlier response. */
+            200: {
+                headers: {
+                    "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceWorkOrderPostResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["UnprocessableEntity"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];

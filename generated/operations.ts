@@ -45,6 +45,18 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "tag": "Purchasing"
   },
   {
+    "operationId": "postServiceWorkOrder",
+    "method": "POST",
+    "path": "/service-invoices/post",
+    "tag": "Service management"
+  },
+  {
+    "operationId": "postServiceInventory",
+    "method": "POST",
+    "path": "/service-inventories",
+    "tag": "Service management"
+  },
+  {
     "operationId": "queryApInvoices",
     "method": "POST",
     "path": "/ap-invoices/query",

@@ -99,7 +99,8 @@ describe('demo company seed', () => {
       ['acppmt', 'true'],
       ['acrinv', 'true'],
       ['acrpmt', 'true'],
-      ['srvinv', 'status in (1, 4)'],
+      // Invoiced service work orders (complete); an Open work order not complete is not posted yet.
+      ['srvinv', 'status = 4 or (status = 1 and wrksts = 5)'],
       ['srvpmt', 'true'],
       ['payrec', 'status = 3'],
       ['paychk', 'true'],
@@ -115,8 +116,10 @@ describe('demo company seed', () => {
       const [any] = await rows<{ n: number }>(`select count(*) as n from "${table}" where lgrrec is not null`);
       assert.ok(Number(any!.n) > 0, `${table} has posted rows`);
     }
-    const [unposted] = await rows<{ n: number }>('select count(*) as n from srvinv where status = 2 and lgrrec is not null');
+    const [unposted] = await rows<{ n: number }>('select count(*) as n from srvinv where (status = 2 or wrksts <> 5) and lgrrec is not null');
     assert.equal(Number(unposted!.n), 0, 'work orders not invoiced post nothing');
+    const [open] = await rows<{ n: number }>("select count(*) as n from srvinv where status = 1 and wrksts <> 5 and lgrrec is null and postyr = 2026 and actprd = 11");
+    assert.ok(Number(open!.n) > 0, 'Open work orders wait in the open period for POST /service-invoices/post');
     const [held] = await rows<{ n: number }>('select count(*) as n from invalc where status <> 4 and lgrrec is not null');
     assert.equal(Number(held!.n), 0, 'open and held allocations post nothing');
     // PO receipts post under source 13, other payable invoices under 11 (or the card statements).

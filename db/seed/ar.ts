@@ -398,6 +398,11 @@ export class Receivables {
     let paid = ZERO;
     let lastPaid: string | undefined;
     const costs: Dec[] = a.lines.map(() => ZERO);
+    // A work order not complete yet: technicians on site (work status 4) leave it Open, ready to
+    // be invoiced by POST /service-invoices/post, its parts still on the truck (no hold); the
+    // others wait in Review with their parts held.
+    const workStatus = a.complete ? 5 : r.pick([2, 3, 4]);
+    const openWorkOrder = !a.complete && workStatus === 4;
     if (a.complete) {
       // Parts leave the truck at average cost.
       a.lines.forEach((l, k) => {
@@ -429,8 +434,8 @@ export class Receivables {
         paid = total;
         lastPaid = payDate;
       }
-    } else {
-      // Not complete: a held allocation of the parts on the truck.
+    } else if (!openWorkOrder) {
+      // In Review: a held allocation of the parts on the truck.
       a.lines.forEach((l) => {
         if (l.part && a.truck) sim.inv.cell(l.part, a.truck).held = sim.inv.cell(l.part, a.truck).held.plus(l.quantity);
       });
@@ -448,12 +453,12 @@ export class Receivables {
       srvcon: a.contract,
       empnum: a.tech,
       dscrpt: a.description,
-      wrksts: a.complete ? 5 : r.pick([2, 3, 4]),
+      wrksts: workStatus,
       invttl: money(total),
       taxamt: money(tax),
       amtpad: money(paid),
       invbal: money(balance),
-      status: !a.complete ? 2 : balance.isZero() ? 4 : 1,
+      status: openWorkOrder ? 1 : !a.complete ? 2 : balance.isZero() ? 4 : 1,
       lgrrec: journal,
       ...ctx.txn(a.date, a.date, user, 7 * 60 + (recnum % 600), lastPaid),
     });

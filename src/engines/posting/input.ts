@@ -54,3 +54,19 @@ export function uniqueLineNumbers(lines: ReadonlyArray<{ lineNumber: number }>, 
 export function zero(): Dec {
   return new Dec(0);
 }
+
+/**
+ * A real calendar date YYYY-MM-DD. The contract validator checks `format: date` in its fast mode
+ * (a regex that lets 2026-13-01 and 2026-02-30 through); the engines must not store such a date.
+ */
+export function calendarDate(raw: unknown, field: string, errors: InputErrors): string | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const text = String(raw);
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  const d = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
+  if (!m || !d || d.toISOString().slice(0, 10) !== text) {
+    errors.add(field, 'format', `must be a calendar date YYYY-MM-DD (got ${JSON.stringify(raw)})`);
+    return undefined;
+  }
+  return text;
+}

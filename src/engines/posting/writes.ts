@@ -1,6 +1,8 @@
 import type { WriteDefinition } from './runner';
 import { ledgerTransactionsWrite } from './documents/ledger-transactions';
 import { apInvoicesWrite } from './documents/ap-invoices';
+import { serviceInvoicePostWrite } from './documents/service-invoices';
+import { serviceInventoriesWrite } from './documents/service-inventories';
 import { inventoryAllocationsWrite } from './documents/inventory-allocations';
 import { purchaseOrderReceiptsWrite } from './documents/purchase-order-receipts';
 
@@ -24,4 +26,6 @@ export const WRITES: readonly WriteEntry[] = [
   { route: '/ap-invoices', definition: apInvoicesWrite },
   { route: '/inventory-allocations', definition: inventoryAllocationsWrite },
   { route: '/purchase-order-receipts', definition: purchaseOrderReceiptsWrite },
+  { route: '/service-invoices/post', definition: serviceInvoicePostWrite },
+  { route: '/service-inventories', definition: serviceInventoriesWrite },
 ];

@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { toIsoDate } from '../../../../storage/db-time';
+import type { NumberAllocator } from '../../../../storage/numbers';
+import { InputErrors, calendarDate } from '../../input';
+import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
+import type { PostOutcome, WriteDefinition } from '../../runner';
+
+/**
+ * POST /service-inventories: records a piece of serviced equipment at a client site (srvivt, the
+ * service-inventories entity). Stored only: it posts nothing, so its result has no period, year
+ * or ledgerTransaction keys (absent, not null) and empty jobCosts and inventory (spec, Write
+ * result document).
+ *
+ *   references   clientNumber (reccln) and serviceLocation (srvloc): 404 naming the field;
+ *                partNumber (tkfprt) likewise. The location must be a site of that client and
+ *                neither may be inactive (422 BUSINESS_RULE_VIOLATED naming the field).
+ *   dates        warrantyEnds before installDate is 400 naming warrantyEnds.
+ */
+
+export interface ServiceInventoryInput {
+  clientNumber: number;
+  serviceLocation: number;
+  description: string;
+  manufacturer: string | null;
+  model: string | null;
+  serialNumber: string | null;
+  partNumber: number | null;
+  installDate: string | null;
+  warrantyEnds: string | null;
+  status: number;
+}
+
+export interface PostedServiceInventory {
+  id: string;
+  recordNumber: number;
+  clientNumber: number | null;
+  serviceLocation: number | null;
+  description: string;
+  manufacturer: string | null;
+  model: string | null;
+  serialNumber: string | null;
+  partNumber: number | null;
+  installDate: string | null;
+  warrantyEnds: string | null;
+  status: number;
+}
+
+/** No period, year or ledgerTransaction: the keys are absent, never null. */
+export interface ServiceInventoryWriteResult {
+  document: PostedServiceInventory;
+  jobCosts: never[];
+  inventory: never[];
+}
+
+interface Numbers {
+  record: number;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+export function prepareServiceInventory(body: unknown): ServiceInventoryInput {
+  // Shapes, types and ranges were checked by the contract validator (400 naming the field).
+  const b = (body ?? {}) as Record<string, any>;
+  const input: ServiceInventoryInput = {
+    clientNumber: Number(b.clientNumber),
+    serviceLocation: Number(b.serviceLocation),
+    description: String(b.description ?? ''),
+    manufacturer: str(b.manufacturer),
+    model: str(b.model),
+    serialNumber: str(b.serialNumber),
+    partNumber: b.partNumber === undefined || b.partNumber === null ? null : Number(b.partNumber),
+    installDate: null,
+    warrantyEnds: null,
+    status: b.status === undefined ? 1 : Number(b.status),
+  };
+  const errors = new InputErrors();
+  input.installDate = calendarDate(b.installDate, 'installDate', errors) ?? null;
+  input.warrantyEnds = calendarDate(b.warrantyEnds, 'warrantyEnds', errors) ?? null;
+  if (input.installDate !== null && input.warrantyEnds !== null && input.warrantyEnds < input.installDate) {
+    errors.add('warrantyEnds', 'before_install_date', `warrantyEnds ${input.warrantyEnds} is before installDate ${input.installDate}`);
+  }
+  errors.throwIfAny();
+  return input;
+}
+
+export function serviceInventoryFromRow(row: Record<string, any>): PostedServiceInventory {
+  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
+  return {
+    id: String(row._idnum),
+    recordNumber: Number(row.recnum),
+    clientNumber: int(row.clnnum),
+    serviceLocation: int(row.srvloc),
+    description: String(row.dscrpt ?? ''),
+    manufacturer: row.mannme ?? null,
+    model: row.modnum ?? null,
+    serialNumber: row.serial ?? null,
+    partNumber: int(row.prtnum),
+    installDate: toIsoDate(row.insdat),
+    warrantyEnds: toIsoDate(row.wrnend),
+    status: Number(row.status),
+  };
+}
+
+async function checkReferences(trx: Knex.Transaction, input: ServiceInventoryInput): Promise<void> {
+  const check = new ReferenceCheck();
+  const clients = await loadReferenced(trx, 'reccln', 'recnum', [{ field: 'clientNumber', value: input.clientNumber }], ['inactv']);
+  const client = clients.get(String(input.clientNumber));
+  if (!client) check.notFound('clientNumber', `client ${input.clientNumber}`);
+  else if (isTrue(client.inactv)) check.notPostable('clientNumber', `client ${input.clientNumber} is inactive`, 'inactive');
+  const locations = await loadReferenced(trx, 'srvloc', 'recnum', [{ field: 'serviceLocation', value: input.serviceLocation }], ['clnnum', 'inactv']);
+  const location = locations.get(String(input.serviceLocation));
+  if (!location) check.notFound('serviceLocation', `service location ${input.serviceLocation}`);
+  else {
+    if (isTrue(location.inactv)) check.notPostable('serviceLocation', `service location ${input.serviceLocation} is inactive`, 'inactive');
+    if (Number(location.clnnum) !== input.clientNumber) {
+      check.notPostable('serviceLocation', `service location ${input.serviceLocation} is a site of client ${Number(location.clnnum)}, not of client ${input.clientNumber}`, 'other_client');
+    }
+  }
+  if (input.partNumber !== null) {
+    const parts = await loadReferenced(trx, 'tkfprt', 'recnum', [{ field: 'partNumber', value: input.partNumber }], []);
+    if (!parts.has(String(input.partNumber))) check.notFound('partNumber', `part ${input.partNumber}`);
+  }
+  check.throwIfAny();
+}
+
+export const serviceInventoriesWrite: WriteDefinition<ServiceInventoryInput, Numbers, ServiceInventoryWriteResult> = {
+  route: '/service-inventories',
+  what: 'recording a service inventory item',
+  prepare: prepareServiceInventory,
+
+  async allocate(_input, numbers: NumberAllocator): Promise<Numbers> {
+    const got = await numbers.allocateMany({ srvivt: 1 });
+    return { record: got.srvivt!.first };
+  },
+
+  async post(ctx, input, numbers): Promise<PostOutcome<ServiceInventoryWriteResult>> {
+    const { trx } = ctx;
+    await checkReferences(trx, input);
+    const id = randomUUID();
+    await trx('srvivt').insert({
+      _idnum: id,
+      recnum: numbers.record,
+      clnnum: input.clientNumber,
+      srvloc: input.serviceLocation,
+      dscrpt: input.description,
+      mannme: input.manufacturer,
+      modnum: input.model,
+      serial: input.serialNumber,
+      prtnum: input.partNumber,
+      insdat: input.installDate,
+      wrnend: input.warrantyEnds,
+      status: input.status,
+      insusr: ctx.user,
+      updusr: ctx.user,
+    });
+    const row = await trx('srvivt').where({ _idnum: id }).first();
+    return { result: { document: serviceInventoryFromRow(row), jobCosts: [], inventory: [] } };
+  },
+};
