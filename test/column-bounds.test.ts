@@ -121,6 +121,9 @@ test('through HTTP: values PostgreSQL would take but SQL Server would not are 40
   // The boundaries themselves are accepted.
   const ok = await t.post('/api/v3/service-schedules/query', { filters: { match: { field: 'scheduledStart', operator: '<=', value: '9999-12-31T23:59:59Z' } } });
   assert.equal(ok.status, 200, ok.text);
+  // An astral character is one code point: the text pattern (compiled with the u flag) takes it.
+  const astral = await t.post('/api/v3/ledger-transactions?dryRun=true', { transactionNumber: 'B2', transactionDate: '2026-11-14', sourceNumber: 1, description: 'Rent \u{1F527}'.padEnd(49, 'x'), lines: [{ lineNumber: 1, ledgerAccount: 1, debitAmount: 1 }] });
+  assert.ok(!(astral.body.errors ?? []).some((e: { field: string }) => e.field === 'description'), astral.text);
   const okSmall = await t.post('/api/v3/ap-invoices/query', { filters: { match: { field: 'period', operator: 'IN', values: [-32768, 32767] } } });
   assert.equal(okSmall.status, 200, okSmall.text);
 });
