@@ -15,67 +15,78 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "invoiceNumber": {
         "name": "invoiceNumber",
         "column": "invnum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "invoiceDate": {
         "name": "invoiceDate",
         "column": "invdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "dueDate": {
         "name": "dueDate",
         "column": "duedte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "phaseNumber": {
         "name": "phaseNumber",
         "column": "phsnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "orderNumber": {
         "name": "orderNumber",
         "column": "ordnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "invoiceTotal": {
         "name": "invoiceTotal",
         "column": "invttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "amountPaid": {
@@ -83,6 +94,7 @@ export const CATALOG: Catalog = {
         "column": "amtpad",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "invoiceBalance": {
@@ -90,6 +102,7 @@ export const CATALOG: Catalog = {
         "column": "invbal",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "retainage": {
@@ -97,6 +110,7 @@ export const CATALOG: Catalog = {
         "column": "retain",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "salesTax": {
@@ -104,43 +118,50 @@ export const CATALOG: Catalog = {
         "column": "taxamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -155,62 +176,72 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "ledgerAccount": {
             "name": "ledgerAccount",
             "column": "lgract",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "jobNumber": {
             "name": "jobNumber",
             "column": "jobnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "costType": {
             "name": "costType",
             "column": "csttyp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "equipmentNumber": {
             "name": "equipmentNumber",
             "column": "eqpnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "quantity": {
             "name": "quantity",
             "column": "linqty",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unitPrice": {
@@ -218,6 +249,7 @@ export const CATALOG: Catalog = {
             "column": "linprc",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "extendedTotal": {
@@ -225,6 +257,7 @@ export const CATALOG: Catalog = {
             "column": "extttl",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "salesTax": {
@@ -232,6 +265,7 @@ export const CATALOG: Catalog = {
             "column": "taxamt",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -273,49 +307,57 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "checkNumber": {
         "name": "checkNumber",
         "column": "chknum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "checkDate": {
         "name": "checkDate",
         "column": "chkdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "bankAccount": {
         "name": "bankAccount",
         "column": "bnkact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "amount": {
         "name": "amount",
         "column": "amount",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "discountTaken": {
@@ -323,49 +365,57 @@ export const CATALOG: Catalog = {
         "column": "dsctkn",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "paymentMethod": {
         "name": "paymentMethod",
         "column": "pmtmth",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -380,31 +430,36 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "invoiceRecordNumber": {
             "name": "invoiceRecordNumber",
             "column": "invrec",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "invoiceNumber": {
             "name": "invoiceNumber",
             "column": "invnum",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(20)"
           },
           "amountPaid": {
             "name": "amountPaid",
             "column": "amtpad",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "discountTaken": {
@@ -412,6 +467,7 @@ export const CATALOG: Catalog = {
             "column": "dsctkn",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "retainagePaid": {
@@ -419,6 +475,7 @@ export const CATALOG: Catalog = {
             "column": "retpad",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -441,61 +498,71 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "invoiceNumber": {
         "name": "invoiceNumber",
         "column": "invnum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "invoiceDate": {
         "name": "invoiceDate",
         "column": "invdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "dueDate": {
         "name": "dueDate",
         "column": "duedte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "invoiceType": {
         "name": "invoiceType",
         "column": "invtyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "invoiceTotal": {
         "name": "invoiceTotal",
         "column": "invttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "amountPaid": {
@@ -503,6 +570,7 @@ export const CATALOG: Catalog = {
         "column": "amtpad",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "invoiceBalance": {
@@ -510,6 +578,7 @@ export const CATALOG: Catalog = {
         "column": "invbal",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "retainage": {
@@ -517,6 +586,7 @@ export const CATALOG: Catalog = {
         "column": "retain",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "salesTax": {
@@ -524,43 +594,50 @@ export const CATALOG: Catalog = {
         "column": "taxamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -575,37 +652,43 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "ledgerAccount": {
             "name": "ledgerAccount",
             "column": "lgract",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "quantity": {
@@ -613,6 +696,7 @@ export const CATALOG: Catalog = {
             "column": "linqty",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unitPrice": {
@@ -620,6 +704,7 @@ export const CATALOG: Catalog = {
             "column": "linprc",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "extendedTotal": {
@@ -627,6 +712,7 @@ export const CATALOG: Catalog = {
             "column": "extttl",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "retainage": {
@@ -634,13 +720,15 @@ export const CATALOG: Catalog = {
             "column": "retain",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "taxable": {
             "name": "taxable",
             "column": "taxabl",
             "kind": "boolean",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "bit"
           }
         }
       }
@@ -681,61 +769,71 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "invoiceRecordNumber": {
         "name": "invoiceRecordNumber",
         "column": "invrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "invoiceNumber": {
         "name": "invoiceNumber",
         "column": "invnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "checkNumber": {
         "name": "checkNumber",
         "column": "chknum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "paymentDate": {
         "name": "paymentDate",
         "column": "pmtdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "amount": {
         "name": "amount",
         "column": "amount",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "discountTaken": {
@@ -743,6 +841,7 @@ export const CATALOG: Catalog = {
         "column": "dsctkn",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "retainageReceived": {
@@ -750,49 +849,57 @@ export const CATALOG: Catalog = {
         "column": "retrcv",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "depositAccount": {
         "name": "depositAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -813,43 +920,50 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "assemblyCode": {
         "name": "assemblyCode",
         "column": "asmcde",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "assemblyName": {
         "name": "assemblyName",
         "column": "asmnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "assemblyClass": {
         "name": "assemblyClass",
         "column": "asmcls",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "unit": {
         "name": "unit",
         "column": "asmunt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(8)"
       },
       "totalCost": {
         "name": "totalCost",
         "column": "ttlcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "billingPrice": {
@@ -857,6 +971,7 @@ export const CATALOG: Catalog = {
         "column": "bilprc",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "laborHours": {
@@ -864,6 +979,7 @@ export const CATALOG: Catalog = {
         "column": "labhrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "costCode": {
@@ -871,13 +987,15 @@ export const CATALOG: Catalog = {
         "column": "cstcde",
         "kind": "decimal",
         "nullable": true,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {
@@ -892,31 +1010,36 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "partNumber": {
             "name": "partNumber",
             "column": "prtnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "quantity": {
             "name": "quantity",
             "column": "prtqty",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unitCost": {
@@ -924,6 +1047,7 @@ export const CATALOG: Catalog = {
             "column": "untcst",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "extendedCost": {
@@ -931,6 +1055,7 @@ export const CATALOG: Catalog = {
             "column": "extcst",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -965,37 +1090,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "className": {
         "name": "className",
         "column": "clsnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "parentClass": {
         "name": "parentClass",
         "column": "prncls",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -1016,68 +1147,79 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "accountName": {
         "name": "accountName",
         "column": "actnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "bankName": {
         "name": "bankName",
         "column": "bnknme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "ledgerAccount": {
         "name": "ledgerAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "accountNumberLast4": {
         "name": "accountNumberLast4",
         "column": "actlst",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(4)"
       },
       "routingNumber": {
         "name": "routingNumber",
         "column": "rtenum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(9)"
       },
       "nextCheckNumber": {
         "name": "nextCheckNumber",
         "column": "nxtchk",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "lastReconciledDate": {
         "name": "lastReconciledDate",
         "column": "lstrec",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "lastReconciledBalance": {
         "name": "lastReconciledBalance",
         "column": "lstbal",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -1098,31 +1240,36 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "bankAccount": {
         "name": "bankAccount",
         "column": "bnkact",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "statementDate": {
         "name": "statementDate",
         "column": "stmdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "beginningBalance": {
         "name": "beginningBalance",
         "column": "begbal",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "statementBalance": {
@@ -1130,6 +1277,7 @@ export const CATALOG: Catalog = {
         "column": "stmbal",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "clearedDeposits": {
@@ -1137,6 +1285,7 @@ export const CATALOG: Catalog = {
         "column": "clrdep",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "clearedPayments": {
@@ -1144,6 +1293,7 @@ export const CATALOG: Catalog = {
         "column": "clrpmt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "difference": {
@@ -1151,25 +1301,29 @@ export const CATALOG: Catalog = {
         "column": "dffrnc",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "reconciledBy": {
         "name": "reconciledBy",
         "column": "rcnusr",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "reconciledDate": {
         "name": "reconciledDate",
         "column": "rcndte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -1184,50 +1338,58 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "transactionRecordNumber": {
             "name": "transactionRecordNumber",
             "column": "trnrec",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "transactionDate": {
             "name": "transactionDate",
             "column": "trndte",
             "kind": "date",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "date"
           },
           "transactionNumber": {
             "name": "transactionNumber",
             "column": "trnnum",
             "kind": "string",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "nvarchar(20)"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "amount": {
             "name": "amount",
             "column": "amount",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "cleared": {
             "name": "cleared",
             "column": "clrflg",
             "kind": "boolean",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "bit"
           }
         }
       }
@@ -1266,55 +1428,64 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "bankAccount": {
         "name": "bankAccount",
         "column": "bnkact",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "transactionNumber": {
         "name": "transactionNumber",
         "column": "trnnum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "transactionDate": {
         "name": "transactionDate",
         "column": "trndte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "transactionType": {
         "name": "transactionType",
         "column": "trntyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "payee": {
         "name": "payee",
         "column": "payee_",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "depositAmount": {
         "name": "depositAmount",
         "column": "depamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "withdrawalAmount": {
@@ -1322,61 +1493,71 @@ export const CATALOG: Catalog = {
         "column": "wdramt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "cleared": {
         "name": "cleared",
         "column": "clrflg",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "clearedDate": {
         "name": "clearedDate",
         "column": "clrdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "reconciliationNumber": {
         "name": "reconciliationNumber",
         "column": "recrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -1397,37 +1578,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "employeeNumber": {
         "name": "employeeNumber",
         "column": "empnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "calculationNumber": {
         "name": "calculationNumber",
         "column": "calnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "benefitName": {
         "name": "benefitName",
         "column": "bnfnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "rate": {
         "name": "rate",
         "column": "bnfrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "maximumAmount": {
@@ -1435,6 +1622,7 @@ export const CATALOG: Catalog = {
         "column": "maxamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "yearToDate": {
@@ -1442,25 +1630,29 @@ export const CATALOG: Catalog = {
         "column": "ytdamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "startDate": {
         "name": "startDate",
         "column": "sttdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "endDate": {
         "name": "endDate",
         "column": "enddte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -1481,43 +1673,50 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "budgetName": {
         "name": "budgetName",
         "column": "bdgnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "budgetType": {
         "name": "budgetType",
         "column": "bdgtyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "totalBudget": {
         "name": "totalBudget",
         "column": "ttlbdg",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "totalHours": {
@@ -1525,19 +1724,22 @@ export const CATALOG: Catalog = {
         "column": "ttlhrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "approvedDate": {
         "name": "approvedDate",
         "column": "aprdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -1552,51 +1754,59 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "quantity": {
             "name": "quantity",
             "column": "bdgqty",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unit": {
             "name": "unit",
             "column": "untdsc",
             "kind": "string",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "nvarchar(8)"
           },
           "laborHours": {
             "name": "laborHours",
             "column": "hrsbdg",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "materialBudget": {
@@ -1604,6 +1814,7 @@ export const CATALOG: Catalog = {
             "column": "matbdg",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "laborBudget": {
@@ -1611,6 +1822,7 @@ export const CATALOG: Catalog = {
             "column": "labbdg",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "equipmentBudget": {
@@ -1618,6 +1830,7 @@ export const CATALOG: Catalog = {
             "column": "eqpbdg",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "subcontractBudget": {
@@ -1625,6 +1838,7 @@ export const CATALOG: Catalog = {
             "column": "subbdg",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "otherBudget": {
@@ -1632,6 +1846,7 @@ export const CATALOG: Catalog = {
             "column": "othbdg",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "totalBudget": {
@@ -1639,6 +1854,7 @@ export const CATALOG: Catalog = {
             "column": "ttlbdg",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -1674,56 +1890,65 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "issuerName": {
         "name": "issuerName",
         "column": "issnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "liabilityAccount": {
         "name": "liabilityAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "cardNumberLast4": {
         "name": "cardNumberLast4",
         "column": "crdlst",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(4)"
       },
       "creditLimit": {
         "name": "creditLimit",
         "column": "crdlmt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "statementDay": {
         "name": "statementDay",
         "column": "stmday",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "smallint"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -1744,61 +1969,71 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "changeNumber": {
         "name": "changeNumber",
         "column": "chgnum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "changeDate": {
         "name": "changeDate",
         "column": "chgdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "changeType": {
         "name": "changeType",
         "column": "chgtyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "subcontractRecordNumber": {
         "name": "subcontractRecordNumber",
         "column": "ctcrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "reason": {
         "name": "reason",
         "column": "reason",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "requestedAmount": {
         "name": "requestedAmount",
         "column": "reqamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "approvedAmount": {
@@ -1806,25 +2041,29 @@ export const CATALOG: Catalog = {
         "column": "apramt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "approvedDate": {
         "name": "approvedDate",
         "column": "aprdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "scheduleDays": {
         "name": "scheduleDays",
         "column": "schdys",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -1839,57 +2078,66 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "costType": {
             "name": "costType",
             "column": "csttyp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "quantity": {
             "name": "quantity",
             "column": "chgqty",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unit": {
             "name": "unit",
             "column": "untdsc",
             "kind": "string",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "nvarchar(8)"
           },
           "unitPrice": {
             "name": "unitPrice",
             "column": "untprc",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "amount": {
@@ -1897,6 +2145,7 @@ export const CATALOG: Catalog = {
             "column": "chgamt",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "hours": {
@@ -1904,6 +2153,7 @@ export const CATALOG: Catalog = {
             "column": "chghrs",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "billingAmount": {
@@ -1911,6 +2161,7 @@ export const CATALOG: Catalog = {
             "column": "blgamt",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -1947,55 +2198,64 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "contactName": {
         "name": "contactName",
         "column": "cntnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "title": {
         "name": "title",
         "column": "jobttl",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "phone": {
         "name": "phone",
         "column": "phnnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "mobile": {
         "name": "mobile",
         "column": "cllphn",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "email": {
         "name": "email",
         "column": "e_mail",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(75)"
       },
       "primary": {
         "name": "primary",
         "column": "prmcnt",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -2016,37 +2276,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "typeName": {
         "name": "typeName",
         "column": "typnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "termsDays": {
         "name": "termsDays",
         "column": "duedys",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -2067,98 +2333,114 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientName": {
         "name": "clientName",
         "column": "clnnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "shortName": {
         "name": "shortName",
         "column": "shtnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(15)"
       },
       "contactName": {
         "name": "contactName",
         "column": "cntnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "address1": {
         "name": "address1",
         "column": "addrs1",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "city": {
         "name": "city",
         "column": "ctynme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "state": {
         "name": "state",
         "column": "state_",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "postalCode": {
         "name": "postalCode",
         "column": "zipcde",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "phone": {
         "name": "phone",
         "column": "phnnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "email": {
         "name": "email",
         "column": "e_mail",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(75)"
       },
       "clientType": {
         "name": "clientType",
         "column": "clntyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "taxDistrict": {
         "name": "taxDistrict",
         "column": "taxdst",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "termsDays": {
         "name": "termsDays",
         "column": "duedys",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "creditLimit": {
         "name": "creditLimit",
         "column": "crdlmt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -2185,44 +2467,51 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "costCode": {
         "name": "costCode",
         "column": "cstcde",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "codeName": {
         "name": "codeName",
         "column": "cdenme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "unit": {
         "name": "unit",
         "column": "untdsc",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(8)"
       },
       "divisionNumber": {
         "name": "divisionNumber",
         "column": "cstdiv",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -2243,25 +2532,29 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "divisionName": {
         "name": "divisionName",
         "column": "divnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "fromCostCode": {
         "name": "fromCostCode",
         "column": "frmcde",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "toCostCode": {
@@ -2269,13 +2562,15 @@ export const CATALOG: Catalog = {
         "column": "thrcde",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -2296,43 +2591,50 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "estimateDate": {
         "name": "estimateDate",
         "column": "estdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "preparedBy": {
         "name": "preparedBy",
         "column": "prpusr",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "costToDate": {
         "name": "costToDate",
         "column": "cstdte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "committedCost": {
@@ -2340,6 +2642,7 @@ export const CATALOG: Catalog = {
         "column": "cmtamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "estimateToComplete": {
@@ -2347,6 +2650,7 @@ export const CATALOG: Catalog = {
         "column": "estcmp",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "projectedCost": {
@@ -2354,6 +2658,7 @@ export const CATALOG: Catalog = {
         "column": "prjcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "budgetAmount": {
@@ -2361,13 +2666,15 @@ export const CATALOG: Catalog = {
         "column": "bdgamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -2382,38 +2689,44 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "costType": {
             "name": "costType",
             "column": "csttyp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costToDate": {
             "name": "costToDate",
             "column": "cstdte",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "committedCost": {
@@ -2421,6 +2734,7 @@ export const CATALOG: Catalog = {
             "column": "cmtamt",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "estimateToComplete": {
@@ -2428,6 +2742,7 @@ export const CATALOG: Catalog = {
             "column": "estcmp",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "projectedCost": {
@@ -2435,6 +2750,7 @@ export const CATALOG: Catalog = {
             "column": "prjcst",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "budgetAmount": {
@@ -2442,6 +2758,7 @@ export const CATALOG: Catalog = {
             "column": "bdgamt",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "percentComplete": {
@@ -2449,6 +2766,7 @@ export const CATALOG: Catalog = {
             "column": "pctcmp",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(7, 4)",
             "scale": 4
           }
         }
@@ -2484,37 +2802,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "typeName": {
         "name": "typeName",
         "column": "typnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "abbreviation": {
         "name": "abbreviation",
         "column": "abbrvn",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(6)"
       },
       "preset": {
         "name": "preset",
         "column": "preset",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -2535,31 +2859,36 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "cardIssuer": {
         "name": "cardIssuer",
         "column": "crdiss",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "statementDate": {
         "name": "statementDate",
         "column": "stmdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "previousBalance": {
         "name": "previousBalance",
         "column": "prvbal",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "charges": {
@@ -2567,6 +2896,7 @@ export const CATALOG: Catalog = {
         "column": "chgttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "payments": {
@@ -2574,6 +2904,7 @@ export const CATALOG: Catalog = {
         "column": "pmtttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "statementBalance": {
@@ -2581,19 +2912,22 @@ export const CATALOG: Catalog = {
         "column": "stmbal",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "apInvoiceRecordNumber": {
         "name": "apInvoiceRecordNumber",
         "column": "invrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -2608,69 +2942,80 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "transactionDate": {
             "name": "transactionDate",
             "column": "trndte",
             "kind": "date",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "date"
           },
           "merchant": {
             "name": "merchant",
             "column": "mrchnt",
             "kind": "string",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "nvarchar(50)"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "ledgerAccount": {
             "name": "ledgerAccount",
             "column": "lgract",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "jobNumber": {
             "name": "jobNumber",
             "column": "jobnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "costType": {
             "name": "costType",
             "column": "csttyp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "amount": {
             "name": "amount",
             "column": "amount",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "cleared": {
             "name": "cleared",
             "column": "clrflg",
             "kind": "boolean",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "bit"
           }
         }
       }
@@ -2703,74 +3048,86 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "workDate": {
         "name": "workDate",
         "column": "wrkdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "foremanNumber": {
         "name": "foremanNumber",
         "column": "frmnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "totalHours": {
         "name": "totalHours",
         "column": "ttlhrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -2785,44 +3142,51 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "employeeNumber": {
             "name": "employeeNumber",
             "column": "empnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "payType": {
             "name": "payType",
             "column": "paytyp",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "smallint"
           },
           "hours": {
             "name": "hours",
             "column": "hrswrk",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "payRate": {
@@ -2830,19 +3194,22 @@ export const CATALOG: Catalog = {
             "column": "payrte",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "equipmentNumber": {
             "name": "equipmentNumber",
             "column": "eqpnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "equipmentHours": {
             "name": "equipmentHours",
             "column": "eqphrs",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           }
         }
@@ -2865,37 +3232,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "departmentName": {
         "name": "departmentName",
         "column": "dptnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "managerNumber": {
         "name": "managerNumber",
         "column": "mgrnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "overheadAccount": {
         "name": "overheadAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -2916,37 +3289,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "employeeNumber": {
         "name": "employeeNumber",
         "column": "empnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "quarter": {
         "name": "quarter",
         "column": "qtrnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "regularHours": {
         "name": "regularHours",
         "column": "reghrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "overtimeHours": {
@@ -2954,6 +3333,7 @@ export const CATALOG: Catalog = {
         "column": "ovthrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "grossPay": {
@@ -2961,6 +3341,7 @@ export const CATALOG: Catalog = {
         "column": "grspay",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "federalWithholding": {
@@ -2968,6 +3349,7 @@ export const CATALOG: Catalog = {
         "column": "fedwth",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "stateWithholding": {
@@ -2975,6 +3357,7 @@ export const CATALOG: Catalog = {
         "column": "stawth",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "socialSecurity": {
@@ -2982,6 +3365,7 @@ export const CATALOG: Catalog = {
         "column": "socsec",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "medicare": {
@@ -2989,6 +3373,7 @@ export const CATALOG: Catalog = {
         "column": "medcre",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "netPay": {
@@ -2996,6 +3381,7 @@ export const CATALOG: Catalog = {
         "column": "netpay",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       }
     },
@@ -3017,97 +3403,113 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "lastName": {
         "name": "lastName",
         "column": "lstnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "firstName": {
         "name": "firstName",
         "column": "fstnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "address1": {
         "name": "address1",
         "column": "addrs1",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "city": {
         "name": "city",
         "column": "ctynme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "state": {
         "name": "state",
         "column": "state_",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "postalCode": {
         "name": "postalCode",
         "column": "zipcde",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "phone": {
         "name": "phone",
         "column": "phnnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "email": {
         "name": "email",
         "column": "e_mail",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(75)"
       },
       "birthDate": {
         "name": "birthDate",
         "column": "dtebth",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "hireDate": {
         "name": "hireDate",
         "column": "dtehre",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "terminationDate": {
         "name": "terminationDate",
         "column": "dtetrm",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "payType": {
         "name": "payType",
         "column": "paytyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "payRate": {
         "name": "payRate",
         "column": "payrt1",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "salary": {
@@ -3115,31 +3517,36 @@ export const CATALOG: Catalog = {
         "column": "salary",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "paygroupNumber": {
         "name": "paygroupNumber",
         "column": "paygrp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "departmentNumber": {
         "name": "departmentNumber",
         "column": "dptmnt",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "workersCompCode": {
         "name": "workersCompCode",
         "column": "wkrcmp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "position": {
         "name": "position",
         "column": "pstion",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       }
     },
     "children": {},
@@ -3166,87 +3573,101 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "equipmentName": {
         "name": "equipmentName",
         "column": "eqpnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "equipmentType": {
         "name": "equipmentType",
         "column": "eqptyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "manufacturer": {
         "name": "manufacturer",
         "column": "mannme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "model": {
         "name": "model",
         "column": "modnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "modelYear": {
         "name": "modelYear",
         "column": "yrmdl",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "serialNumber": {
         "name": "serialNumber",
         "column": "serial",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "licensePlate": {
         "name": "licensePlate",
         "column": "lcnnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "purchaseDate": {
         "name": "purchaseDate",
         "column": "prcdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "purchaseCost": {
         "name": "purchaseCost",
         "column": "prccst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "hourMeter": {
         "name": "hourMeter",
         "column": "hrsmtr",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {},
@@ -3269,79 +3690,92 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "equipmentNumber": {
         "name": "equipmentNumber",
         "column": "eqpnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "transactionDate": {
         "name": "transactionDate",
         "column": "trndte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "costCategory": {
         "name": "costCategory",
         "column": "cstcat",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "sourceNumber": {
         "name": "sourceNumber",
         "column": "srcnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "documentNumber": {
         "name": "documentNumber",
         "column": "docnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "sourceRecordNumber": {
         "name": "sourceRecordNumber",
         "column": "srcrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "sourceLineNumber": {
         "name": "sourceLineNumber",
         "column": "srclin",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "ledgerAccount": {
         "name": "ledgerAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "costAmount": {
         "name": "costAmount",
         "column": "cstamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "costHours": {
@@ -3349,37 +3783,43 @@ export const CATALOG: Catalog = {
         "column": "csthrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -3402,31 +3842,36 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "equipmentNumber": {
         "name": "equipmentNumber",
         "column": "eqpnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "effectiveDate": {
         "name": "effectiveDate",
         "column": "effdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "hourlyRate": {
         "name": "hourlyRate",
         "column": "hrlrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "dailyRate": {
@@ -3434,6 +3879,7 @@ export const CATALOG: Catalog = {
         "column": "dlyrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "weeklyRate": {
@@ -3441,6 +3887,7 @@ export const CATALOG: Catalog = {
         "column": "wklrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "monthlyRate": {
@@ -3448,13 +3895,15 @@ export const CATALOG: Catalog = {
         "column": "mthrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "operatorIncluded": {
         "name": "operatorIncluded",
         "column": "oprinc",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -3475,62 +3924,72 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "equipmentNumber": {
         "name": "equipmentNumber",
         "column": "eqpnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "phaseNumber": {
         "name": "phaseNumber",
         "column": "phsnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "costCode": {
         "name": "costCode",
         "column": "cstcde",
         "kind": "decimal",
         "nullable": true,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "transactionDate": {
         "name": "transactionDate",
         "column": "trndte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "rateType": {
         "name": "rateType",
         "column": "rtetyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "units": {
         "name": "units",
         "column": "revunt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "rate": {
@@ -3538,6 +3997,7 @@ export const CATALOG: Catalog = {
         "column": "revrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "revenueAmount": {
@@ -3545,43 +4005,50 @@ export const CATALOG: Catalog = {
         "column": "revamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "sourceNumber": {
         "name": "sourceNumber",
         "column": "srcnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -3602,31 +4069,36 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "typeName": {
         "name": "typeName",
         "column": "typnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "costCode": {
         "name": "costCode",
         "column": "cstcde",
         "kind": "decimal",
         "nullable": true,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "hourlyRate": {
@@ -3634,13 +4106,15 @@ export const CATALOG: Catalog = {
         "column": "hrlrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -3661,49 +4135,57 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "periodName": {
         "name": "periodName",
         "column": "prdnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "startDate": {
         "name": "startDate",
         "column": "sttdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "endDate": {
         "name": "endDate",
         "column": "enddte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {},
@@ -3724,31 +4206,36 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "partNumber": {
         "name": "partNumber",
         "column": "prtnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "changeDate": {
         "name": "changeDate",
         "column": "chgdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "previousAverageCost": {
         "name": "previousAverageCost",
         "column": "prvavg",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "newAverageCost": {
@@ -3756,6 +4243,7 @@ export const CATALOG: Catalog = {
         "column": "newavg",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "quantityOnHand": {
@@ -3763,19 +4251,22 @@ export const CATALOG: Catalog = {
         "column": "qtyohn",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "sourceNumber": {
         "name": "sourceNumber",
         "column": "srcnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "sourceRecordNumber": {
         "name": "sourceRecordNumber",
         "column": "srcrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -3796,43 +4287,50 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "estimateDate": {
         "name": "estimateDate",
         "column": "estdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "preparedBy": {
         "name": "preparedBy",
         "column": "prpusr",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "hoursToDate": {
         "name": "hoursToDate",
         "column": "hrsdte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "hoursToComplete": {
@@ -3840,6 +4338,7 @@ export const CATALOG: Catalog = {
         "column": "hrsest",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "projectedHours": {
@@ -3847,6 +4346,7 @@ export const CATALOG: Catalog = {
         "column": "prjhrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "budgetHours": {
@@ -3854,13 +4354,15 @@ export const CATALOG: Catalog = {
         "column": "bdghrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -3875,25 +4377,29 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "hoursToDate": {
@@ -3901,6 +4407,7 @@ export const CATALOG: Catalog = {
             "column": "hrsdte",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "hoursToComplete": {
@@ -3908,6 +4415,7 @@ export const CATALOG: Catalog = {
             "column": "hrsest",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "projectedHours": {
@@ -3915,6 +4423,7 @@ export const CATALOG: Catalog = {
             "column": "prjhrs",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "budgetHours": {
@@ -3922,6 +4431,7 @@ export const CATALOG: Catalog = {
             "column": "bdghrs",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "percentComplete": {
@@ -3929,6 +4439,7 @@ export const CATALOG: Catalog = {
             "column": "pctcmp",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(7, 4)",
             "scale": 4
           }
         }
@@ -3970,104 +4481,121 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "allocationNumber": {
         "name": "allocationNumber",
         "column": "alcnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "transactionDate": {
         "name": "transactionDate",
         "column": "trndte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "purpose": {
         "name": "purpose",
         "column": "prpose",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "fromLocation": {
         "name": "fromLocation",
         "column": "frmloc",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "toLocation": {
         "name": "toLocation",
         "column": "tolocn",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "phaseNumber": {
         "name": "phaseNumber",
         "column": "phsnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "totalCost": {
         "name": "totalCost",
         "column": "ttlcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -4082,31 +4610,36 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "partNumber": {
             "name": "partNumber",
             "column": "prtnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "quantity": {
             "name": "quantity",
             "column": "alcqty",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unitCost": {
@@ -4114,6 +4647,7 @@ export const CATALOG: Catalog = {
             "column": "untcst",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "extendedCost": {
@@ -4121,6 +4655,7 @@ export const CATALOG: Catalog = {
             "column": "extcst",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "costCode": {
@@ -4128,13 +4663,15 @@ export const CATALOG: Catalog = {
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "costType": {
             "name": "costType",
             "column": "csttyp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           }
         }
       }
@@ -4175,43 +4712,50 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "partNumber": {
         "name": "partNumber",
         "column": "prtnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "locationNumber": {
         "name": "locationNumber",
         "column": "locnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "quantity": {
         "name": "quantity",
         "column": "balqty",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "value": {
@@ -4219,6 +4763,7 @@ export const CATALOG: Catalog = {
         "column": "balval",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "averageCost": {
@@ -4226,6 +4771,7 @@ export const CATALOG: Catalog = {
         "column": "avgcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       }
     },
@@ -4247,62 +4793,72 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "partNumber": {
         "name": "partNumber",
         "column": "prtnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "locationNumber": {
         "name": "locationNumber",
         "column": "locnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "phaseNumber": {
         "name": "phaseNumber",
         "column": "phsnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "costCode": {
         "name": "costCode",
         "column": "cstcde",
         "kind": "decimal",
         "nullable": true,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "costType": {
         "name": "costType",
         "column": "csttyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "transactionDate": {
         "name": "transactionDate",
         "column": "trndte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "quantity": {
         "name": "quantity",
         "column": "csmqty",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "unitCost": {
@@ -4310,6 +4866,7 @@ export const CATALOG: Catalog = {
         "column": "untcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "extendedCost": {
@@ -4317,43 +4874,50 @@ export const CATALOG: Catalog = {
         "column": "extcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "allocationRecordNumber": {
         "name": "allocationRecordNumber",
         "column": "alcrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "jobCostRecordNumber": {
         "name": "jobCostRecordNumber",
         "column": "jcsrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -4374,43 +4938,50 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "partNumber": {
         "name": "partNumber",
         "column": "prtnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "locationNumber": {
         "name": "locationNumber",
         "column": "locnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "transactionDate": {
         "name": "transactionDate",
         "column": "trndte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "movementType": {
         "name": "movementType",
         "column": "mvttyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "quantity": {
         "name": "quantity",
         "column": "hstqty",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "unitCost": {
@@ -4418,6 +4989,7 @@ export const CATALOG: Catalog = {
         "column": "untcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "extendedCost": {
@@ -4425,6 +4997,7 @@ export const CATALOG: Catalog = {
         "column": "extcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "quantityAfter": {
@@ -4432,43 +5005,50 @@ export const CATALOG: Catalog = {
         "column": "balqty",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "sourceNumber": {
         "name": "sourceNumber",
         "column": "srcnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "sourceRecordNumber": {
         "name": "sourceRecordNumber",
         "column": "srcrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -4491,67 +5071,78 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "locationName": {
         "name": "locationName",
         "column": "locnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "locationType": {
         "name": "locationType",
         "column": "loctyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "address1": {
         "name": "address1",
         "column": "addrs1",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "city": {
         "name": "city",
         "column": "ctynme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "state": {
         "name": "state",
         "column": "state_",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "postalCode": {
         "name": "postalCode",
         "column": "zipcde",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inventoryAccount": {
         "name": "inventoryAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -4572,31 +5163,36 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "partNumber": {
         "name": "partNumber",
         "column": "prtnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "locationNumber": {
         "name": "locationNumber",
         "column": "locnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "quantityOnHand": {
         "name": "quantityOnHand",
         "column": "qtyohn",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "quantityAvailable": {
@@ -4604,6 +5200,7 @@ export const CATALOG: Catalog = {
         "column": "qtyavl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "quantityOnOrder": {
@@ -4611,6 +5208,7 @@ export const CATALOG: Catalog = {
         "column": "qtyord",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "minimumQuantity": {
@@ -4618,6 +5216,7 @@ export const CATALOG: Catalog = {
         "column": "minqty",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "maximumQuantity": {
@@ -4625,19 +5224,22 @@ export const CATALOG: Catalog = {
         "column": "maxqty",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "binLocation": {
         "name": "binLocation",
         "column": "binloc",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "averageCost": {
         "name": "averageCost",
         "column": "avgcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       }
     },
@@ -4659,68 +5261,79 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "partNumber": {
         "name": "partNumber",
         "column": "prtnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "serialNumber": {
         "name": "serialNumber",
         "column": "serial",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "locationNumber": {
         "name": "locationNumber",
         "column": "locnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "receivedOn": {
         "name": "receivedOn",
         "column": "rcvdat",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "orderNumber": {
         "name": "orderNumber",
         "column": "ordnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "unitCost": {
         "name": "unitCost",
         "column": "untcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "warrantyEnds": {
         "name": "warrantyEnds",
         "column": "wrnend",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       }
     },
     "children": {},
@@ -4741,98 +5354,114 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "phaseNumber": {
         "name": "phaseNumber",
         "column": "phsnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "costCode": {
         "name": "costCode",
         "column": "cstcde",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "costType": {
         "name": "costType",
         "column": "csttyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "transactionDate": {
         "name": "transactionDate",
         "column": "trndte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "sourceNumber": {
         "name": "sourceNumber",
         "column": "srcnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "documentNumber": {
         "name": "documentNumber",
         "column": "docnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "sourceRecordNumber": {
         "name": "sourceRecordNumber",
         "column": "srcrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "sourceLineNumber": {
         "name": "sourceLineNumber",
         "column": "srclin",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "employeeNumber": {
         "name": "employeeNumber",
         "column": "empnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "equipmentNumber": {
         "name": "equipmentNumber",
         "column": "eqpnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "costAmount": {
         "name": "costAmount",
         "column": "cstamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "costHours": {
@@ -4840,37 +5469,43 @@ export const CATALOG: Catalog = {
         "column": "csthrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -4893,31 +5528,36 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "paygroupNumber": {
         "name": "paygroupNumber",
         "column": "paygrp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "payRate1": {
         "name": "payRate1",
         "column": "payrt1",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "payRate2": {
@@ -4925,6 +5565,7 @@ export const CATALOG: Catalog = {
         "column": "payrt2",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "payRate3": {
@@ -4932,6 +5573,7 @@ export const CATALOG: Catalog = {
         "column": "payrt3",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "fringeRate": {
@@ -4939,13 +5581,15 @@ export const CATALOG: Catalog = {
         "column": "frnrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "effectiveDate": {
         "name": "effectiveDate",
         "column": "effdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       }
     },
     "children": {},
@@ -4966,55 +5610,64 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "phaseNumber": {
         "name": "phaseNumber",
         "column": "phsnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "phaseName": {
         "name": "phaseName",
         "column": "phsnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "startDate": {
         "name": "startDate",
         "column": "sttdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "finishDate": {
         "name": "finishDate",
         "column": "fnhdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "contractAmount": {
         "name": "contractAmount",
         "column": "cntrct",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       }
     },
@@ -5036,38 +5689,44 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "typeName": {
         "name": "typeName",
         "column": "typnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "retainagePercent": {
         "name": "retainagePercent",
         "column": "retpct",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(7, 4)",
         "scale": 4
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -5088,79 +5747,92 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobName": {
         "name": "jobName",
         "column": "jobnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "shortName": {
         "name": "shortName",
         "column": "shtnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(15)"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "jobType": {
         "name": "jobType",
         "column": "jobtyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "address1": {
         "name": "address1",
         "column": "addrs1",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "city": {
         "name": "city",
         "column": "ctynme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "state": {
         "name": "state",
         "column": "state_",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "postalCode": {
         "name": "postalCode",
         "column": "zipcde",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "supervisorNumber": {
         "name": "supervisorNumber",
         "column": "suprvr",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "contractAmount": {
         "name": "contractAmount",
         "column": "cntrct",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "retainagePercent": {
@@ -5168,25 +5840,29 @@ export const CATALOG: Catalog = {
         "column": "retpct",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(7, 4)",
         "scale": 4
       },
       "startDate": {
         "name": "startDate",
         "column": "sttdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "completionDate": {
         "name": "completionDate",
         "column": "cmpdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "taxDistrict": {
         "name": "taxDistrict",
         "column": "taxdst",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -5212,61 +5888,71 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "accountName": {
         "name": "accountName",
         "column": "lngnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "shortName": {
         "name": "shortName",
         "column": "shtnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(15)"
       },
       "accountType": {
         "name": "accountType",
         "column": "acttyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "summaryAccount": {
         "name": "summaryAccount",
         "column": "sumact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "departmentNumber": {
         "name": "departmentNumber",
         "column": "dptmnt",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "subsidiaryType": {
         "name": "subsidiaryType",
         "column": "subtyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "notes": {
         "name": "notes",
         "column": "ntetxt",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(max)"
       }
     },
     "children": {},
@@ -5287,37 +5973,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerAccount": {
         "name": "ledgerAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "debitTotal": {
         "name": "debitTotal",
         "column": "dbttot",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "creditTotal": {
@@ -5325,6 +6017,7 @@ export const CATALOG: Catalog = {
         "column": "crdtot",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       }
     },
@@ -5346,37 +6039,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerAccount": {
         "name": "ledgerAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "budgetAmount": {
         "name": "budgetAmount",
         "column": "bdgamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "revisedAmount": {
@@ -5384,13 +6083,15 @@ export const CATALOG: Catalog = {
         "column": "revamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "notes": {
         "name": "notes",
         "column": "ntetxt",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(max)"
       }
     },
     "children": {},
@@ -5411,115 +6112,134 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "fiscalYearEndMonth": {
         "name": "fiscalYearEndMonth",
         "column": "fscend",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "currentYear": {
         "name": "currentYear",
         "column": "curyer",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "currentPeriod": {
         "name": "currentPeriod",
         "column": "curprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "periodPolicy": {
         "name": "periodPolicy",
         "column": "prdplc",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "apControlAccount": {
         "name": "apControlAccount",
         "column": "apcact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "arControlAccount": {
         "name": "arControlAccount",
         "column": "arcact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "cashAccount": {
         "name": "cashAccount",
         "column": "cshact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inventoryAccount": {
         "name": "inventoryAccount",
         "column": "invact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inventoryAdjustmentAccount": {
         "name": "inventoryAdjustmentAccount",
         "column": "invadj",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "wipAccount": {
         "name": "wipAccount",
         "column": "wipact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "directExpenseAccount": {
         "name": "directExpenseAccount",
         "column": "dexact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "equipmentExpenseAccount": {
         "name": "equipmentExpenseAccount",
         "column": "eqpact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "payrollLiabilityAccount": {
         "name": "payrollLiabilityAccount",
         "column": "pylact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "retainagePayableAccount": {
         "name": "retainagePayableAccount",
         "column": "rtpact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "retainageReceivableAccount": {
         "name": "retainageReceivableAccount",
         "column": "rtract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "salesTaxPayableAccount": {
         "name": "salesTaxPayableAccount",
         "column": "stxact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "serviceIncomeAccount": {
         "name": "serviceIncomeAccount",
         "column": "srvact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -5540,49 +6260,57 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "transactionNumber": {
         "name": "transactionNumber",
         "column": "trnnum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "transactionDate": {
         "name": "transactionDate",
         "column": "trndte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "sourceNumber": {
         "name": "sourceNumber",
         "column": "srcnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "debitTotal": {
         "name": "debitTotal",
         "column": "dbttot",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "creditTotal": {
@@ -5590,37 +6318,43 @@ export const CATALOG: Catalog = {
         "column": "crdtot",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "reversalOf": {
         "name": "reversalOf",
         "column": "revrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -5635,31 +6369,36 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "ledgerAccount": {
             "name": "ledgerAccount",
             "column": "lgract",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "debitAmount": {
             "name": "debitAmount",
             "column": "dbtamt",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "creditAmount": {
@@ -5667,25 +6406,29 @@ export const CATALOG: Catalog = {
             "column": "crdamt",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "jobNumber": {
             "name": "jobNumber",
             "column": "jobnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "equipmentNumber": {
             "name": "equipmentNumber",
             "column": "eqpnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "departmentNumber": {
             "name": "departmentNumber",
             "column": "dptmnt",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           }
         }
       }
@@ -5709,62 +6452,72 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "subcontractRecordNumber": {
         "name": "subcontractRecordNumber",
         "column": "ctcrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "waiverType": {
         "name": "waiverType",
         "column": "wvrtyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "throughDate": {
         "name": "throughDate",
         "column": "thrdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "amount": {
         "name": "amount",
         "column": "amount",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "receivedDate": {
         "name": "receivedDate",
         "column": "rcvdat",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {},
@@ -5785,37 +6538,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "taxName": {
         "name": "taxName",
         "column": "taxnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "authority": {
         "name": "authority",
         "column": "athrty",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "state": {
         "name": "state",
         "column": "state_",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "rate": {
         "name": "rate",
         "column": "taxrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "employerRate": {
@@ -5823,6 +6582,7 @@ export const CATALOG: Catalog = {
         "column": "emprte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "maximumWage": {
@@ -5830,19 +6590,22 @@ export const CATALOG: Catalog = {
         "column": "maxwge",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "liabilityAccount": {
         "name": "liabilityAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -5863,37 +6626,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "className": {
         "name": "className",
         "column": "clsnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "parentClass": {
         "name": "parentClass",
         "column": "prncls",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "defaultCostType": {
         "name": "defaultCostType",
         "column": "csttyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -5914,49 +6683,57 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "partCode": {
         "name": "partCode",
         "column": "prtcde",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "partName": {
         "name": "partName",
         "column": "prtnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "partUnit": {
         "name": "partUnit",
         "column": "prtunt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(8)"
       },
       "partClass": {
         "name": "partClass",
         "column": "prtcls",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "partCost": {
         "name": "partCost",
         "column": "prtcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "averageCost": {
@@ -5964,6 +6741,7 @@ export const CATALOG: Catalog = {
         "column": "avgcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "lastCost": {
@@ -5971,6 +6749,7 @@ export const CATALOG: Catalog = {
         "column": "lstcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "billingPrice": {
@@ -5978,57 +6757,66 @@ export const CATALOG: Catalog = {
         "column": "bilprc",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "manufacturer": {
         "name": "manufacturer",
         "column": "mannme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "manufacturerPartNumber": {
         "name": "manufacturerPartNumber",
         "column": "manprt",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "costCode": {
         "name": "costCode",
         "column": "cstcde",
         "kind": "decimal",
         "nullable": true,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "costType": {
         "name": "costType",
         "column": "csttyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "reorderPoint": {
         "name": "reorderPoint",
         "column": "minqty",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "barcode": {
         "name": "barcode",
         "column": "brcode",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -6056,55 +6844,64 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "employeeNumber": {
         "name": "employeeNumber",
         "column": "empnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "payrollRecordNumber": {
         "name": "payrollRecordNumber",
         "column": "payrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "checkNumber": {
         "name": "checkNumber",
         "column": "chknum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "checkDate": {
         "name": "checkDate",
         "column": "chkdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "periodStart": {
         "name": "periodStart",
         "column": "prdbeg",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "periodEnd": {
         "name": "periodEnd",
         "column": "prdend",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "grossPay": {
         "name": "grossPay",
         "column": "grspay",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "totalDeductions": {
@@ -6112,6 +6909,7 @@ export const CATALOG: Catalog = {
         "column": "dedttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "netPay": {
@@ -6119,55 +6917,64 @@ export const CATALOG: Catalog = {
         "column": "netpay",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "bankAccount": {
         "name": "bankAccount",
         "column": "bnkact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "directDeposit": {
         "name": "directDeposit",
         "column": "drcdep",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -6182,37 +6989,43 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "lineType": {
             "name": "lineType",
             "column": "lintyp",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "smallint"
           },
           "calculationNumber": {
             "name": "calculationNumber",
             "column": "calnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "hours": {
             "name": "hours",
             "column": "hrswrk",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "rate": {
@@ -6220,6 +7033,7 @@ export const CATALOG: Catalog = {
             "column": "payrte",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "amount": {
@@ -6227,6 +7041,7 @@ export const CATALOG: Catalog = {
             "column": "amount",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "yearToDate": {
@@ -6234,6 +7049,7 @@ export const CATALOG: Catalog = {
             "column": "ytdamt",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -6256,25 +7072,29 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "paygroupName": {
         "name": "paygroupName",
         "column": "grpnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "payRate1": {
         "name": "payRate1",
         "column": "payrt1",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "payRate2": {
@@ -6282,6 +7102,7 @@ export const CATALOG: Catalog = {
         "column": "payrt2",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "payRate3": {
@@ -6289,32 +7110,37 @@ export const CATALOG: Catalog = {
         "column": "payrt3",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "workersCompCode": {
         "name": "workersCompCode",
         "column": "wkrcmp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "unionNumber": {
         "name": "unionNumber",
         "column": "unnnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "costCode": {
         "name": "costCode",
         "column": "cstcde",
         "kind": "decimal",
         "nullable": true,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -6335,37 +7161,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "calculationName": {
         "name": "calculationName",
         "column": "calnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "calculationType": {
         "name": "calculationType",
         "column": "caltyp",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "method": {
         "name": "method",
         "column": "calmth",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "rate": {
         "name": "rate",
         "column": "calrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "maximumWage": {
@@ -6373,6 +7205,7 @@ export const CATALOG: Catalog = {
         "column": "maxwge",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "maximumAmount": {
@@ -6380,31 +7213,36 @@ export const CATALOG: Catalog = {
         "column": "maxamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "liabilityAccount": {
         "name": "liabilityAccount",
         "column": "lblact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "expenseAccount": {
         "name": "expenseAccount",
         "column": "expact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -6425,37 +7263,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "employeeNumber": {
         "name": "employeeNumber",
         "column": "empnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "calculationNumber": {
         "name": "calculationNumber",
         "column": "calnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "amount": {
         "name": "amount",
         "column": "dedamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "rate": {
@@ -6463,6 +7307,7 @@ export const CATALOG: Catalog = {
         "column": "dedrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "maximumAmount": {
@@ -6470,6 +7315,7 @@ export const CATALOG: Catalog = {
         "column": "maxamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "yearToDate": {
@@ -6477,25 +7323,29 @@ export const CATALOG: Catalog = {
         "column": "ytdamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "startDate": {
         "name": "startDate",
         "column": "sttdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "endDate": {
         "name": "endDate",
         "column": "enddte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -6516,49 +7366,57 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "employeeNumber": {
         "name": "employeeNumber",
         "column": "empnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "checkNumber": {
         "name": "checkNumber",
         "column": "chknum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "checkDate": {
         "name": "checkDate",
         "column": "chkdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "periodStart": {
         "name": "periodStart",
         "column": "prdbeg",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "periodEnd": {
         "name": "periodEnd",
         "column": "prdend",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "regularHours": {
         "name": "regularHours",
         "column": "reghrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "overtimeHours": {
@@ -6566,6 +7424,7 @@ export const CATALOG: Catalog = {
         "column": "ovthrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "premiumHours": {
@@ -6573,6 +7432,7 @@ export const CATALOG: Catalog = {
         "column": "prmhrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "grossPay": {
@@ -6580,6 +7440,7 @@ export const CATALOG: Catalog = {
         "column": "grspay",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "deductions": {
@@ -6587,6 +7448,7 @@ export const CATALOG: Catalog = {
         "column": "dedttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "netPay": {
@@ -6594,43 +7456,50 @@ export const CATALOG: Catalog = {
         "column": "netpay",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -6645,56 +7514,65 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "workDate": {
             "name": "workDate",
             "column": "wrkdte",
             "kind": "date",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "date"
           },
           "jobNumber": {
             "name": "jobNumber",
             "column": "jobnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "equipmentNumber": {
             "name": "equipmentNumber",
             "column": "eqpnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "payType": {
             "name": "payType",
             "column": "paytyp",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "smallint"
           },
           "hours": {
             "name": "hours",
             "column": "hrswrk",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "payRate": {
@@ -6702,6 +7580,7 @@ export const CATALOG: Catalog = {
             "column": "payrte",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "amount": {
@@ -6709,19 +7588,22 @@ export const CATALOG: Catalog = {
             "column": "amount",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "workersCompCode": {
             "name": "workersCompCode",
             "column": "wkrcmp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           }
         }
       }
@@ -6745,55 +7627,64 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "applicationNumber": {
         "name": "applicationNumber",
         "column": "aplnum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "billingDate": {
         "name": "billingDate",
         "column": "blgdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "periodEnd": {
         "name": "periodEnd",
         "column": "prdend",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "contractAmount": {
         "name": "contractAmount",
         "column": "cntrct",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "completedToDate": {
@@ -6801,6 +7692,7 @@ export const CATALOG: Catalog = {
         "column": "ttlcmp",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "retainage": {
@@ -6808,6 +7700,7 @@ export const CATALOG: Catalog = {
         "column": "retain",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "previouslyBilled": {
@@ -6815,6 +7708,7 @@ export const CATALOG: Catalog = {
         "column": "prvbll",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "amountDue": {
@@ -6822,19 +7716,22 @@ export const CATALOG: Catalog = {
         "column": "amtdue",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "arInvoiceRecordNumber": {
         "name": "arInvoiceRecordNumber",
         "column": "invrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -6849,37 +7746,43 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "itemNumber": {
             "name": "itemNumber",
             "column": "itmnum",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(10)"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "scheduledValue": {
@@ -6887,6 +7790,7 @@ export const CATALOG: Catalog = {
             "column": "schval",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "previouslyCompleted": {
@@ -6894,6 +7798,7 @@ export const CATALOG: Catalog = {
             "column": "prvcmp",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "completedThisPeriod": {
@@ -6901,6 +7806,7 @@ export const CATALOG: Catalog = {
             "column": "cmpprd",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "storedMaterials": {
@@ -6908,6 +7814,7 @@ export const CATALOG: Catalog = {
             "column": "strmat",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "percentComplete": {
@@ -6915,6 +7822,7 @@ export const CATALOG: Catalog = {
             "column": "pctcmp",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(7, 4)",
             "scale": 4
           },
           "retainage": {
@@ -6922,6 +7830,7 @@ export const CATALOG: Catalog = {
             "column": "retain",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -6944,43 +7853,50 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "proposalDate": {
         "name": "proposalDate",
         "column": "prpdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "proposalAmount": {
         "name": "proposalAmount",
         "column": "prpamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "estimatedCost": {
@@ -6988,6 +7904,7 @@ export const CATALOG: Catalog = {
         "column": "estcst",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "markupPercent": {
@@ -6995,25 +7912,29 @@ export const CATALOG: Catalog = {
         "column": "mrkpct",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(7, 4)",
         "scale": 4
       },
       "validUntil": {
         "name": "validUntil",
         "column": "expdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "salespersonNumber": {
         "name": "salespersonNumber",
         "column": "slsnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -7028,51 +7949,59 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "costType": {
             "name": "costType",
             "column": "csttyp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "quantity": {
             "name": "quantity",
             "column": "linqty",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unit": {
             "name": "unit",
             "column": "untdsc",
             "kind": "string",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "nvarchar(8)"
           },
           "unitPrice": {
             "name": "unitPrice",
             "column": "linprc",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "extendedTotal": {
@@ -7080,6 +8009,7 @@ export const CATALOG: Catalog = {
             "column": "extttl",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -7104,37 +8034,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "typeName": {
         "name": "typeName",
         "column": "typnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "autoClose": {
         "name": "autoClose",
         "column": "atocls",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -7155,73 +8091,85 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "orderNumber": {
         "name": "orderNumber",
         "column": "ordnum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "orderDate": {
         "name": "orderDate",
         "column": "orddte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "phaseNumber": {
         "name": "phaseNumber",
         "column": "phsnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "orderType": {
         "name": "orderType",
         "column": "ordtyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "deliveryDate": {
         "name": "deliveryDate",
         "column": "deldte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "locationNumber": {
         "name": "locationNumber",
         "column": "locnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "orderTotal": {
         "name": "orderTotal",
         "column": "ordttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "receivedTotal": {
@@ -7229,6 +8177,7 @@ export const CATALOG: Catalog = {
         "column": "rcvttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "salesTax": {
@@ -7236,13 +8185,15 @@ export const CATALOG: Catalog = {
         "column": "taxamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -7257,56 +8208,65 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "partNumber": {
             "name": "partNumber",
             "column": "prtnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "ledgerAccount": {
             "name": "ledgerAccount",
             "column": "lgract",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "costType": {
             "name": "costType",
             "column": "csttyp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "unit": {
             "name": "unit",
             "column": "untdsc",
             "kind": "string",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "nvarchar(8)"
           },
           "quantity": {
             "name": "quantity",
             "column": "linqty",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unitPrice": {
@@ -7314,6 +8274,7 @@ export const CATALOG: Catalog = {
             "column": "linprc",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "extendedTotal": {
@@ -7321,6 +8282,7 @@ export const CATALOG: Catalog = {
             "column": "extttl",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "receivedToDate": {
@@ -7328,6 +8290,7 @@ export const CATALOG: Catalog = {
             "column": "rcvdte",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "canceledQuantity": {
@@ -7335,6 +8298,7 @@ export const CATALOG: Catalog = {
             "column": "cancel",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           }
         }
@@ -7359,55 +8323,64 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "serviceLocation": {
         "name": "serviceLocation",
         "column": "srvloc",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "startDate": {
         "name": "startDate",
         "column": "sttdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "endDate": {
         "name": "endDate",
         "column": "enddte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "billingFrequency": {
         "name": "billingFrequency",
         "column": "blgfrq",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "contractAmount": {
         "name": "contractAmount",
         "column": "cntrct",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "billingAmount": {
@@ -7415,19 +8388,22 @@ export const CATALOG: Catalog = {
         "column": "blgamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "nextBillingDate": {
         "name": "nextBillingDate",
         "column": "nxtblg",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -7442,43 +8418,50 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "serviceType": {
             "name": "serviceType",
             "column": "srvtyp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "visitsPerYear": {
             "name": "visitsPerYear",
             "column": "vstyer",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "serviceInventoryNumber": {
             "name": "serviceInventoryNumber",
             "column": "srvivt",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "amount": {
             "name": "amount",
             "column": "amount",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -7503,73 +8486,85 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "serviceLocation": {
         "name": "serviceLocation",
         "column": "srvloc",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "manufacturer": {
         "name": "manufacturer",
         "column": "mannme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "model": {
         "name": "model",
         "column": "modnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "serialNumber": {
         "name": "serialNumber",
         "column": "serial",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "partNumber": {
         "name": "partNumber",
         "column": "prtnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "installDate": {
         "name": "installDate",
         "column": "insdat",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "warrantyEnds": {
         "name": "warrantyEnds",
         "column": "wrnend",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {},
@@ -7592,79 +8587,92 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "invoiceNumber": {
         "name": "invoiceNumber",
         "column": "invnum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "invoiceDate": {
         "name": "invoiceDate",
         "column": "invdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "dueDate": {
         "name": "dueDate",
         "column": "duedte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "serviceLocation": {
         "name": "serviceLocation",
         "column": "srvloc",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "serviceType": {
         "name": "serviceType",
         "column": "srvtyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "contractNumber": {
         "name": "contractNumber",
         "column": "srvcon",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "technicianNumber": {
         "name": "technicianNumber",
         "column": "empnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "workStatus": {
         "name": "workStatus",
         "column": "wrksts",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "invoiceTotal": {
         "name": "invoiceTotal",
         "column": "invttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "salesTax": {
@@ -7672,6 +8680,7 @@ export const CATALOG: Catalog = {
         "column": "taxamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "amountPaid": {
@@ -7679,6 +8688,7 @@ export const CATALOG: Catalog = {
         "column": "amtpad",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "invoiceBalance": {
@@ -7686,43 +8696,50 @@ export const CATALOG: Catalog = {
         "column": "invbal",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {
@@ -7737,37 +8754,43 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "lineType": {
             "name": "lineType",
             "column": "lintyp",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "smallint"
           },
           "partNumber": {
             "name": "partNumber",
             "column": "prtnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "quantity": {
             "name": "quantity",
             "column": "linqty",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unitPrice": {
@@ -7775,6 +8798,7 @@ export const CATALOG: Catalog = {
             "column": "linprc",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "unitCost": {
@@ -7782,6 +8806,7 @@ export const CATALOG: Catalog = {
             "column": "untcst",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(12, 4)",
             "scale": 4
           },
           "extendedTotal": {
@@ -7789,19 +8814,22 @@ export const CATALOG: Catalog = {
             "column": "extttl",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "taxable": {
             "name": "taxable",
             "column": "taxabl",
             "kind": "boolean",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "bit"
           },
           "ledgerAccount": {
             "name": "ledgerAccount",
             "column": "lgract",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           }
         }
       }
@@ -7823,79 +8851,92 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "locationName": {
         "name": "locationName",
         "column": "locnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "address1": {
         "name": "address1",
         "column": "addrs1",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "city": {
         "name": "city",
         "column": "ctynme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "state": {
         "name": "state",
         "column": "state_",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "postalCode": {
         "name": "postalCode",
         "column": "zipcde",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "contactName": {
         "name": "contactName",
         "column": "cntnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "phone": {
         "name": "phone",
         "column": "phnnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "taxDistrict": {
         "name": "taxDistrict",
         "column": "taxdst",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "accessNotes": {
         "name": "accessNotes",
         "column": "ntetxt",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(max)"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -7916,98 +8957,114 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "clientNumber": {
         "name": "clientNumber",
         "column": "clnnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "serviceInvoiceRecordNumber": {
         "name": "serviceInvoiceRecordNumber",
         "column": "invrec",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "invoiceNumber": {
         "name": "invoiceNumber",
         "column": "invnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "paymentDate": {
         "name": "paymentDate",
         "column": "pmtdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "checkNumber": {
         "name": "checkNumber",
         "column": "chknum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "paymentMethod": {
         "name": "paymentMethod",
         "column": "pmtmth",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "amount": {
         "name": "amount",
         "column": "amount",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "depositAccount": {
         "name": "depositAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "enteredDate": {
         "name": "enteredDate",
         "column": "entdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "enteredBy": {
         "name": "enteredBy",
         "column": "usrnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "period": {
         "name": "period",
         "column": "actprd",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       },
       "year": {
         "name": "year",
         "column": "postyr",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "ledgerRecordNumber": {
         "name": "ledgerRecordNumber",
         "column": "lgrrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       }
     },
     "children": {},
@@ -8028,62 +9085,72 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "serviceInvoiceRecordNumber": {
         "name": "serviceInvoiceRecordNumber",
         "column": "srvrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "technicianNumber": {
         "name": "technicianNumber",
         "column": "empnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "serviceLocation": {
         "name": "serviceLocation",
         "column": "srvloc",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "scheduledStart": {
         "name": "scheduledStart",
         "column": "schstt",
         "kind": "datetime",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "datetime2"
       },
       "scheduledEnd": {
         "name": "scheduledEnd",
         "column": "schend",
         "kind": "datetime",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "datetime2"
       },
       "estimatedHours": {
         "name": "estimatedHours",
         "column": "esthrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {},
@@ -8104,44 +9171,51 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "typeName": {
         "name": "typeName",
         "column": "typnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "defaultHours": {
         "name": "defaultHours",
         "column": "dfthrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "incomeAccount": {
         "name": "incomeAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -8162,49 +9236,57 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "contractNumber": {
         "name": "contractNumber",
         "column": "ctcnum",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
       },
       "contractDate": {
         "name": "contractDate",
         "column": "ctcdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "originalAmount": {
         "name": "originalAmount",
         "column": "orgamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "approvedChanges": {
@@ -8212,6 +9294,7 @@ export const CATALOG: Catalog = {
         "column": "chgamt",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "contractTotal": {
@@ -8219,6 +9302,7 @@ export const CATALOG: Catalog = {
         "column": "ctcttl",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "billedToDate": {
@@ -8226,6 +9310,7 @@ export const CATALOG: Catalog = {
         "column": "blddte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "retainagePercent": {
@@ -8233,6 +9318,7 @@ export const CATALOG: Catalog = {
         "column": "retpct",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(7, 4)",
         "scale": 4
       },
       "retainageHeld": {
@@ -8240,19 +9326,22 @@ export const CATALOG: Catalog = {
         "column": "retain",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 2)",
         "scale": 2
       },
       "insuranceExpires": {
         "name": "insuranceExpires",
         "column": "insexp",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -8267,44 +9356,51 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "costType": {
             "name": "costType",
             "column": "csttyp",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "scheduledValue": {
             "name": "scheduledValue",
             "column": "schval",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "billedToDate": {
@@ -8312,6 +9408,7 @@ export const CATALOG: Catalog = {
             "column": "blddte",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           },
           "retainage": {
@@ -8319,6 +9416,7 @@ export const CATALOG: Catalog = {
             "column": "retain",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 2)",
             "scale": 2
           }
         }
@@ -8343,62 +9441,72 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "districtName": {
         "name": "districtName",
         "column": "dstnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "entity1": {
         "name": "entity1",
         "column": "taxen1",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "entity2": {
         "name": "entity2",
         "column": "taxen2",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "entity3": {
         "name": "entity3",
         "column": "taxen3",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "totalRate": {
         "name": "totalRate",
         "column": "taxrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "taxMaterial": {
         "name": "taxMaterial",
         "column": "taxmat",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "taxLabor": {
         "name": "taxLabor",
         "column": "taxlab",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -8419,50 +9527,58 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "entityName": {
         "name": "entityName",
         "column": "entnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "rate": {
         "name": "rate",
         "column": "taxrte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "liabilityAccount": {
         "name": "liabilityAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "reportingId": {
         "name": "reportingId",
         "column": "rptidn",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -8483,50 +9599,58 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "employeeNumber": {
         "name": "employeeNumber",
         "column": "empnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "weekEnding": {
         "name": "weekEnding",
         "column": "wekend",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "totalHours": {
         "name": "totalHours",
         "column": "ttlhrs",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(10, 2)",
         "scale": 2
       },
       "approvedBy": {
         "name": "approvedBy",
         "column": "aprusr",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "payrollRecordNumber": {
         "name": "payrollRecordNumber",
         "column": "payrec",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -8541,63 +9665,73 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "workDate": {
             "name": "workDate",
             "column": "wrkdte",
             "kind": "date",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "date"
           },
           "jobNumber": {
             "name": "jobNumber",
             "column": "jobnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": true,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "equipmentNumber": {
             "name": "equipmentNumber",
             "column": "eqpnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "payType": {
             "name": "payType",
             "column": "paytyp",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "smallint"
           },
           "hours": {
             "name": "hours",
             "column": "hrswrk",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(10, 2)",
             "scale": 2
           },
           "description": {
             "name": "description",
             "column": "dscrpt",
             "kind": "string",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "nvarchar(50)"
           }
         }
       }
@@ -8619,37 +9753,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "sourceName": {
         "name": "sourceName",
         "column": "srcnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "abbreviation": {
         "name": "abbreviation",
         "column": "abbrvn",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(6)"
       },
       "standard": {
         "name": "standard",
         "column": "stdsrc",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -8670,49 +9810,57 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "unionName": {
         "name": "unionName",
         "column": "unnnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "localNumber": {
         "name": "localNumber",
         "column": "lclnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "contactName": {
         "name": "contactName",
         "column": "cntnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "phone": {
         "name": "phone",
         "column": "phnnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -8733,43 +9881,50 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "jobNumber": {
         "name": "jobNumber",
         "column": "jobnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "reportDate": {
         "name": "reportDate",
         "column": "rptdte",
         "kind": "date",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "date"
       },
       "description": {
         "name": "description",
         "column": "dscrpt",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "preparedBy": {
         "name": "preparedBy",
         "column": "prpusr",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "status": {
         "name": "status",
         "column": "status",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "smallint"
       }
     },
     "children": {
@@ -8784,38 +9939,44 @@ export const CATALOG: Catalog = {
             "name": "id",
             "column": "_idnum",
             "kind": "uuid",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "uniqueidentifier"
           },
           "lineNumber": {
             "name": "lineNumber",
             "column": "linnum",
             "kind": "integer",
-            "nullable": false
+            "nullable": false,
+            "sqlType": "int"
           },
           "phaseNumber": {
             "name": "phaseNumber",
             "column": "phsnum",
             "kind": "integer",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "int"
           },
           "costCode": {
             "name": "costCode",
             "column": "cstcde",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(15, 3)",
             "scale": 3
           },
           "unit": {
             "name": "unit",
             "column": "untdsc",
             "kind": "string",
-            "nullable": true
+            "nullable": true,
+            "sqlType": "nvarchar(8)"
           },
           "budgetUnits": {
             "name": "budgetUnits",
             "column": "bdgunt",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unitsToDate": {
@@ -8823,6 +9984,7 @@ export const CATALOG: Catalog = {
             "column": "untdte",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "unitsThisPeriod": {
@@ -8830,6 +9992,7 @@ export const CATALOG: Catalog = {
             "column": "untprd",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(14, 4)",
             "scale": 4
           },
           "percentComplete": {
@@ -8837,6 +10000,7 @@ export const CATALOG: Catalog = {
             "column": "pctcmp",
             "kind": "decimal",
             "nullable": false,
+            "sqlType": "decimal(7, 4)",
             "scale": 4
           }
         }
@@ -8861,55 +10025,64 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "contactName": {
         "name": "contactName",
         "column": "cntnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "title": {
         "name": "title",
         "column": "jobttl",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "phone": {
         "name": "phone",
         "column": "phnnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "mobile": {
         "name": "mobile",
         "column": "cllphn",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "email": {
         "name": "email",
         "column": "e_mail",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(75)"
       },
       "primary": {
         "name": "primary",
         "column": "prmcnt",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -8930,69 +10103,80 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "vendorNumber": {
         "name": "vendorNumber",
         "column": "vndnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "partNumber": {
         "name": "partNumber",
         "column": "prtnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "vendorPartCode": {
         "name": "vendorPartCode",
         "column": "vndprt",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(30)"
       },
       "unitPrice": {
         "name": "unitPrice",
         "column": "untprc",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "priceUnit": {
         "name": "priceUnit",
         "column": "prcunt",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(8)"
       },
       "minimumQuantity": {
         "name": "minimumQuantity",
         "column": "minqty",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(14, 4)",
         "scale": 4
       },
       "leadTimeDays": {
         "name": "leadTimeDays",
         "column": "leddys",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "effectiveDate": {
         "name": "effectiveDate",
         "column": "effdte",
         "kind": "date",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "date"
       },
       "preferred": {
         "name": "preferred",
         "column": "prfvnd",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -9015,37 +10199,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "typeName": {
         "name": "typeName",
         "column": "typnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(30)"
       },
       "defaultLedgerAccount": {
         "name": "defaultLedgerAccount",
         "column": "lgract",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "report1099": {
         "name": "report1099",
         "column": "rpt199",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -9066,110 +10256,128 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "vendorName": {
         "name": "vendorName",
         "column": "vndnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "shortName": {
         "name": "shortName",
         "column": "shtnme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(15)"
       },
       "contactName": {
         "name": "contactName",
         "column": "cntnme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "address1": {
         "name": "address1",
         "column": "addrs1",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "city": {
         "name": "city",
         "column": "ctynme",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(50)"
       },
       "state": {
         "name": "state",
         "column": "state_",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "postalCode": {
         "name": "postalCode",
         "column": "zipcde",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "phone": {
         "name": "phone",
         "column": "phnnum",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(20)"
       },
       "email": {
         "name": "email",
         "column": "e_mail",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(75)"
       },
       "vendorType": {
         "name": "vendorType",
         "column": "vndtyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "defaultLedgerAccount": {
         "name": "defaultLedgerAccount",
         "column": "dftact",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "defaultCostCode": {
         "name": "defaultCostCode",
         "column": "dftcde",
         "kind": "decimal",
         "nullable": true,
+        "sqlType": "decimal(15, 3)",
         "scale": 3
       },
       "defaultCostType": {
         "name": "defaultCostType",
         "column": "dfttyp",
         "kind": "integer",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "int"
       },
       "termsDays": {
         "name": "termsDays",
         "column": "duedys",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "report1099": {
         "name": "report1099",
         "column": "rpt199",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},
@@ -9196,37 +10404,43 @@ export const CATALOG: Catalog = {
         "name": "id",
         "column": "_idnum",
         "kind": "uuid",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
       },
       "recordNumber": {
         "name": "recordNumber",
         "column": "recnum",
         "kind": "integer",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "int"
       },
       "codeName": {
         "name": "codeName",
         "column": "cdenme",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(50)"
       },
       "state": {
         "name": "state",
         "column": "state_",
         "kind": "string",
-        "nullable": true
+        "nullable": true,
+        "sqlType": "nvarchar(10)"
       },
       "classCode": {
         "name": "classCode",
         "column": "clscde",
         "kind": "string",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "nvarchar(10)"
       },
       "rate": {
         "name": "rate",
         "column": "cmprte",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "experienceModifier": {
@@ -9234,13 +10448,15 @@ export const CATALOG: Catalog = {
         "column": "expmod",
         "kind": "decimal",
         "nullable": false,
+        "sqlType": "decimal(12, 4)",
         "scale": 4
       },
       "inactive": {
         "name": "inactive",
         "column": "inactv",
         "kind": "boolean",
-        "nullable": false
+        "nullable": false,
+        "sqlType": "bit"
       }
     },
     "children": {},

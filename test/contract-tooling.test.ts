@@ -27,11 +27,11 @@ function listFiles(dir: string, base = dir): string[] {
     .sort();
 }
 
-/** A copy of what the generator and the Makefile's check read, with node_modules linked. */
+/** A copy of what the generator and the Makefile's check read (db/ and src/storage: the column types come from the migrations), with node_modules linked. */
 function copyProject(name: string): string {
   const dir = path.join(tmp, name);
   fs.mkdirSync(dir, { recursive: true });
-  for (const entry of ['Makefile', 'openapi.yaml', '.redocly.yaml', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts', 'generated', 'src/catalog']) {
+  for (const entry of ['Makefile', 'openapi.yaml', '.redocly.yaml', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts', 'generated', 'src/catalog', 'src/storage', 'db']) {
     fs.cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
   }
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');

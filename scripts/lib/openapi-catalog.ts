@@ -11,7 +11,14 @@
  *                   BaseQueryRequest; every other property carries
  *                   x-filter { field, operator } (its value becomes the filter value) or, on a
  *                   boolean flag, x-filter { field, operator, value } (applied only when true).
+ *   value bounds:   every property with x-column gets the bounds of its column's type
+ *                   (src/catalog/bounds.ts: integer range, DECIMAL(p,s) magnitude, nvarchar length,
+ *                   storable text) in the generated public document, which the request validator
+ *                   loads. A write input property opts in with `x-column: table.column` (or a bare
+ *                   column under a schema with x-table); a value x-filter gets its field's bounds.
  */
+import { parseColumnType, schemaKeywords } from '../../src/catalog/bounds';
+import { columnTypes as migrationColumnTypes, type ColumnTypes } from './column-types';
 import type { Catalog, ChildDef, EntityDef, ExtraOperator, FieldDef, FieldKind, OperationInfo, RequestExtra } from '../../src/catalog/types';
 
 type Json = Record<string, any>;
@@ -57,9 +64,10 @@ function fieldKind(schemaName: string, prop: string, def: Json): { kind: FieldKi
   }
 }
 
-function compileFields(schemas: Json, schemaName: string): { fields: Record<string, FieldDef>; collections: Array<[string, string]> } {
+function compileFields(schemas: Json, schemaName: string, types: ColumnTypes): { fields: Record<string, FieldDef>; collections: Array<[string, string]> } {
   const schema = schemas[schemaName];
   if (!schema) throw new Error(`schema ${schemaName} not found`);
+  const table = String(schema['x-table']);
   const fields: Record<string, FieldDef> = {};
   const collections: Array<[string, string]> = [];
   for (const [prop, raw] of Object.entries<Json>(schema.properties ?? {})) {
@@ -72,7 +80,9 @@ function compileFields(schemas: Json, schemaName: string): { fields: Record<stri
     const column = raw['x-column'];
     if (typeof column !== 'string' || !column) throw new Error(`${schemaName}.${prop}: missing x-column`);
     const { kind, nullable } = fieldKind(schemaName, prop, raw);
-    const field: FieldDef = { name: prop, column, kind, nullable };
+    const sqlType = types.get(`${table}.${column}`);
+    if (!sqlType) throw new Error(`${schemaName}.${prop}: column ${table}.${column} is not created by any migration`);
+    const field: FieldDef = { name: prop, column, kind, nullable, sqlType };
     if (kind === 'decimal') field.scale = typeof raw['x-scale'] === 'number' ? raw['x-scale'] : 2;
     fields[prop] = field;
   }
@@ -118,7 +128,7 @@ export interface CompiledCatalog {
   operations: OperationInfo[];
 }
 
-export function buildCatalog(doc: Json): CompiledCatalog {
+export function buildCatalog(doc: Json, types: ColumnTypes = migrationColumnTypes()): CompiledCatalog {
   const schemas: Json = doc.components?.schemas ?? {};
   const paths: Json = doc.paths ?? {};
   const entities: Catalog = {};
@@ -129,7 +139,7 @@ export function buildCatalog(doc: Json): CompiledCatalog {
     if (entities[entity]) throw new Error(`x-entity ${entity} declared twice`);
     const table = schema['x-table'];
     if (typeof table !== 'string') throw new Error(`${schemaName}: x-entity needs x-table`);
-    const { fields, collections } = compileFields(schemas, schemaName);
+    const { fields, collections } = compileFields(schemas, schemaName, types);
     for (const required of ['id', 'recordNumber']) {
       if (!fields[required]) throw new Error(`${schemaName}: every record needs ${required}`);
     }
@@ -142,7 +152,7 @@ export function buildCatalog(doc: Json): CompiledCatalog {
         table: child['x-table'],
         parentColumn: child['x-parent-column'] ?? '_idref',
         orderColumn: child['x-order-column'] ?? 'linnum',
-        fields: compileFields(schemas, childSchema).fields,
+        fields: compileFields(schemas, childSchema, types).fields,
       };
     }
     const stamps: Json = schema['x-change-stamps'] ?? {};
@@ -186,4 +196,64 @@ export function buildCatalog(doc: Json): CompiledCatalog {
   const sorted: Catalog = {};
   for (const key of Object.keys(entities).sort()) sorted[key] = entities[key]!;
   return { entities: sorted, operations };
+}
+
+/**
+ * Merges the bounds of `sqlType` into a property schema: the tighter of what openapi.yaml already
+ * says and what the column holds wins; a pattern already present is kept and the text rule is
+ * added beside it (allOf).
+ */
+function mergeBounds(prop: Json, sqlType: string): void {
+  const add = schemaKeywords(parseColumnType(sqlType));
+  for (const [key, value] of Object.entries(add)) {
+    const have = prop[key];
+    if (key === 'minimum') prop[key] = typeof have === 'number' ? Math.max(have, value as number) : value;
+    else if (key === 'maximum' || key === 'maxLength') prop[key] = typeof have === 'number' ? Math.min(have, value as number) : value;
+    else if (key === 'pattern') {
+      if (have === undefined || have === value) prop[key] = value;
+      else if (!(prop.allOf ?? []).some((s: Json) => s.pattern === value)) prop.allOf = [...(prop.allOf ?? []), { pattern: value }];
+    } else prop[key] = value;
+  }
+}
+
+/** Only properties whose type (or $ref target) takes the keywords: a format'd string needs no pattern. */
+function boundable(prop: Json, sqlType: string): boolean {
+  const kind = parseColumnType(sqlType).kind;
+  if (kind === 'string') return prop.format === undefined && prop.enum === undefined && prop.const === undefined;
+  return kind === 'integer' || kind === 'decimal';
+}
+
+/**
+ * Writes the column bounds into `doc` (the authored document, before its storage extensions are
+ * stripped): every property with x-column, and every value x-filter of a query request (the bounds
+ * of the field it filters). Returns how many properties were bounded.
+ */
+export function applyColumnBounds(doc: Json, catalog: CompiledCatalog, types: ColumnTypes = migrationColumnTypes()): number {
+  const schemas: Json = doc.components?.schemas ?? {};
+  let count = 0;
+  for (const [schemaName, schema] of Object.entries<Json>(schemas)) {
+    for (const [prop, raw] of Object.entries<Json>(schema.properties ?? {})) {
+      const column = raw['x-column'];
+      if (typeof column !== 'string') continue;
+      const qualified = column.includes('.') ? column : `${schema['x-table'] ?? ''}.${column}`;
+      const sqlType = types.get(qualified);
+      if (!sqlType) throw new Error(`${schemaName}.${prop}: x-column ${qualified} is not created by any migration (a bare column needs x-table on the schema)`);
+      if (!boundable(raw, sqlType)) continue;
+      mergeBounds(raw, sqlType);
+      count += 1;
+    }
+  }
+  for (const entity of Object.values(catalog.entities)) {
+    for (const [name, extra] of Object.entries(entity.requestExtras)) {
+      if (extra.kind !== 'value') continue;
+      const raw: Json = schemas[entity.requestSchema].properties[name];
+      const sqlType = entity.fields[extra.field]!.sqlType;
+      if (!boundable(raw, sqlType)) continue;
+      // A LIKE pattern is not a stored value: only the text rule applies, not the column length.
+      if (extra.operator === 'LIKE' || extra.operator === 'NOT LIKE') mergeBounds(raw, 'nvarchar(max)');
+      else mergeBounds(raw, sqlType);
+      count += 1;
+    }
+  }
+  return count;
 }

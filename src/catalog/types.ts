@@ -14,6 +14,11 @@ export interface FieldDef {
   /** Decimal places of a `decimal` field (its DECIMAL(p, scale) column). */
   scale?: number;
   nullable: boolean;
+  /**
+   * The column's type as the migrations compile it for SQL Server (`int`, `smallint`,
+   * `decimal(14, 2)`, `nvarchar(50)`, `date`...): the bounds of its values (src/catalog/bounds.ts).
+   */
+  sqlType: string;
 }
 
 export interface ChildDef {

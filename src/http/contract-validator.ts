@@ -5,6 +5,7 @@ import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import * as OpenApiValidator from 'express-openapi-validator';
 import { OPERATIONS } from '../../generated/operations';
 import { contractDocument } from './openapi-document';
+import { isStorableDate, isStorableDateTime } from '../catalog/bounds';
 
 /**
  * express-openapi-validator (5.6.2) finds the operation of each request by compiling every route
@@ -63,6 +64,12 @@ export function contractValidator(options: { base: string; validateResponses: bo
     validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false, allErrors: true },
     validateResponses: options.validateResponses ? ({ onError: undefined } as any) : false,
     validateSecurity: false,
+    // ajv-formats' default ("fast") date check is a regex that takes 2026-02-30 and 0000-01-01:
+    // dates and timestamps must be real and within what every engine stores (0001..9999).
+    formats: {
+      date: { type: 'string', validate: isStorableDate },
+      'date-time': { type: 'string', validate: isStorableDateTime },
+    },
     // The document is linted (make lint) and compiled by the test suite; validating it against the
     // OpenAPI meta-schema again at every start costs seconds of blocked event loop.
     validateApiSpec: false,

@@ -17,9 +17,13 @@ export const PROJECT_ROOT = projectRoot();
 let contract: Record<string, any> | undefined;
 let publicYaml: string | undefined;
 
-/** openapi.yaml as authored (with storage extensions), used by the request validator. */
+/**
+ * The document the request validator loads: the generated public document, i.e. openapi.yaml
+ * with the storage extensions stripped and the value bounds of every stored field added
+ * (scripts/generate.ts; src/catalog/bounds.ts), so the validator refuses what a column cannot hold.
+ */
 export function contractDocument(): Record<string, any> {
-  contract ??= YAML.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'openapi.yaml'), 'utf8'));
+  contract ??= YAML.parse(publicDocumentYaml());
   return structuredClone(contract!);
 }
 

@@ -12,7 +12,8 @@ import { Dec } from '../../src/storage/decimal';
 /** SQLite, or PostgreSQL with TEST_ENGINE=postgres and TEST_POSTGRES_URL. */
 export const FIXTURE_ENGINE: Engine = process.env.TEST_ENGINE === 'postgres' && process.env.TEST_POSTGRES_URL ? 'postgres' : 'sqlite';
 
-const f = (name: string, column: string, kind: FieldDef['kind'], extra: Partial<FieldDef> = {}): FieldDef => ({ name, column, kind, nullable: true, ...extra });
+/** `extra.sqlType` is the column's type as created below (its value bounds: src/catalog/bounds.ts). */
+const f = (name: string, column: string, kind: FieldDef['kind'], extra: Partial<FieldDef> & { sqlType: string }): FieldDef => ({ name, column, kind, nullable: true, ...extra });
 
 export const WIDGETS: EntityDef = {
   entity: 'widgets',
@@ -23,16 +24,16 @@ export const WIDGETS: EntityDef = {
   requestSchema: 'WidgetQueryRequest',
   keyColumn: '_idnum',
   fields: {
-    id: f('id', '_idnum', 'uuid', { nullable: false }),
-    recordNumber: f('recordNumber', 'recnum', 'integer', { nullable: false }),
-    widgetCode: f('widgetCode', 'wdgcde', 'string', { nullable: false }),
-    widgetName: f('widgetName', 'wdgnme', 'string'),
-    widgetCost: f('widgetCost', 'wdgcst', 'decimal', { scale: 2 }),
-    quantity: f('quantity', 'qtyohn', 'decimal', { scale: 4 }),
-    activeDate: f('activeDate', 'actdte', 'date'),
-    inactive: f('inactive', 'inactv', 'boolean', { nullable: false }),
-    vendorId: f('vendorId', 'vndid', 'uuid'),
-    updatedAt: f('updatedAt', 'upddte', 'datetime'),
+    id: f('id', '_idnum', 'uuid', { nullable: false, sqlType: 'uniqueidentifier' }),
+    recordNumber: f('recordNumber', 'recnum', 'integer', { nullable: false, sqlType: 'int' }),
+    widgetCode: f('widgetCode', 'wdgcde', 'string', { nullable: false, sqlType: 'nvarchar(20)' }),
+    widgetName: f('widgetName', 'wdgnme', 'string', { sqlType: 'nvarchar(50)' }),
+    widgetCost: f('widgetCost', 'wdgcst', 'decimal', { scale: 2, sqlType: 'decimal(12, 2)' }),
+    quantity: f('quantity', 'qtyohn', 'decimal', { scale: 4, sqlType: 'decimal(12, 4)' }),
+    activeDate: f('activeDate', 'actdte', 'date', { sqlType: 'date' }),
+    inactive: f('inactive', 'inactv', 'boolean', { nullable: false, sqlType: 'bit' }),
+    vendorId: f('vendorId', 'vndid', 'uuid', { sqlType: 'uniqueidentifier' }),
+    updatedAt: f('updatedAt', 'upddte', 'datetime', { sqlType: 'datetime2' }),
   },
   children: {
     lines: {
@@ -42,9 +43,9 @@ export const WIDGETS: EntityDef = {
       parentColumn: '_idref',
       orderColumn: 'linnum',
       fields: {
-        lineNumber: f('lineNumber', 'linnum', 'integer', { nullable: false }),
-        description: f('description', 'dscrpt', 'string'),
-        extendedTotal: f('extendedTotal', 'extttl', 'decimal', { scale: 2 }),
+        lineNumber: f('lineNumber', 'linnum', 'integer', { nullable: false, sqlType: 'int' }),
+        description: f('description', 'dscrpt', 'string', { sqlType: 'nvarchar(50)' }),
+        extendedTotal: f('extendedTotal', 'extttl', 'decimal', { scale: 2, sqlType: 'decimal(12, 2)' }),
       },
     },
   },

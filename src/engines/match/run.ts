@@ -15,6 +15,7 @@
 import type { Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../catalog/types';
 import { ApiProblem } from '../../errors/problem';
+import { isStorableText } from '../../catalog/bounds';
 import type { QueryDialect, SnapshotReader } from '../../storage/dialect';
 import { Issues } from '../query/issues';
 import { filterDepth, resolveFilter } from '../query/filters';
@@ -50,6 +51,11 @@ export function planMatch(entity: EntityDef, body: MatchRequest, options: PlanOp
     if (body[k] === undefined) issues.add('VALIDATION_FAILED', k, 'required', 'required');
   }
   if (body.matchString !== undefined && typeof body.matchString !== 'string') issues.add('VALIDATION_FAILED', 'matchString', 'type', 'must be a string');
+  else if (typeof body.matchString === 'string' && !isStorableText(body.matchString)) {
+    // Same text rule as stored values (bounds.ts): the SQL Server path binds it nowhere today, but
+    // a NUL or lone surrogate is never a meaningful name to match.
+    issues.add('VALIDATION_FAILED', 'matchString', 'range', 'must not contain NUL characters or unpaired UTF-16 surrogates');
+  }
   if (body.maxDistance !== undefined && (!Number.isInteger(body.maxDistance) || body.maxDistance < 1 || body.maxDistance > MAX_DISTANCE_LIMIT)) {
     issues.add('VALIDATION_FAILED', 'maxDistance', 'range', `must be a whole number from 1 to ${MAX_DISTANCE_LIMIT}`);
   }

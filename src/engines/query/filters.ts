@@ -164,7 +164,7 @@ function resolveLeaf(walk: Walk, leaf: MatchLeaf, path: string): Condition | nul
     }
     const typed: TypedValue[] = [];
     values.forEach((raw, i) => {
-      const t = typeValue(field.kind, raw);
+      const t = typeValue(field, raw);
       if (t.ok) typed.push(t.value);
       else issues.add('VALIDATION_FAILED', `${path}.values[${i}]`, t.code, `${field.name} ${t.message}`);
     });
@@ -180,6 +180,11 @@ function resolveLeaf(walk: Walk, leaf: MatchLeaf, path: string): Condition | nul
       issues.add('VALIDATION_FAILED', `${path}.value`, 'type', `${field.name} LIKE pattern must be a string`);
       return null;
     }
+    const t = typeValue(field, leaf.value, { likePattern: true });
+    if (!t.ok) {
+      issues.add('VALIDATION_FAILED', `${path}.value`, t.code, `${field.name} ${t.message}`);
+      return null;
+    }
     return { kind: 'like', field, negate: op === 'NOT LIKE', pattern: leaf.value };
   }
 
@@ -187,7 +192,7 @@ function resolveLeaf(walk: Walk, leaf: MatchLeaf, path: string): Condition | nul
     issues.add('VALIDATION_FAILED', `${path}.operator`, 'operator', `${String(leaf.operator).trim()} applies to numbers and dates only; ${field.name} is ${field.kind}`);
     return null;
   }
-  const t = typeValue(field.kind, leaf.value);
+  const t = typeValue(field, leaf.value);
   if (!t.ok) {
     issues.add('VALIDATION_FAILED', `${path}.value`, t.code, `${field.name} ${t.message}`);
     return null;
@@ -242,7 +247,7 @@ function resolvePairs(walk: Walk, leaf: MatchLeaf, path: string): Condition | nu
         ok = false;
         continue;
       }
-      const t = typeValue(f.kind, (pair as Record<string, unknown>)[f.name]);
+      const t = typeValue(f, (pair as Record<string, unknown>)[f.name]);
       if (t.ok) tuple.push(t.value);
       else {
         issues.add('VALIDATION_FAILED', `${at}.${f.name}`, t.code, `${f.name} ${t.message}`);

@@ -221,7 +221,7 @@ function changeStampConditions(entity: EntityDef, dates: Partial<Record<StampNam
     }
     const published = Object.values(entity.fields).find((f) => f.column === column);
     const kind = published?.kind === 'date' ? 'date' : 'datetime';
-    const field: FieldDef = { name, column, kind, nullable: true };
+    const field: FieldDef = { name, column, kind, nullable: true, sqlType: published?.sqlType ?? (kind === 'date' ? 'date' : 'datetime2') };
     out.push({
       kind: 'compare',
       field,

@@ -1,23 +1,19 @@
 /**
- * Checks a JSON filter value against a field's kind and turns it into a TypedValue.
+ * Checks a JSON filter value against a field's kind and its column's bounds (src/catalog/bounds.ts:
+ * the same rule the contract applies to stored fields) and turns it into a TypedValue.
  * Returns a message when the value does not fit (the caller names the path).
  */
-import type { FieldKind } from '../../catalog/types';
+import type { FieldDef, FieldKind } from '../../catalog/types';
+import { checkValue, isStorableDate, isStorableInstant, parseColumnType } from '../../catalog/bounds';
 import { decFromJson } from '../../storage/decimal';
 import type { TypedValue } from './types';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})$/;
 
-/** True when YYYY-MM-DD names a real calendar date (2026-02-30 does not). */
+/** True when YYYY-MM-DD names a real calendar date every engine stores (2026-02-30 and 0000-01-01 do not). */
 export function isCalendarDate(text: string): boolean {
-  const m = DATE.exec(text);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (mo < 1 || mo > 12 || d < 1) return false;
-  const days = new Date(Date.UTC(y, mo, 0)).getUTCDate();
-  return d <= days;
+  return isStorableDate(text);
 }
 
 export function describeKind(kind: FieldKind): string {
@@ -39,9 +35,22 @@ export function describeKind(kind: FieldKind): string {
   }
 }
 
-export type Typed = { ok: true; value: TypedValue } | { ok: false; code: 'type' | 'format'; message: string };
+export type Typed = { ok: true; value: TypedValue } | { ok: false; code: 'type' | 'format' | 'range'; message: string };
 
-export function typeValue(kind: FieldKind, raw: unknown): Typed {
+/**
+ * Types `raw` for `field` and checks it against the field's column bounds (range of int/smallint,
+ * DECIMAL(p,s) digits, text length, NUL and unpaired surrogates, storable dates), so a value no
+ * engine could bind is a 400 here rather than a driver error. `likePattern`: the value is a LIKE
+ * pattern (text rule only, no length bound).
+ */
+export function typeValue(field: Pick<FieldDef, 'kind' | 'sqlType'>, raw: unknown, options: { likePattern?: boolean } = {}): Typed {
+  const typed = typeKind(field.kind, raw);
+  if (!typed.ok) return typed;
+  const outside = checkValue(parseColumnType(field.sqlType), raw, options);
+  return outside === undefined ? typed : { ok: false, code: 'range', message: outside };
+}
+
+function typeKind(kind: FieldKind, raw: unknown): Typed {
   const wrong = (code: 'type' | 'format' = 'type'): Typed => ({ ok: false, code, message: `must be ${describeKind(kind)}` });
   switch (kind) {
     case 'integer':
@@ -66,7 +75,7 @@ export function typeValue(kind: FieldKind, raw: unknown): Typed {
         return wrong('format');
       }
       const d = new Date(raw.replace(' ', 'T'));
-      return Number.isNaN(d.getTime()) ? wrong('format') : { ok: true, value: { kind, value: d } };
+      return isStorableInstant(d.getTime()) ? { ok: true, value: { kind, value: d } } : wrong('format');
     }
   }
 }
