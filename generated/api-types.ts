@@ -6198,7 +6198,7 @@ export interface components {
             field?: string;
             fields?: string[];
             /** @description =, !=, >, <, >=, <=, LIKE, NOT LIKE, IN, inPairs (case-insensitive). */
-            operator: string;
+            operator: string & unknown;
             pairs?: {
                 [key: string]: components["schemas"]["FilterValue"];
             }[];
@@ -6260,7 +6260,7 @@ export interface components {
          *       "partCode ASC"
          *     ]
          */
-        OrderBy: string[];
+        OrderBy: (string & unknown)[];
         PageInfo: {
             /** @description 1-indexed page number. */
             pageNumber: number;

@@ -26,6 +26,8 @@ test('the column types are read from the SQL Server DDL: every catalog field car
   for (const stmt of SNAPSHOT.split(';\n')) {
     const m = /^\s*CREATE TABLE \[(\w+)\]/.exec(stmt);
     if (m) for (const [col, type] of parseCreateTable(stmt)) fromSnapshot.set(`${m[1]}.${col}`, type);
+    const add = /^\s*ALTER TABLE \[(\w+)\] ADD (.*)$/is.exec(stmt);
+    if (add) for (const [col, type] of parseCreateTable(`(${add[2]})`)) fromSnapshot.set(`${add[1]}.${col}`, type);
   }
   assert.deepEqual(new Map([...types].sort()), new Map([...fromSnapshot].sort()), 'the generator reads what the DDL snapshot holds');
   let fields = 0;

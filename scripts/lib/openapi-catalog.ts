@@ -255,5 +255,48 @@ export function applyColumnBounds(doc: Json, catalog: CompiledCatalog, types: Co
       count += 1;
     }
   }
+  count += applyRequestDefaults(doc);
+  return count;
+}
+
+/**
+ * The floor under every request value that names no column (an enum code, a line number of the
+ * request, a record number to post): no engine stores an integer wider than int32 or text with
+ * NUL or a lone surrogate, so every integer and free-text property reachable from a request body
+ * gets the `int` range and the text rule. A property with `x-column` already has its column's
+ * (tighter or equal) bounds; tighter bounds written in openapi.yaml win as everywhere.
+ */
+function applyRequestDefaults(doc: Json): number {
+  const schemas: Json = doc.components?.schemas ?? {};
+  const seen = new Set<Json>();
+  let count = 0;
+  const visit = (node: Json | undefined): void => {
+    if (!node || typeof node !== 'object' || seen.has(node)) return;
+    seen.add(node);
+    if (typeof node.$ref === 'string') {
+      const name = /^#\/components\/schemas\/(.+)$/.exec(node.$ref)?.[1];
+      if (name) visit(schemas[name]);
+    }
+    const types = Array.isArray(node.type) ? node.type : [node.type];
+    if (node['x-column'] === undefined && node.enum === undefined && node.const === undefined) {
+      if (types.includes('integer')) {
+        mergeBounds(node, 'int');
+        count += 1;
+      } else if (types.includes('string') && node.format === undefined) {
+        mergeBounds(node, 'nvarchar(max)');
+        count += 1;
+      }
+    }
+    for (const key of ['properties', 'patternProperties']) for (const child of Object.values<Json>(node[key] ?? {})) visit(child);
+    for (const key of ['items', 'additionalProperties', 'not']) if (node[key] && typeof node[key] === 'object') visit(node[key]);
+    for (const key of ['allOf', 'anyOf', 'oneOf', 'prefixItems']) for (const child of node[key] ?? []) visit(child);
+  };
+  for (const item of Object.values<Json>(doc.paths ?? {})) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (!op) continue;
+      for (const media of Object.values<Json>(op.requestBody?.content ?? {})) visit(media.schema);
+    }
+  }
   return count;
 }
