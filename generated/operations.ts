@@ -33,6 +33,12 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "tag": "Accounts payable"
   },
   {
+    "operationId": "postPayrollBatch",
+    "method": "POST",
+    "path": "/payroll-records/post",
+    "tag": "Payroll"
+  },
+  {
     "operationId": "queryApInvoices",
     "method": "POST",
     "path": "/ap-invoices/query",

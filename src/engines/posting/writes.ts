@@ -1,6 +1,7 @@
 import type { WriteDefinition } from './runner';
 import { ledgerTransactionsWrite } from './documents/ledger-transactions';
 import { apInvoicesWrite } from './documents/ap-invoices';
+import { payrollPostWrite } from './documents/payroll-records';
 
 /**
  * The table of writes: one line per write operation of openapi.yaml. A write is one folder under
@@ -20,4 +21,5 @@ export interface WriteEntry {
 export const WRITES: readonly WriteEntry[] = [
   { route: '/ledger-transactions', definition: ledgerTransactionsWrite },
   { route: '/ap-invoices', definition: apInvoicesWrite },
+  { route: '/payroll-records/post', definition: payrollPostWrite },
 ];
