@@ -6014,7 +6014,7 @@ export interface components {
          * @description Fuzzy match by Levenshtein edit distance after normalising both sides (lower case, accents
          *     removed, punctuation dropped, runs of whitespace folded to one space and trimmed).
          * @example {
-         *       "matchString": "Copper pipe 3/4",
+         *       "matchString": "Copper elbow 3/4in commercial",
          *       "matchFields": [
          *         "partName"
          *       ],

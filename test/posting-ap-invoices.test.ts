@@ -3,9 +3,10 @@
  * the status that does not post, totals, defaults, account rules, references, duplicates and dry
  * run, checked over HTTP and in the database.
  */
-import test, { after, before } from 'node:test';
+import test, { after, afterEach, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './support/app';
+import { assertBooksInvariants } from './support/invariants';
 import { assertProblem } from './support/http';
 import { FX, apInvoice, balanceOf, booksBalance, countRows, installPostingFixture } from './support/posting-fixture';
 import { Dec } from '../src/storage/decimal';
@@ -17,6 +18,10 @@ const A = FX.accounts;
 before(async () => {
   t = await startTestApp();
   await installPostingFixture(t.knex);
+});
+// Whatever a test posted (or refused), the books stay coherent: checked after every test.
+afterEach(async () => {
+  await assertBooksInvariants(t.knex);
 });
 after(async () => {
   await t?.close();

@@ -12,6 +12,16 @@ import { seedDemoCompany, type SeedReport } from '../db/seed';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, type Dialect } from '../src/storage/dialect';
 import { createTestKnex, type TestDatabase } from './support/db';
+import {
+  assertBooksInvariants,
+  assertInventoryValueMatchesLedger,
+  assertInvoiceBalances,
+  assertJobCostsMatchLedger,
+  assertJournalsBalance,
+  assertLedgerBalancesMatchLines,
+  assertPurchaseOrdersMatchReceipts,
+  assertStockMatchesMovements,
+} from './support/invariants';
 
 let db: TestDatabase;
 let knex: Knex;
@@ -21,19 +31,6 @@ let report: SeedReport;
 /** Decodes a DECIMAL(p, scale) value (or a SUM of one) to an exact decimal; null is 0. */
 function dec(raw: unknown, scale: number): Dec {
   return dialect.decodeDecimal(raw, scale) ?? new Dec(0);
-}
-
-const key = (...parts: unknown[]) => parts.map((p) => (p === null || p === undefined ? '' : String(p))).join('|');
-
-/** Compares two maps of decimals (missing = 0) and reports the first differences. */
-function assertSameAmounts(actual: Map<string, Dec>, expected: Map<string, Dec>, what: string): void {
-  const diffs: string[] = [];
-  for (const k of new Set([...actual.keys(), ...expected.keys()])) {
-    const a = actual.get(k) ?? new Dec(0);
-    const e = expected.get(k) ?? new Dec(0);
-    if (!a.equals(e)) diffs.push(`${k}: ${a.toFixed()} != ${e.toFixed()}`);
-  }
-  assert.equal(diffs.length, 0, `${what}: ${diffs.length} differences, e.g. ${diffs.slice(0, 5).join('; ')}`);
 }
 
 async function rows<T = Record<string, unknown>>(sql: string, bindings: readonly unknown[] = []): Promise<T[]> {
@@ -89,38 +86,11 @@ describe('demo company seed', () => {
   });
 
   test('every journal balances and its header totals equal its lines', async () => {
-    const bad = await rows(
-      `select t.recnum, t.dbttot, t.crdtot, sum(l.dbtamt) as d, sum(l.crdamt) as c
-         from lgrtrn t join lgtnln l on l._idref = t._idnum
-        group by t.recnum, t.dbttot, t.crdtot
-       having sum(l.dbtamt) <> sum(l.crdamt) or sum(l.dbtamt) <> t.dbttot or sum(l.crdamt) <> t.crdtot`,
-    );
-    assert.deepEqual(bad, []);
-    const [orphans] = await rows<{ n: number }>('select count(*) as n from lgrtrn t where not exists (select 1 from lgtnln l where l._idref = t._idnum)');
-    assert.equal(Number(orphans!.n), 0, 'no journal without lines');
-    const [both] = await rows<{ n: number }>('select count(*) as n from lgtnln where dbtamt <> 0 and crdamt <> 0');
-    assert.equal(Number(both!.n), 0, 'a line carries a debit or a credit');
+    await assertJournalsBalance(knex);
   });
 
   test('ledger balances equal the journal lines per account, year and period', async () => {
-    const lines = await rows<{ lgract: number; postyr: number; actprd: number; d: unknown; c: unknown }>(
-      `select l.lgract, t.postyr, t.actprd, sum(l.dbtamt) as d, sum(l.crdamt) as c
-         from lgtnln l join lgrtrn t on t._idnum = l._idref group by l.lgract, t.postyr, t.actprd`,
-    );
-    const balances = await rows<{ lgract: number; postyr: number; actprd: number; dbttot: unknown; crdtot: unknown }>('select lgract, postyr, actprd, dbttot, crdtot from lgrbal');
-    const fromLines = new Map<string, Dec>();
-    const fromBalances = new Map<string, Dec>();
-    for (const l of lines) {
-      fromLines.set(key(l.lgract, l.postyr, l.actprd, 'D'), dec(l.d, 2));
-      fromLines.set(key(l.lgract, l.postyr, l.actprd, 'C'), dec(l.c, 2));
-    }
-    for (const b of balances) {
-      fromBalances.set(key(b.lgract, b.postyr, b.actprd, 'D'), dec(b.dbttot, 2));
-      fromBalances.set(key(b.lgract, b.postyr, b.actprd, 'C'), dec(b.crdtot, 2));
-    }
-    assertSameAmounts(fromBalances, fromLines, 'lgrbal vs lgtnln');
-    const [total] = await rows<{ d: unknown; c: unknown }>('select sum(dbttot) as d, sum(crdtot) as c from lgrbal');
-    assert.ok(dec(total!.d, 2).equals(dec(total!.c, 2)), 'the trial balance balances');
+    await assertLedgerBalancesMatchLines(knex);
   });
 
   test('every posted document points to its journal', async () => {
@@ -211,102 +181,21 @@ describe('demo company seed', () => {
   });
 
   test('job costs agree with the job-coded direct-expense lines that created them', async () => {
-    // Which header of a source posted a job cost's document (its journal).
-    const via: Record<number, string> = { 11: 'acpinv', 13: 'acpinv', 16: 'payrec', 23: 'invalc', 33: 'eqprev' };
-    const costs = await rows<{ srcnum: number; srcrec: number; jobnum: number; amt: unknown }>('select srcnum, srcrec, jobnum, sum(cstamt) as amt from jobcst where status = 1 group by srcnum, srcrec, jobnum');
-    const journalOf = new Map<string, number>();
-    for (const [src, table] of Object.entries(via)) {
-      for (const h of await rows<{ recnum: number; lgrrec: number }>(`select recnum, lgrrec from "${table}" where lgrrec is not null`)) journalOf.set(key(src, h.recnum), Number(h.lgrrec));
-    }
-    const fromCosts = new Map<string, Dec>();
-    const unlinked: string[] = [];
-    for (const c of costs) {
-      const journal = Number(c.srcnum) === 31 ? Number(c.srcrec) : journalOf.get(key(c.srcnum, c.srcrec));
-      if (journal === undefined) {
-        unlinked.push(key(c.srcnum, c.srcrec));
-        continue;
-      }
-      const k = key(journal, c.jobnum);
-      fromCosts.set(k, (fromCosts.get(k) ?? new Dec(0)).plus(dec(c.amt, 2)));
-    }
-    assert.deepEqual(unlinked.slice(0, 5), [], 'every job cost leads to the journal of its document');
-    const lines = await rows<{ recnum: number; jobnum: number; d: unknown; c: unknown }>(
-      `select t.recnum, l.jobnum, sum(l.dbtamt) as d, sum(l.crdamt) as c
-         from lgtnln l join lgrtrn t on t._idnum = l._idref join lgract a on a.recnum = l.lgract
-        where a.acttyp = 9 and l.jobnum is not null group by t.recnum, l.jobnum`,
-    );
-    const fromLines = new Map<string, Dec>();
-    for (const l of lines) fromLines.set(key(l.recnum, l.jobnum), dec(l.d, 2).minus(dec(l.c, 2)));
-    assertSameAmounts(fromCosts, fromLines, 'job costs vs job-coded direct-expense lines, per journal and job');
-    // Same per job, period: the job cost ledger equals the general ledger's direct-expense subledger.
-    const byJob = await rows<{ jobnum: number; actprd: number; amt: unknown }>('select jobnum, actprd, sum(cstamt) as amt from jobcst group by jobnum, actprd');
-    const glByJob = await rows<{ jobnum: number; actprd: number; d: unknown; c: unknown }>(
-      `select l.jobnum, t.actprd, sum(l.dbtamt) as d, sum(l.crdamt) as c from lgtnln l join lgrtrn t on t._idnum = l._idref join lgract a on a.recnum = l.lgract
-        where a.acttyp = 9 and l.jobnum is not null group by l.jobnum, t.actprd`,
-    );
-    assertSameAmounts(
-      new Map(byJob.map((j) => [key(j.jobnum, j.actprd), dec(j.amt, 2)])),
-      new Map(glByJob.map((j) => [key(j.jobnum, j.actprd), dec(j.d, 2).minus(dec(j.c, 2))])),
-      'job costs vs ledger per job and period',
-    );
-    // Equipment costs equal the equipment-expense lines per unit.
-    const eq = await rows<{ eqpnum: number; amt: unknown }>('select eqpnum, sum(cstamt) as amt from eqpcst group by eqpnum');
-    const glEq = await rows<{ eqpnum: number; d: unknown; c: unknown }>(
-      `select l.eqpnum, sum(l.dbtamt) as d, sum(l.crdamt) as c from lgtnln l join lgract a on a.recnum = l.lgract where a.acttyp = 10 and l.eqpnum is not null group by l.eqpnum`,
-    );
-    assertSameAmounts(new Map(eq.map((e) => [key(e.eqpnum), dec(e.amt, 2)])), new Map(glEq.map((e) => [key(e.eqpnum), dec(e.d, 2).minus(dec(e.c, 2))])), 'equipment costs vs ledger');
-    // Inventory consumed on jobs equals its job costs.
-    const [consumed] = await rows<{ n: number }>('select count(*) as n from invcsm c join jobcst j on j.recnum = c.jcsrec where c.extcst <> j.cstamt or c.jobnum <> j.jobnum');
-    assert.equal(Number(consumed!.n), 0);
+    await assertJobCostsMatchLedger(knex);
   });
 
   test('inventory on hand equals the sum of its movements, and the ledger its value', async () => {
-    const qty = await rows<{ prtnum: number; locnum: number; qtyohn: unknown }>('select prtnum, locnum, qtyohn from invqty');
-    const moves = await rows<{ prtnum: number; locnum: number; q: unknown }>('select prtnum, locnum, sum(hstqty) as q from invhst group by prtnum, locnum');
-    assertSameAmounts(new Map(qty.map((r) => [key(r.prtnum, r.locnum), dec(r.qtyohn, 4)])), new Map(moves.map((r) => [key(r.prtnum, r.locnum), dec(r.q, 4)])), 'invqty.qtyohn vs invhst');
-    const [negative] = await rows<{ n: number }>('select count(*) as n from invqty where qtyohn < 0 or qtyavl > qtyohn');
-    assert.equal(Number(negative!.n), 0, 'no negative stock; available never above on hand');
-    // The quantity after each movement runs up to the quantity on hand.
-    const [lastBad] = await rows<{ n: number }>(
-      `select count(*) as n from invqty q join invhst h on h.prtnum = q.prtnum and h.locnum = q.locnum
-        where h.recnum = (select max(h2.recnum) from invhst h2 where h2.prtnum = q.prtnum and h2.locnum = q.locnum) and h.balqty <> q.qtyohn`,
-    );
-    assert.equal(Number(lastBad!.n), 0, 'invhst.balqty of the last movement = on hand');
-    const values = await rows<{ lgract: number; v: unknown }>('select l.lgract, sum(h.extcst) as v from invhst h join invloc l on l.recnum = h.locnum group by l.lgract');
-    const ledger = await rows<{ lgract: number; d: unknown; c: unknown }>(
-      `select l.lgract, sum(l.dbtamt) as d, sum(l.crdamt) as c from lgtnln l where l.lgract in (select lgract from invloc) group by l.lgract`,
-    );
-    assertSameAmounts(new Map(values.map((v) => [key(v.lgract), dec(v.v, 2)])), new Map(ledger.map((l) => [key(l.lgract), dec(l.d, 2).minus(dec(l.c, 2))])), 'inventory accounts vs movement values');
+    await assertStockMatchesMovements(knex);
+    await assertInventoryValueMatchesLedger(knex);
   });
 
   test('purchase order lines: received to date = the sum of the receipts', async () => {
-    const lines = await rows<{ ordnum: string; linnum: number; rcvdte: unknown; linqty: unknown; cancel: unknown }>('select o.ordnum, l.linnum, l.rcvdte, l.linqty, l.cancel from pcorln l join pchord o on o._idnum = l._idref');
-    const receipts = await rows<{ ordnum: string; linnum: number; q: unknown }>(
-      'select i.ordnum, l.linnum, sum(l.linqty) as q from apivln l join acpinv i on i._idnum = l._idref where i.ordnum is not null group by i.ordnum, l.linnum',
-    );
-    assertSameAmounts(new Map(lines.map((l) => [key(l.ordnum, l.linnum), dec(l.rcvdte, 4)])), new Map(receipts.map((r) => [key(r.ordnum, r.linnum), dec(r.q, 4)])), 'pcorln.rcvdte vs receipts');
-    for (const l of lines) assert.ok(dec(l.rcvdte, 4).plus(dec(l.cancel, 4)).lte(dec(l.linqty, 4)), `${l.ordnum}/${l.linnum}: not received beyond the order`);
-    const totals = await rows<{ ordnum: string; rcvttl: unknown; got: unknown }>(
-      `select o.ordnum, o.rcvttl, (select coalesce(sum(l.extttl), 0) from apivln l join acpinv i on i._idnum = l._idref where i.ordnum = o.ordnum) as got from pchord o`,
-    );
-    for (const t of totals) assert.ok(dec(t.rcvttl, 2).equals(dec(t.got, 2)), `${t.ordnum}: received total`);
-    const [closed] = await rows<{ n: number }>(`select count(*) as n from pchord o where o.status = 4 and exists (select 1 from pcorln l where l._idref = o._idnum and l.rcvdte + l.cancel < l.linqty)`);
-    assert.equal(Number(closed!.n), 0, 'closed orders are fully received or cancelled');
+    await assertPurchaseOrdersMatchReceipts(knex);
   });
 
   test('invoice balance = total - paid, and paid = the payments applied', async () => {
-    const check = async (what: string, sql: string) => assert.deepEqual((await rows(sql)).slice(0, 5), [], what);
-    await check('acpinv balance', 'select recnum from acpinv where invbal <> invttl - amtpad');
-    await check('acpinv total = lines', 'select i.recnum from acpinv i where i.invttl <> (select sum(l.extttl + l.taxamt) from apivln l where l._idref = i._idnum)');
-    await check('acpinv paid = payment lines', 'select i.recnum from acpinv i where i.amtpad <> (select coalesce(sum(l.amtpad), 0) from apmtln l where l.invrec = i.recnum)');
-    await check('acppmt amount = its lines', 'select p.recnum from acppmt p where p.amount <> (select sum(l.amtpad) from apmtln l where l._idref = p._idnum)');
-    await check('acpinv paid status', 'select recnum from acpinv where (status = 4) <> (invbal = 0)');
-    await check('acrinv balance', 'select recnum from acrinv where invbal <> invttl - amtpad');
-    await check('acrinv total = lines', 'select i.recnum from acrinv i where i.invttl <> (select sum(l.extttl) from arivln l where l._idref = i._idnum)');
-    await check('acrinv paid = payments', 'select i.recnum from acrinv i where i.amtpad <> (select coalesce(sum(p.amount), 0) from acrpmt p where p.invrec = i.recnum)');
-    await check('srvinv balance', 'select recnum from srvinv where invbal <> invttl - amtpad');
-    await check('srvinv total = lines + tax', 'select i.recnum from srvinv i where i.invttl <> (select sum(l.extttl) from srvlin l where l._idref = i._idnum) + i.taxamt');
-    await check('srvinv paid = payments', 'select i.recnum from srvinv i where i.amtpad <> (select coalesce(sum(p.amount), 0) from srvpmt p where p.invrec = i.recnum)');
+    await assertInvoiceBalances(knex);
+    // The seed posts every payable and receivable invoice in full to its control account.
     const [setup] = await rows<{ apcact: number; arcact: number }>('select apcact, arcact from lgrstp');
     const control = async (account: number) => {
       const [r] = await rows<{ d: unknown; c: unknown }>('select sum(dbtamt) as d, sum(crdamt) as c from lgtnln where lgract = ?', [account]);
@@ -329,6 +218,28 @@ describe('demo company seed', () => {
     assert.deepEqual(bad, []);
     const lines = await rows('select r.recnum from bnkrec r where r.clrdep - r.clrpmt <> (select sum(l.amount) from bkrcln l where l._idref = r._idnum)');
     assert.deepEqual(lines, []);
+  });
+
+  test('assertBooksInvariants passes on the seed and names the offending rows when the books are broken', async () => {
+    await assertBooksInvariants(knex);
+    // Unbalance one journal line and drift one stock quantity inside a rolled-back transaction.
+    const line = await knex('lgtnln').where('dbtamt', '>', 0).orderBy('_idnum').first();
+    const journal = await knex('lgrtrn').where({ _idnum: line._idref }).first();
+    const stock = await knex('invqty').where('qtyohn', '>', 0).orderBy('recnum').first();
+    const trx = await knex.transaction();
+    try {
+      await trx('lgtnln').where({ _idnum: line._idnum }).update({ dbtamt: dialect.encodeDecimal(dec(line.dbtamt, 2).plus('0.01'), 2) });
+      await trx('invqty').where({ recnum: stock.recnum }).update({ qtyohn: dialect.encodeDecimal(dec(stock.qtyohn, 4).plus(1), 4) });
+      await assert.rejects(assertBooksInvariants(trx as unknown as Knex), (err: Error) => {
+        assert.match(err.message, /books invariants broken/);
+        assert.match(err.message, new RegExp(`"recnum":${Number(journal.recnum)}\\b`), 'names the unbalanced journal');
+        assert.match(err.message, new RegExp(`account ${Number(line.lgract)} / year ${Number(journal.postyr)} / period ${Number(journal.actprd)} debit`), 'names the ledger balance');
+        assert.match(err.message, new RegExp(`part ${Number(stock.prtnum)} / location ${Number(stock.locnum)}:`), 'names the stock row');
+        return true;
+      });
+    } finally {
+      await trx.rollback();
+    }
   });
 
   test('codes and numbers refer to records that exist', async () => {
