@@ -1616,7 +1616,8 @@ export interface paths {
          *     * Journal debits: gross wages of job lines to direct expense / WIP (the employee's department
          *       wage account when it is one, else the ledger setup's direct expense account; with the job),
          *       of equipment lines to equipment expense (shop labor; with the equipment), of the rest to the
-         *       employee's department wage account (overhead); employer burden (payroll calculations of type
+         *       employee's department wage account (overhead; when that account keeps job or equipment
+         *       costs, such a line is 422 DOCUMENT_NOT_POSTABLE); employer burden (payroll calculations of type
          *       6, workers' compensation at the rate of each line's workers' comp code, the employee's
          *       benefits) to its expense accounts.
          *     * Journal credits: withholdings (calculations of types 1 to 3 and the employee's deductions)

@@ -151,6 +151,31 @@ test('deductions that no longer agree with the calculations are 422 (compute aga
   }
 });
 
+test('wages without job or equipment on a department account that keeps job costs are 422, not guessed', async () => {
+  const batch = await computedBatch();
+  const overhead = await t
+    .knex('tmcdln as l')
+    .join('payrec as p', 'p._idnum', 'l._idref')
+    .join('employ as e', 'e.recnum', 'p.empnum')
+    .whereIn('p.recnum', batch.records.map((r) => r.recnum))
+    .whereNull('l.jobnum')
+    .whereNull('l.eqpnum')
+    .first('p.recnum', 'e.recnum as empnum', 'e.dptmnt', 'l.linnum');
+  assert.ok(overhead, 'the batch has an overhead line');
+  const jobDepartment = await t.knex('dptmnt as d').join('lgract as a', 'a.recnum', 'd.lgract').where('a.subtyp', 1).first('d.recnum', 'd.lgract');
+  await t.knex('employ').where({ recnum: overhead.empnum }).update({ dptmnt: jobDepartment.recnum });
+  try {
+    const before = await footprint();
+    const res = await t.post(PATH, { recordNumbers: [Number(overhead.recnum)] });
+    const problem = assertProblem(res, 'DOCUMENT_NOT_POSTABLE');
+    assert.ok(problem.errors.some((e: any) => e.field === 'recordNumbers[0]' && e.code === 'not_overhead_account'), res.text);
+    assert.match(problem.detail, new RegExp(`account ${jobDepartment.lgract}`));
+    assert.deepEqual(await footprint(), before);
+  } finally {
+    await t.knex('employ').where({ recnum: overhead.empnum }).update({ dptmnt: overhead.dptmnt });
+  }
+});
+
 test('a check date after the open period is 422 PERIOD_CLOSED, an explicit later period too', async () => {
   const batch = await computedBatch();
   const r = batch.records[0]!;
@@ -319,4 +344,23 @@ test('no log line carries a name, pay rate, amount or birth date of the batch (s
   const text = JSON.stringify(t.logs.map(({ time, durationMs, pid, hostname, ...rest }) => rest));
   const found = needles.filter((s) => new RegExp(`(^|[^0-9A-Za-z.])${s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^0-9A-Za-z])`).test(text));
   assert.deepEqual(found, [], 'PII in the logs');
+});
+
+test('two concurrent postings of the same records: one posts, the other is 409; one journal', async () => {
+  const other = await startTestApp();
+  try {
+    const records = (await other.knex('payrec').where({ prdend: PERIOD_END, status: 2 }).orderBy('recnum').limit(3).select('recnum')).map((r: any) => Number(r.recnum));
+    const journalsBefore = Number((await other.knex('lgrtrn').count({ n: '*' }))[0]!.n);
+    const [a, b] = await Promise.all([other.post(PATH, { recordNumbers: records }), other.post(PATH, { recordNumbers: [...records].reverse() })]);
+    const statuses = [a.status, b.status].sort();
+    assert.deepEqual(statuses, [200, 409], `${a.text} / ${b.text}`);
+    assertProblem(a.status === 409 ? a : b, 'DOCUMENT_ALREADY_POSTED');
+    assert.equal(Number((await other.knex('lgrtrn').count({ n: '*' }))[0]!.n), journalsBefore + 1, 'one journal');
+    const costs = await other.knex('jobcst').where({ srcnum: 16 }).whereIn('srcrec', records).count({ n: '*' });
+    const jobLines = await other.knex('tmcdln as l').join('payrec as p', 'p._idnum', 'l._idref').whereIn('p.recnum', records).whereNotNull('l.jobnum').count({ n: '*' });
+    assert.equal(Number(costs[0]!.n), Number(jobLines[0]!.n), 'job costs written once');
+    await assertBooksInvariants(other.knex);
+  } finally {
+    await other.close();
+  }
 });

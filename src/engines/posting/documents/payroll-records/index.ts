@@ -18,7 +18,8 @@ import type { PostOutcome, WriteDefinition } from '../../runner';
  *
  *   journal (source 16)  debits: gross wages of job lines to direct expense/WIP (with the job),
  *                        of equipment lines to the shop (equipment-expense, with the equipment),
- *                        of the rest to the employee's department wage account (overhead);
+ *                        of the rest to the employee's department wage account (overhead; a
+ *                        department account that keeps job or equipment costs refuses such lines);
  *                        employer burden (employer taxes, workers' comp, benefits) to its expense
  *                        accounts. credits: withholdings and burden to their liability accounts,
  *                        net pay to cash (the bank account's ledger account, default the ledger
@@ -49,6 +50,9 @@ const EQUIPMENT_COST_LABOR = 5;
 const CASH = 1;
 const JOB_ACCOUNT_TYPES = new Set([3, 9]);
 const EQUIPMENT_EXPENSE = 10;
+/** lgract.subtyp: the subsidiary ledger an account keeps (1 jobs, 2 equipment). */
+const SUBSIDIARY_JOBS = 1;
+const SUBSIDIARY_EQUIPMENT = 2;
 /** paycal.caltyp: 1-3 taxes withheld from everyone, 4 employee deductions (payded), 6 employer burden. */
 const WITHHELD_TAX_TYPES = new Set([1, 2, 3]);
 const DEDUCTION_TYPE = 4;
@@ -303,7 +307,7 @@ interface Setup {
   workersCompRates: Map<number, Dec>;
   employees: Map<number, { department: number | null }>;
   departmentAccounts: Map<number, number | null>;
-  accounts: Map<number, { type: number; inactive: boolean }>;
+  accounts: Map<number, { type: number; inactive: boolean; subsidiary: number }>;
 }
 
 async function loadSetup(ctx: PostingContext, records: RecordRow[], checkDate: string): Promise<Setup> {
@@ -350,8 +354,8 @@ async function loadSetup(ctx: PostingContext, records: RecordRow[], checkDate: s
   for (const w of await trx('wkrcmp').select('recnum', 'cmprte')) workersCompRates.set(Number(w.recnum), dec(w.cmprte, SCALE.price));
   const departmentAccounts = new Map<number, number | null>();
   for (const d of await trx('dptmnt').select('recnum', 'lgract')) departmentAccounts.set(Number(d.recnum), d.lgract === null ? null : Number(d.lgract));
-  const accounts = new Map<number, { type: number; inactive: boolean }>();
-  for (const a of await trx('lgract').select('recnum', 'acttyp', 'inactv')) accounts.set(Number(a.recnum), { type: Number(a.acttyp), inactive: isTrue(a.inactv) });
+  const accounts = new Map<number, { type: number; inactive: boolean; subsidiary: number }>();
+  for (const a of await trx('lgract').select('recnum', 'acttyp', 'inactv', 'subtyp')) accounts.set(Number(a.recnum), { type: Number(a.acttyp), inactive: isTrue(a.inactv), subsidiary: Number(a.subtyp ?? 0) });
   return { calculations, deductions, benefits, workersCompRates, employees, departmentAccounts, accounts };
 }
 
@@ -458,8 +462,16 @@ function computeRecord(record: RecordRow, lines: LineRow[], setup: Setup, ledger
       if (account === null) refusals.add(record, 'setup_incomplete', 'no equipment expense account for shop labor (department or ledger setup)');
       return account ?? 0;
     }
-    if (departmentAccount === null) refusals.add(record, 'setup_incomplete', `the employee's department has no wage account`);
-    return departmentAccount ?? 0;
+    if (departmentAccount === null) {
+      refusals.add(record, 'setup_incomplete', `the employee's department has no wage account`);
+      return 0;
+    }
+    // Overhead: never wages without a job on a job account, nor without equipment on an equipment one.
+    const account = setup.accounts.get(departmentAccount);
+    if (account && (account.type === 3 || account.type === EQUIPMENT_EXPENSE || account.subsidiary === SUBSIDIARY_JOBS || account.subsidiary === SUBSIDIARY_EQUIPMENT)) {
+      refusals.add(record, 'not_overhead_account', `timecard line ${l.lineNumber} has no job or equipment, and the department wage account ${departmentAccount} takes only job or equipment costs`);
+    }
+    return departmentAccount;
   });
   if (refusals.errors.length > before) return null;
   return { record, lines, lineAccounts, withheld, burden };
@@ -691,7 +703,11 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
 /** Computed -> Posted for exactly these records; returns how many rows changed. */
 async function claim(ctx: PostingContext, records: RecordRow[], ledgerRecord: number, period: number, year: number): Promise<number> {
   let changed = 0;
-  const numbers = records.map((r) => r.recordNumber);
+  const numbers = records.map((r) => r.recordNumber).sort((a, b) => a - b);
+  // Row locks in record-number order, so two batches that overlap never deadlock (SQLite has one writer).
+  if (ctx.engine !== 'sqlite') {
+    for (let i = 0; i < numbers.length; i += 500) await ctx.trx('payrec').whereIn('recnum', numbers.slice(i, i + 500)).orderBy('recnum').forUpdate().select('recnum');
+  }
   for (let i = 0; i < numbers.length; i += 500) {
     const n = await ctx
       .trx('payrec')
