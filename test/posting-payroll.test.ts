@@ -86,6 +86,8 @@ test('bad input is 400 naming the fields, before anything is written', async () 
     [{ recordNumbers: ['abc'] }, 'recordNumbers'],
     [{ periodEndDate: '2026-13-45' }, 'periodEndDate'],
     [{ recordNumbers: [] }, 'recordNumbers'],
+    [{ recordNumbers: [3000000000] }, 'recordNumbers'],
+    [{ periodEndDate: PERIOD_END, bankAccountNumber: 0 }, 'bankAccountNumber'],
   ] as Array<[Record<string, unknown>, string]>) {
     const res = await t.post(PATH, body);
     assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
