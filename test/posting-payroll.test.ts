@@ -147,6 +147,8 @@ test('deductions that no longer agree with the calculations are 422 (compute aga
     const res = await t.post(PATH, { recordNumbers: [r.recnum] });
     const problem = assertProblem(res, 'DOCUMENT_NOT_POSTABLE');
     assert.deepEqual(problem.errors.map((e: any) => [e.field, e.code]), [['recordNumbers[0]', 'deductions_disagree']]);
+    assert.deepEqual(problem.recordNumbers, [r.recnum]);
+    assert.doesNotMatch(problem.detail, new RegExp(r.dedttl.toFixed(2).replace('.', '\\.')), 'no amounts in the detail');
     assert.deepEqual(await footprint(), before);
   } finally {
     await t.knex('payrec').where({ recnum: r.recnum }).update({ dedttl: t.services.dialect.encodeDecimal(r.dedttl, 2), netpay: t.services.dialect.encodeDecimal(r.netpay, 2) });

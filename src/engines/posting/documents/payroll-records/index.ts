@@ -362,8 +362,10 @@ async function loadSetup(ctx: PostingContext, records: RecordRow[], checkDate: s
 /** Collects every reason the batch cannot post, each naming its record (never a name or an amount). */
 class Refusals {
   readonly errors: FieldError[] = [];
+  private readonly records = new Set<number>();
   add(record: RecordRow, code: string, message: string): void {
     this.errors.push({ field: record.field, code, message: `payroll record ${record.recordNumber}: ${message}` });
+    this.records.add(record.recordNumber);
   }
   throwIfAny(): void {
     if (this.errors.length === 0) return;
@@ -371,7 +373,7 @@ class Refusals {
     const more = this.errors.length > shown.length ? ` (and ${this.errors.length - shown.length} more)` : '';
     throw new ApiProblem('DOCUMENT_NOT_POSTABLE', `The payroll batch cannot be posted: ${shown.join('; ')}${more}.`, {
       errors: this.errors,
-      extensions: { recordNumbers: [...new Set(this.errors.map((e) => Number(/record (\d+)/.exec(e.message ?? '')?.[1])))] },
+      extensions: { recordNumbers: [...this.records] },
     });
   }
 }
