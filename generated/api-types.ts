@@ -1643,6 +1643,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/payroll-records/post": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Post a batch of Computed payroll records
+         * @description Posts the Computed payroll records of one pay period (by `periodEndDate`) or the records named
+         *     in `recordNumbers` (give one of the two), in one transaction: a journal (source 16 Post
+         *     Payroll), a job cost per job timecard line, an equipment cost per shop line, the ledger
+         *     balances, and every record from status 2 Computed to 3 Posted with the journal's record number.
+         *
+         *     * Journal debits: gross wages of job lines to direct expense / WIP (the employee's department
+         *       wage account when it is one, else the ledger setup's direct expense account; with the job),
+         *       of equipment lines to equipment expense (shop labor; with the equipment), of the rest to the
+         *       employee's department wage account (overhead; when that account keeps job or equipment
+         *       costs, such a line is 422 DOCUMENT_NOT_POSTABLE); employer burden (payroll calculations of type
+         *       6, workers' compensation at the rate of each line's workers' comp code, the employee's
+         *       benefits) to its expense accounts.
+         *     * Journal credits: withholdings (calculations of types 1 to 3 and the employee's deductions)
+         *       and employer burden to their liability accounts; net pay to cash (the ledger account of
+         *       `bankAccountNumber`, default the ledger setup's cash account).
+         *     * Job costs (cost type 2 Labor, hours and amount) and equipment costs (category 5 Labor) equal
+         *       the ledger lines they come from.
+         *     * The records' check date drives the posting period (see /ledger-transactions); a batch has one
+         *       check date (else 422 BUSINESS_RULE_VIOLATED).
+         *     * A selected record that is not Computed: 422 DOCUMENT_NOT_POSTABLE, `errors[]` naming each
+         *       (`recordNumbers[i]`, or `periodEndDate`). Records whose deductions no longer agree with the
+         *       payroll calculations, or whose timecard lines do not add up to the gross pay, are refused the
+         *       same way (compute them again). A record already Posted (posting the same batch again):
+         *       409 DOCUMENT_ALREADY_POSTED. Unknown record numbers, or no record ending its period on
+         *       `periodEndDate`: 404 REFERENCE_NOT_FOUND.
+         *     * Payroll is a PII surface: the result carries record numbers, employee numbers and amounts,
+         *       never names or pay rates, and no log line carries any of them.
+         */
+        post: operations["postPayrollBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/payroll-records/query": {
         parameters: {
             query?: never;
@@ -6619,7 +6665,36 @@ export interface components {
             page: components["schemas"]["PageInfo"];
         };
         /**
-         * @description A payroll record (one employee, one pay period): timecard lines (`lines`) with job, cost code, pay type and hours. Computing creates job and equipment costs; posting (Computed to Posted) writes the journal (`ledgerRecordNumber`).
+         * @description A payroll batch to post: the Computed records of one pay period (`periodEndDate`) or the
+         *     records named in `recordNumbers`; exactly one of the two (both or neither is 400 naming both).
+         * @example {
+         *       "periodEndDate": "2026-11-22",
+         *       "bankAccountNumber": 2
+         *     }
+         */
+        PayrollPostInput: {
+            /** @description Bank account (bank-accounts recordNumber) the net pay is paid from: its ledger account is credited. Default: the ledger setup's cash account. */
+            bankAccountNumber?: number;
+            /** @description Explicit posting period, 0 to 12, together with `year`; honoured when valid, else 422 PERIOD_INVALID. Default: from the records' check date. */
+            period?: number;
+            /** @description Posts every payroll record (not Void) whose pay period ends on this date (payroll-records periodEnd). */
+            periodEndDate?: components["schemas"]["Date"];
+            /** @description Payroll records (payroll-records recordNumber) to post; unique; unknown numbers are 404 naming recordNumbers[i]. */
+            recordNumbers?: number[];
+            /** @description Explicit posting year, together with `period`. */
+            year?: number;
+        };
+        /** @description Result of POST /payroll-records/post. */
+        PayrollPostWriteResult: components["schemas"]["WriteResultBase"] & {
+            document: components["schemas"]["PostedPayrollBatch"];
+            /** @description Always empty for a payroll batch. */
+            inventory: Record<string, never>[];
+            /** @description One per job timecard line (cost type 2 Labor). */
+            jobCosts: components["schemas"]["PostedJobCost"][];
+            ledgerTransaction: components["schemas"]["PostedLedgerTransaction"];
+        };
+        /**
+         * @description A payroll record (one employee, one pay period): timecard lines (`lines`) with job, cost code, pay type and hours. Posting (Computed to Posted, POST /payroll-records/post) writes the journal (`ledgerRecordNumber`) and the job and equipment costs of the lines.
          * @example {
          *       "id": "3f8e00ee-5b1c-4c2d-9e7a-1b2c3d4e5f60",
          *       "recordNumber": 1001,
@@ -6744,6 +6819,8 @@ export interface components {
         };
         /** @description An AP invoice as entered (the read model's record, with its lines). */
         PostedApInvoice: components["schemas"]["ApInvoice"] & Record<string, never>;
+        /** @description An equipment cost as created by a posting (the read model's record). */
+        PostedEquipmentCost: components["schemas"]["EquipmentCost"] & Record<string, never>;
         /** @description An inventory allocation as entered (the read model's record, with its lines). */
         PostedInventoryAllocation: components["schemas"]["InventoryAllocation"] & Record<string, never>;
         /** @description A stock movement as written by a posting (the inventory-histories read model's record). */
@@ -6752,6 +6829,49 @@ export interface components {
         PostedJobCost: components["schemas"]["JobCost"] & Record<string, never>;
         /** @description A ledger transaction as posted (the read model's record, with its lines). */
         PostedLedgerTransaction: components["schemas"]["LedgerTransaction"] & Record<string, never>;
+        /** @description The posted batch with its totals, its records and the equipment costs it created. */
+        PostedPayrollBatch: {
+            /** Format: date */
+            checkDate: string;
+            deductions: number;
+            employerBurden: number;
+            /** @description One per shop (equipment) timecard line. */
+            equipmentCosts: components["schemas"]["PostedEquipmentCost"][];
+            grossPay: number;
+            netPay: number;
+            /**
+             * Format: date
+             * @description The period end date the batch was chosen by; null when chosen by record numbers.
+             */
+            periodEndDate: string | null;
+            recordCount: number;
+            records: components["schemas"]["PostedPayrollRecord"][];
+        };
+        /** @description A payroll record of the batch as posted (payroll-records names; no names or pay rates). */
+        PostedPayrollRecord: {
+            /** Format: date */
+            checkDate: string;
+            checkNumber: string | null;
+            /** @description Withholdings and deductions. */
+            deductions: number;
+            employeeNumber: number;
+            /** @description Employer taxes, workers' compensation and benefits posted for the record. */
+            employerBurden: number;
+            grossPay: number;
+            /** Format: uuid */
+            id: string;
+            ledgerRecordNumber: number;
+            netPay: number;
+            period: number;
+            /** Format: date */
+            periodEnd: string;
+            /** Format: date */
+            periodStart: string | null;
+            recordNumber: number;
+            /** @description 3 Posted. */
+            status: number;
+            year: number;
+        };
         /** @description A purchase order after the receipt (the read model's record, with its lines). */
         PostedPurchaseOrder: components["schemas"]["PurchaseOrder"] & Record<string, never>;
         /** @description The receipt, the order as it stands after it, and the payable invoice it created. */
@@ -10877,6 +10997,64 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    postPayrollBatch: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `true` runs the whole cascade in a transaction that is rolled back and returns the same result
+                 *     body with `dryRun: true`. Identifiers in it are provisional and never exist; reference numbers
+                 *     are still consumed, leaving gaps.
+                 */
+                dryRun?: components["parameters"]["DryRun"];
+            };
+            header?: {
+                /**
+                 * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+                 *     The same key with the same route and body replays the recorded response (Idempotency-Status
+                 *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
+                 *     Ignored (and not consumed) on dry runs.
+                 * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["Traceparent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PayrollPostInput"];
+            };
+        };
+        responses: {
+            /** @description Posted; with `dryRun=true`, what would be; or the replay of an earlier response. */
+            200: {
+                headers: {
+                    "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayrollPostWriteResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["UnprocessableEntity"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];

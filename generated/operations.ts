@@ -45,6 +45,12 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "tag": "Purchasing"
   },
   {
+    "operationId": "postPayrollBatch",
+    "method": "POST",
+    "path": "/payroll-records/post",
+    "tag": "Payroll"
+  },
+  {
     "operationId": "postServiceWorkOrder",
     "method": "POST",
     "path": "/service-invoices/post",

@@ -259,6 +259,8 @@ export async function seedDemoCompany(knex: Knex, options: SeedOptions = {}): Pr
     if (wd === 5) {
       // Payday every other Friday (2026-01-09, 01-23, ...) for the two weeks ending the Sunday before last.
       if ((daysBetween('2026-01-09', date) / 7) % 2 === 0) payroll.run(addDays(date, -18));
+      // The cutoff Friday computes next Friday's payroll (status Computed), left for the API to post.
+      else if (date === CUTOFF_DATE) payroll.run(addDays(date, -11), 'compute');
       equipmentRevenue(sim, addDays(date, -4));
     }
     if (date === lastDayOfMonth(2026, month)) {

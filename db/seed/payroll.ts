@@ -85,14 +85,23 @@ export class Payroll {
     return e.hire <= weekEnd && (!e.termination || e.termination >= weekStart);
   }
 
-  /** Pays the two weeks from `weekStart` (Monday) to the second Sunday on the following Friday. */
-  run(weekStart: string): void {
+  /**
+   * Pays the two weeks from `weekStart` (Monday) to the second Sunday on the following Friday.
+   * `compute` (the batch after the cutoff): the payroll records are computed in advance on the
+   * cutoff day (status 2 Computed: timecard lines, gross, deductions and net pay) and left for
+   * POST /payroll-records/post: no paycheck, no journal, no job or equipment costs yet.
+   */
+  run(weekStart: string, mode: 'post' | 'compute' = 'post'): void {
     const ctx = this.ctx;
     const sim = this.sim;
     const r = ctx.rnd('payroll');
     const weekEnd = addDays(weekStart, 13);
     const checkDate = addDays(weekEnd, 5);
-    if (checkDate > CUTOFF_DATE) return;
+    if (mode === 'post' && checkDate > CUTOFF_DATE) return;
+    if (mode === 'compute') {
+      this.compute(r, weekStart, weekEnd, checkDate);
+      return;
+    }
     const secondWeek = addDays(weekStart, 7);
     this.periodSecondWeek = secondWeek;
     const holidaysOf = (monday: string) => [0, 1, 2, 3, 4].map((d) => addDays(monday, d)).filter((d) => HOLIDAYS.has(d));
@@ -362,6 +371,68 @@ export class Payroll {
     sim.accrue(month, A.workersCompPayable, credit.workersComp);
     sim.accrue(month, A.unemploymentPayable, credit.unemployment);
     this.dailyPayrolls(weekStart, crews);
+  }
+
+  /** The Computed batch (see run): records and timecard lines only, entered on the cutoff day. */
+  private compute(r: Prng, weekStart: string, weekEnd: string, checkDate: string): void {
+    const ctx = this.ctx;
+    const user = USERS[3]!;
+    const secondWeek = addDays(weekStart, 7);
+    this.periodSecondWeek = secondWeek;
+    const holidaysOf = (monday: string) => [0, 1, 2, 3, 4].map((d) => addDays(monday, d)).filter((d) => HOLIDAYS.has(d));
+    for (const e of ctx.employees) {
+      if (!this.employed(e, weekStart, weekEnd)) continue;
+      const lines = [
+        ...(this.employed(e, weekStart, addDays(weekStart, 6)) ? this.timeLines(r, e, weekStart, holidaysOf(weekStart)) : []),
+        ...(this.employed(e, secondWeek, weekEnd) ? this.timeLines(r, e, secondWeek, holidaysOf(secondWeek)) : []),
+      ];
+      if (lines.length === 0) continue;
+      const gross = sum(lines.map((l) => l.amount));
+      // The same calculations as a posted payroll (and as the posting engine's check of them).
+      const withheld = [gross.times('0.10'), gross.times('0.062'), gross.times('0.0145'), gross.times('0.04'), gross.times('0.001')].map(r2);
+      const union = e.union ? r2(gross.times('0.015')) : ZERO;
+      const retirement = e.retirementPct.isZero() ? ZERO : r2(gross.times(e.retirementPct).div(100));
+      const deductions = sum(withheld).plus(union).plus(retirement).plus(e.health);
+      const recnum = ctx.books.recnum('payrec');
+      const id = ctx.uuid();
+      ctx.add('payrec', {
+        _idnum: id,
+        recnum,
+        empnum: e.num,
+        chknum: null,
+        chkdte: checkDate,
+        prdbeg: weekStart,
+        prdend: weekEnd,
+        reghrs: hours(sum(lines.filter((l) => l.payType === 1).map((l) => l.hours))),
+        ovthrs: hours(sum(lines.filter((l) => l.payType === 2).map((l) => l.hours))),
+        prmhrs: hours(0),
+        grspay: money(gross),
+        dedttl: money(deductions),
+        netpay: money(gross.minus(deductions)),
+        status: 2,
+        lgrrec: null,
+        ...ctx.txn(checkDate, CUTOFF_DATE, user, 15 * 60 + (recnum % 120)),
+      });
+      lines.forEach((l, k) => {
+        ctx.add('tmcdln', {
+          _idnum: ctx.uuid(),
+          _idref: id,
+          linnum: k + 1,
+          wrkdte: l.workDate,
+          jobnum: l.job?.num ?? null,
+          phsnum: l.phase,
+          cstcde: l.code ? code(l.code) : null,
+          eqpnum: l.equipment,
+          paytyp: l.payType,
+          hrswrk: hours(l.hours),
+          payrte: price(l.rate),
+          amount: money(l.amount),
+          wkrcmp: e.workersComp,
+          dscrpt: l.description,
+          ...ctx.audit(CUTOFF_DATE, 15 * 60, user),
+        });
+      });
+    }
   }
 
   private timeLines(r: Prng, e: Employee, weekStart: string, holidays: string[]): TimeLine[] {

@@ -260,7 +260,7 @@ export async function seedSetup(ctx: Ctx): Promise<void> {
     [CALC.local, 'Statewide transit tax', 3, 1, '0.1', 0, A.stateWithholding, null],
     [CALC.union, 'Union dues', 4, 1, '1.5', 0, A.benefitsPayable, null],
     [CALC.retirement, '401(k) deferral', 4, 1, '3', 0, A.benefitsPayable, null],
-    [CALC.health, 'Health plan (employee share)', 4, 3, '45', 0, A.benefitsPayable, null],
+    [CALC.health, 'Health plan (employee share)', 4, 3, '45', 0, A.benefitsPayable, A.employeeBenefits],
     [CALC.employerFica, 'Employer FICA', 6, 1, '7.65', 0, A.ficaPayable, A.payrollTaxes],
     [CALC.unemployment, 'FUTA and SUTA', 6, 1, '3', 0, A.unemploymentPayable, A.payrollTaxes],
     [CALC.workersComp, 'Workers compensation', 6, 1, '0', 0, A.workersCompPayable, A.workersComp],

@@ -56,6 +56,7 @@ export const PROBLEM_CODES = {
   DATABASE_UNAVAILABLE: { status: 502, title: "Accounting database unavailable", when: "The connection to the accounting database was refused, reset or terminated before anything was applied. Retry with backoff." },
   INSUFFICIENT_STOCK: { status: 422, title: "Insufficient stock", when: "A movement takes more of a part from a location than is available there; errors[] names the line, and the problem names the part, the location and the quantities asked and available." },
   DOCUMENT_NOT_POSTABLE: { status: 422, title: "Document not postable", when: "The referenced document is in a state that does not accept this write (for example a closed or void purchase order, a payroll record that is not Computed, a work order that is not Open)." },
+  DOCUMENT_ALREADY_POSTED: { status: 409, title: "Document already posted", when: "The document (for example a payroll record of the batch) was posted before; nothing was posted again. errors[] names each posted record and the problem lists their ledger transactions." },
 } as const satisfies Record<string, ProblemCodeSpec>;
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;

@@ -5,6 +5,7 @@ import { serviceInvoicePostWrite } from './documents/service-invoices';
 import { serviceInventoriesWrite } from './documents/service-inventories';
 import { inventoryAllocationsWrite } from './documents/inventory-allocations';
 import { purchaseOrderReceiptsWrite } from './documents/purchase-order-receipts';
+import { payrollPostWrite } from './documents/payroll-records';
 
 /**
  * The table of writes: one line per write operation of openapi.yaml. A write is one folder under
@@ -28,4 +29,5 @@ export const WRITES: readonly WriteEntry[] = [
   { route: '/purchase-order-receipts', definition: purchaseOrderReceiptsWrite },
   { route: '/service-invoices/post', definition: serviceInvoicePostWrite },
   { route: '/service-inventories', definition: serviceInventoriesWrite },
+  { route: '/payroll-records/post', definition: payrollPostWrite },
 ];
