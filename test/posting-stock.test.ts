@@ -33,7 +33,7 @@ async function run(movements: StockMovement[], rollback = false) {
   let out: Awaited<ReturnType<typeof applyStockMovements>> | undefined;
   await t.knex
     .transaction(async (trx) => {
-      const ctx: PostingContext = { trx, engine: t.engine, lockName: (name) => namedLocksFor(t.engine)(trx, name), dialect, numbers: t.services.numbers, user: 'stock-test', today: '2026-11-20', now: toDbTime(t.engine, new Date()), dryRun: false };
+      const ctx: PostingContext = { trx, lockName: (name) => namedLocksFor(t.engine)(trx, name), dialect, numbers: t.services.numbers, user: 'stock-test', today: '2026-11-20', now: toDbTime(t.engine, new Date()), dryRun: false };
       out = await applyStockMovements(ctx, movements);
       if (rollback) throw new Error('rollback');
     })

@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import type { Engine } from '../../storage/database';
 import type { Dialect } from '../../storage/dialect';
 import type { NumberAllocator } from '../../storage/numbers';
 
@@ -18,11 +17,6 @@ export interface PostingHooks {
 /** What a posting engine gets: the open transaction and the pieces it needs to write. */
 export interface PostingContext {
   trx: Knex.Transaction;
-  /**
-   * @deprecated Engines do not branch on the engine (src/storage does): use `lockName` and the
-   * storage functions. Kept so that documents written against the earlier context still build.
-   */
-  engine: Engine;
   /**
    * Takes an exclusive lock on `name` for the rest of the transaction (serialises postings that
    * race on a natural key: one transaction number, one vendor invoice number).

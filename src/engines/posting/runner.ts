@@ -179,7 +179,6 @@ export class WriteRunner {
     const now = new Date();
     return {
       trx,
-      engine: this.deps.boundary.engine,
       lockName: (name) => this.lockName(trx, name),
       dialect: this.deps.dialect,
       numbers: this.deps.numbers,
