@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { ApiProblem, problemBody } from '../../errors/problem';
-import { Boundary, DeadlineExceeded, upstreamTimeout, type Settled } from '../../storage/boundary';
+import { Boundary, DeadlineExceeded, OutcomeUnknown, upstreamTimeout, type Settled } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
 import type { NumberAllocator } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
@@ -215,6 +215,8 @@ export class WriteRunner {
       });
     } catch (err) {
       if (err instanceof DeadlineExceeded) return this.answer(this.renderProblem(upstreamTimeout(err.what, true), req), 'applied');
+      // The database itself is unreachable: the write could not go ahead either (502, retry with backoff).
+      if (err instanceof ApiProblem && err.code === 'DATABASE_UNAVAILABLE') return this.answer(this.renderProblem(err, req), 'applied');
       // The store could not answer: the write goes ahead without deduplication.
       this.deps.logger.warn({ err, correlationId: req.correlationId }, 'idempotency store unavailable; writing without deduplication');
       const rendered = await this.execute(def, input, req, deadlineAt);
@@ -274,7 +276,9 @@ export class WriteRunner {
       return this.answer(rendered, rendered.duplicate ? 'replayed' : 'applied');
     } catch (err) {
       if (err instanceof DeadlineExceeded) {
-        late = true;
+        // OutcomeUnknown (connection lost during COMMIT) has settled: nothing arrives late; the record
+        // is completed if the COMMIT landed, else a retry takes it over once its lease expires.
+        late = !(err instanceof OutcomeUnknown);
         const unknown = this.renderProblem(upstreamTimeout(err.what, true), req);
         entry.late = true;
         entry.unknownResponse = this.stored(unknown);
@@ -283,6 +287,12 @@ export class WriteRunner {
       }
       if (err instanceof LostOwnership) throw this.inFlight(key);
       const problem = this.deps.boundary.problemFor(err);
+      if (problem?.code === 'DATABASE_UNAVAILABLE') {
+        // The connection failed before COMMIT was sent: nothing committed. Give the key back so that
+        // the retry the 502 asks for executes (a stored 502 would be replayed to it instead).
+        await this.deps.store.release(token).catch(() => undefined);
+        return this.answer(this.renderProblem(problem, req), 'applied');
+      }
       if (problem) {
         // The engine refused (404/409/422) or the database did (502): the posting rolled back as a
         // whole; the answer is recorded under the key on its own. Should that fail, the record stays

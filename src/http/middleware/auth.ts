@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { ApiProblem } from '../../errors/problem';
 import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
+import type { Boundary } from '../../storage/boundary';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -17,13 +18,17 @@ declare global {
   }
 }
 
-export function authenticate(keys: ApiKeyRepository): RequestHandler {
+/**
+ * The API-key lookup runs before any handler, through the on-premise boundary: the database down
+ * answers 502 DATABASE_UNAVAILABLE (not 500), too slow 504, like every other database trip.
+ */
+export function authenticate(keys: ApiKeyRepository, boundary: Boundary): RequestHandler {
   return async (req, res, next) => {
     try {
       const raw = req.headers['x-api-key'];
       const value = Array.isArray(raw) ? raw[0] : raw;
       if (!value || !UUID.test(value.trim())) throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
-      const key = await keys.findByKey(value);
+      const key = await boundary.read(() => keys.findByKey(value), { what: 'looking up the API key' });
       if (!key || key.state === 'revoked') throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
       if (key.state === 'disabled') {
         const reason = key.reason ?? 'The service is switched off for this key.';
