@@ -19,8 +19,8 @@ declare global {
 }
 
 /**
- * The API-key lookup runs before any handler, through the on-premise boundary: the database down
- * answers 502 DATABASE_UNAVAILABLE (not 500), too slow 504, like every other database trip.
+ * The API-key lookup runs before any handler; its failures are classified by the on-premise
+ * boundary: the database down answers 502 DATABASE_UNAVAILABLE (not 500).
  */
 export function authenticate(keys: ApiKeyRepository, boundary: Boundary): RequestHandler {
   return async (req, res, next) => {
@@ -28,7 +28,11 @@ export function authenticate(keys: ApiKeyRepository, boundary: Boundary): Reques
       const raw = req.headers['x-api-key'];
       const value = Array.isArray(raw) ? raw[0] : raw;
       if (!value || !UUID.test(value.trim())) throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
-      const key = await boundary.read(() => keys.findByKey(value), { what: 'looking up the API key' });
+      // Not under the deadline (it waits for a connection like before: on SQLite a retry queues
+      // behind the late posting), but its driver errors are classified: 502, never 500.
+      const key = await keys.findByKey(value).catch((err: unknown) => {
+        throw boundary.mapError(err);
+      });
       if (!key || key.state === 'revoked') throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
       if (key.state === 'disabled') {
         const reason = key.reason ?? 'The service is switched off for this key.';
