@@ -329,7 +329,8 @@ export class WriteRunner {
       return;
     }
     const problem = this.deps.boundary.problemFor(err);
-    const finish: Promise<void> = problem
+    // DATABASE_UNAVAILABLE: nothing committed and the 502 asks for a retry: give the key back, as in time.
+    const finish: Promise<void> = problem && problem.code !== 'DATABASE_UNAVAILABLE'
       ? this.deps.store.completeAlone(token, this.stored(this.renderProblem(problem, req))).then(() => undefined)
       : this.deps.store.release(token);
     finish.catch(() => undefined).finally(done);
