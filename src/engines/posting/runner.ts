@@ -289,8 +289,9 @@ export class WriteRunner {
       const problem = this.deps.boundary.problemFor(err);
       if (problem?.code === 'DATABASE_UNAVAILABLE') {
         // The connection failed before COMMIT was sent: nothing committed. Give the key back so that
-        // the retry the 502 asks for executes (a stored 502 would be replayed to it instead).
-        await this.deps.store.release(token).catch(() => undefined);
+        // the retry the 502 asks for executes (a stored 502 would be replayed to it instead). Not awaited:
+        // the DELETE waits for the lost transaction's row lock, which a half-dead connection may hold a while.
+        this.deps.store.release(token).catch((e) => this.deps.logger.warn({ err: e }, 'could not release the idempotency key'));
         return this.answer(this.renderProblem(problem, req), 'applied');
       }
       if (problem) {
