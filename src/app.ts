@@ -47,7 +47,7 @@ export function createApp(services: Services): express.Express {
   app.use(opsRoutes(services, metrics.registry, opsState, operations));
 
   const api = Router();
-  api.use(authenticate(services.keys));
+  api.use(authenticate(services.keys, services.boundary));
   api.use(rateLimit(new RateLimiter({ perMinute: services.config.rateLimitPerMinute })));
   // Maintenance lock: 423 for every read and write (memory only; ping/lock/un-lock pass).
   api.use(lockGate(services.lock));
@@ -62,6 +62,7 @@ export function createApp(services: Services): express.Express {
   app.use(API_BASE, writeRoutes(services));
 
   app.use(notFound);
-  app.use(errorHandler(services.logger));
+  // Database failures that reach here unmapped are still classified by the boundary (never a 500).
+  app.use(errorHandler(services.logger, (err) => services.boundary.problemFor(err)));
   return app;
 }

@@ -111,3 +111,18 @@ test('without a key a late posting still commits (its outcome was unknown to the
   await sleep(150);
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-4' }), 0);
 });
+
+test('a late posting that loses its connection before COMMIT gives the key back: the retry posts once', async () => {
+  const key = `k-${randomUUID()}`;
+  const lost = new Error('Connection terminated unexpectedly');
+  const finished = slowOnce(DEADLINE_MS * 2, lost);
+  assertProblem(await keyed(journal('DL-5'), key), 'UPSTREAM_TIMEOUT');
+  await finished;
+  await sleep(200);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-5' }), 0, 'nothing committed');
+  assert.equal(await countRows(t.knex, 'idmkey', { idem_key: key }), 0, 'the key was released, not stored as a 502');
+  const retry = await keyed(journal('DL-5'), key);
+  assert.equal(retry.status, 200, retry.text);
+  assert.equal(retry.headers['idempotency-status'], 'applied');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-5' }), 1);
+});

@@ -11,9 +11,17 @@ import type { Engine } from './database';
  *     The work itself is not cancelled (a posting transaction may still commit later); the
  *     caller can observe its late outcome through `onLate` (the write engine uses that to
  *     record the real result under the Idempotency-Key).
- *   - the mapping of driver errors: the database refusing (constraint, deadlock, permission,
- *     dropped or refused connection) becomes 502 DATABASE_REFUSED, never 500. Anything else
- *     (a bug, a missing table) stays unexpected and becomes a redacted 500.
+ *   - the mapping of driver errors (`classifyDatabaseError`, per engine, nowhere else):
+ *       the connection refused, reset or terminated          502 DATABASE_UNAVAILABLE
+ *       the database refusing (constraint, deadlock,         502 DATABASE_REFUSED
+ *         permission, busy, resources)
+ *       a value the database cannot store or compare         400 VALUE_OUT_OF_RANGE
+ *         (PostgreSQL class 22, SQL Server conversion/overflow/truncation errors)
+ *       a statement the database timed out                   504 UPSTREAM_TIMEOUT
+ *     never 500. Anything else (a bug, a missing table) stays unexpected and becomes a redacted 500.
+ *   - commit uncertainty: a transaction whose connection fails once COMMIT has been sent may have
+ *     committed. `transaction` reports that as OutcomeUnknown (a kind of DeadlineExceeded: the
+ *     write engine answers 504 and records the key as unknown), never as "nothing happened".
  */
 
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
@@ -25,94 +33,248 @@ export interface BoundaryCall<T> {
   what?: string;
   /** Called once with the outcome when the work settles after the deadline has already answered 504. */
   onLate?: (outcome: Settled<T>) => void;
+  /** Names the request field behind a database column, for VALUE_OUT_OF_RANGE (when the driver names the column). */
+  fieldOf?: FieldOfColumn;
 }
 
-/** Why a driver error is a refusal; `undefined` when it is not a database refusal. */
-export type RefusalReason = 'constraint' | 'deadlock' | 'permission' | 'connection' | 'busy' | 'resources';
-
-const PG_CLASS: Record<string, RefusalReason> = {
-  '08': 'connection', // connection exception
-  '23': 'constraint', // integrity constraint violation
-  '40': 'deadlock', // transaction rollback: serialization failure, deadlock
-  '53': 'resources', // insufficient resources
-  '57': 'connection', // operator intervention: admin shutdown, cannot connect now, query canceled
-  '58': 'resources', // system error (I/O)
-};
-
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'ESOCKET', 'ECONNCLOSED', 'EAI_AGAIN']);
-const MSSQL_NUMBERS: Record<number, RefusalReason> = {
-  2627: 'constraint', // unique constraint
-  2601: 'constraint', // unique index
-  547: 'constraint', // foreign key / check
-  515: 'constraint', // null into not null
-  1205: 'deadlock',
-  1222: 'busy', // lock request time out
-  229: 'permission',
-  230: 'permission',
-  262: 'permission',
-  4060: 'connection', // cannot open database
-  18456: 'permission', // login failed
-};
+/** Why the database refused a request that reached it (502 DATABASE_REFUSED). */
+export type RefusalReason = 'constraint' | 'deadlock' | 'permission' | 'busy' | 'resources';
 
 /**
- * Classifies a driver error, per engine, in this one place. Returns the refusal reason, or
- * undefined when the error is not the database refusing (then it is unexpected: 500).
+ * What a driver error means for the client:
+ *   unavailable  the connection was refused, reset or terminated (502 DATABASE_UNAVAILABLE);
+ *                a write whose COMMIT was already sent cannot tell whether it committed
+ *   refused      the database answered "no" (502 DATABASE_REFUSED, with the reason)
+ *   value        the database cannot store or compare a value of the request (400 VALUE_OUT_OF_RANGE);
+ *                `column` when the driver names it
+ *   timeout      the database gave up on the statement (504 UPSTREAM_TIMEOUT); like `unavailable`,
+ *                a COMMIT that times out has an unknown outcome
  */
-export function classifyDatabaseError(err: unknown, engine: Engine): RefusalReason | undefined {
-  const e = err as Record<string, any> | null;
-  if (!e || typeof e !== 'object') return undefined;
+export type DatabaseFailure =
+  | { kind: 'unavailable' }
+  | { kind: 'refused'; reason: RefusalReason }
+  | { kind: 'value'; column?: string; table?: string }
+  | { kind: 'timeout' };
+
+const UNAVAILABLE: DatabaseFailure = { kind: 'unavailable' };
+const TIMEOUT: DatabaseFailure = { kind: 'timeout' };
+const refused = (reason: RefusalReason): DatabaseFailure => ({ kind: 'refused', reason });
+
+/** Socket-level codes of Node, pg and the mssql/tedious ConnectionError. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ESOCKET',
+  'ECONNCLOSED',
+  'ENOTOPEN',
+  'EINSTLOOKUP',
+  'ECLOSE', // tedious: connection closed before the request completed
+]);
+
+/** Driver messages of a lost or refused connection that come without a code (pg, knex, tarn). */
+const CONNECTION_MESSAGE =
+  /Connection terminated|Unable to acquire a connection|connection is closed|Client has encountered a connection error|Client was closed and is not queryable|terminating connection|server closed the connection unexpectedly|timeout exceeded when trying to connect|Connection lost|Connection closed before request completed/i;
+
+/**
+ * PostgreSQL SQLSTATE -> failure. Exact codes first, then the class (first two characters).
+ * https://www.postgresql.org/docs/current/errcodes-appendix.html
+ */
+const PG_CODES: Record<string, DatabaseFailure> = {
+  '42501': refused('permission'), // insufficient privilege
+  '55P03': refused('busy'), // lock not available
+  '53300': UNAVAILABLE, // too many connections: the server refused the connection
+  '57014': TIMEOUT, // query canceled (statement_timeout)
+  '57P01': UNAVAILABLE, // admin shutdown (pg_terminate_backend, fast shutdown)
+  '57P02': UNAVAILABLE, // crash shutdown
+  '57P03': UNAVAILABLE, // cannot connect now (starting up, shutting down, recovery)
+  '57P04': UNAVAILABLE, // database dropped
+  '57P05': UNAVAILABLE, // idle session timeout
+};
+const PG_CLASSES: Record<string, DatabaseFailure> = {
+  '08': UNAVAILABLE, // connection exception
+  '22': { kind: 'value' }, // data exception: NUL byte, out of range, invalid text, datetime overflow, too long
+  '23': refused('constraint'), // integrity constraint violation
+  '40': refused('deadlock'), // transaction rollback: serialization failure, deadlock
+  '53': refused('resources'), // insufficient resources
+  '57': UNAVAILABLE, // operator intervention
+  '58': refused('resources'), // system error (I/O)
+};
+
+/** SQL Server error numbers -> failure (https://learn.microsoft.com/sql/relational-databases/errors-events/database-engine-events-and-errors). */
+const MSSQL_NUMBERS: Record<number, DatabaseFailure> = {
+  2627: refused('constraint'), // unique constraint
+  2601: refused('constraint'), // unique index
+  547: refused('constraint'), // foreign key / check
+  515: refused('constraint'), // null into not null
+  1205: refused('deadlock'),
+  3960: refused('deadlock'), // snapshot isolation update conflict
+  1222: refused('busy'), // lock request time out
+  40501: refused('busy'), // service busy (Azure SQL)
+  229: refused('permission'),
+  230: refused('permission'),
+  262: refused('permission'),
+  18456: refused('permission'), // login failed
+  // The connection: refused, reset, closed, or the database not (yet) open.
+  [-1]: UNAVAILABLE, // SqlClient: error locating server / connecting
+  2: UNAVAILABLE, // server not found / not accessible
+  53: UNAVAILABLE, // network path not found
+  64: UNAVAILABLE, // the specified network name is no longer available
+  121: UNAVAILABLE, // semaphore timeout (transport)
+  233: UNAVAILABLE, // no process is on the other end of the pipe
+  4060: UNAVAILABLE, // cannot open database requested by the login
+  10053: UNAVAILABLE, // connection aborted by the software in the host
+  10054: UNAVAILABLE, // connection forcibly closed by the remote host
+  10060: UNAVAILABLE, // connection attempt timed out
+  10061: UNAVAILABLE, // connection refused
+  40197: UNAVAILABLE, // service error processing the request (Azure SQL failover)
+  40613: UNAVAILABLE, // database not currently available (Azure SQL)
+  [-2]: TIMEOUT, // SqlClient: timeout expired
+  // Values the database cannot convert, store or compare.
+  220: { kind: 'value' }, // arithmetic overflow for smallint/tinyint
+  232: { kind: 'value' }, // arithmetic overflow for int
+  241: { kind: 'value' }, // conversion failed: date/time from character string
+  242: { kind: 'value' }, // varchar -> datetime out of range
+  245: { kind: 'value' }, // conversion failed: varchar -> int
+  517: { kind: 'value' }, // adding a value to a date/time column caused an overflow
+  8114: { kind: 'value' }, // error converting data type
+  8115: { kind: 'value' }, // arithmetic overflow converting to numeric
+  8152: { kind: 'value' }, // string or binary data would be truncated
+  2628: { kind: 'value' }, // string or binary data would be truncated in table ..., column ...
+  8169: { kind: 'value' }, // conversion failed: string -> uniqueidentifier
+  9803: { kind: 'value' }, // invalid data for type
+};
+
+const SQLITE_UNAVAILABLE = /^SQLITE_(CANTOPEN|NOTADB)/;
+const SQLITE_RESOURCES = /^SQLITE_(IOERR|FULL|CORRUPT|NOMEM|PROTOCOL)/;
+
+/** The error and what it wraps (AggregateError of a dual-stack connect, `cause`, mssql `originalError`), a few levels deep. */
+function* chain(err: unknown, depth = 0): Generator<Record<string, any>> {
+  if (!err || typeof err !== 'object' || depth > 3) return;
+  const e = err as Record<string, any>;
+  yield e;
+  if (Array.isArray(e.errors)) for (const inner of e.errors) yield* chain(inner, depth + 1);
+  if (e.originalError && e.originalError !== e) yield* chain(e.originalError, depth + 1);
+  if (e.cause && e.cause !== e) yield* chain(e.cause, depth + 1);
+}
+
+function mssqlNumber(e: Record<string, any>): number | undefined {
+  if (typeof e.number === 'number') return e.number;
+  if (typeof e.info?.number === 'number') return e.info.number;
+  return undefined;
+}
+
+function classifyOne(e: Record<string, any>, engine: Engine): DatabaseFailure | undefined {
   const message = String(e.message ?? '');
   const code = typeof e.code === 'string' ? e.code : undefined;
-  if (code && NETWORK_CODES.has(code)) return 'connection';
-  if (/Unable to acquire a connection|Connection terminated|connection is closed|Client has encountered a connection error|terminating connection/i.test(message)) {
-    return 'connection';
-  }
-  if (e.name === 'KnexTimeoutError') return 'busy';
   switch (engine) {
     case 'sqlite': {
-      if (!code || !code.startsWith('SQLITE_')) return undefined;
-      if (code.startsWith('SQLITE_CONSTRAINT')) return 'constraint';
-      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy';
-      if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_PERM') || code.startsWith('SQLITE_AUTH')) return 'permission';
-      if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_NOTADB')) return 'connection';
-      if (/^SQLITE_(IOERR|FULL|CORRUPT|NOMEM|PROTOCOL)/.test(code)) return 'resources';
+      if (!code || !code.startsWith('SQLITE_')) break;
+      if (code.startsWith('SQLITE_CONSTRAINT')) return refused('constraint');
+      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return refused('busy');
+      if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_PERM') || code.startsWith('SQLITE_AUTH')) return refused('permission');
+      if (SQLITE_UNAVAILABLE.test(code)) return UNAVAILABLE;
+      if (SQLITE_RESOURCES.test(code)) return refused('resources');
       return undefined;
     }
     case 'postgres': {
-      if (!code || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
-      if (code === '42501') return 'permission';
-      if (code === '55P03') return 'busy'; // lock not available
-      return PG_CLASS[code.slice(0, 2)];
+      if (!code || !/^[0-9A-Z]{5}$/.test(code)) break;
+      const known = PG_CODES[code] ?? PG_CLASSES[code.slice(0, 2)];
+      if (known?.kind === 'value') {
+        const column = typeof e.column === 'string' && e.column ? e.column : undefined;
+        const table = typeof e.table === 'string' && e.table ? e.table : undefined;
+        return { kind: 'value', ...(column ? { column } : {}), ...(table ? { table } : {}) };
+      }
+      if (known) return known;
+      return undefined;
     }
     case 'mssql': {
-      const number = typeof e.number === 'number' ? e.number : typeof e.originalError?.info?.number === 'number' ? e.originalError.info.number : undefined;
-      if (number !== undefined && MSSQL_NUMBERS[number]) return MSSQL_NUMBERS[number];
-      if (code === 'ETIMEOUT') return 'connection';
-      if (code === 'ELOGIN') return 'permission';
-      return undefined;
+      const number = mssqlNumber(e);
+      const known = number !== undefined ? MSSQL_NUMBERS[number] : undefined;
+      if (known?.kind === 'value') {
+        // 2628 names the column: "... truncated in table 'db.dbo.lgrtrn', column 'dscrpt'. Truncated value: ..."
+        const m = /in table '([^']*)', column '([^']*)'/.exec(message);
+        return m ? { kind: 'value', table: m[1]!.split('.').pop(), column: m[2] } : { kind: 'value' };
+      }
+      if (known) return known;
+      if (code === 'ELOGIN') return refused('permission');
+      // tedious/mssql ETIMEOUT: on connect the server is unreachable; on a request it gave up on the statement.
+      if (code === 'ETIMEOUT') return e.name === 'RequestError' || /request|statement|query/i.test(message) ? TIMEOUT : UNAVAILABLE;
+      if (code === 'ECANCEL') return TIMEOUT;
+      break;
     }
     default:
-      return undefined;
+      break;
   }
+  if (code && NETWORK_CODES.has(code)) return UNAVAILABLE;
+  if (CONNECTION_MESSAGE.test(message)) return UNAVAILABLE;
+  if (e.name === 'KnexTimeoutError') return refused('busy');
+  return undefined;
+}
+
+/**
+ * Classifies a driver error, per engine, in this one place (the wrapped errors too). Returns
+ * undefined when the error is not the database's doing (then it is unexpected: 500).
+ */
+export function classifyDatabaseError(err: unknown, engine: Engine): DatabaseFailure | undefined {
+  if (err instanceof ApiProblem || err instanceof DeadlineExceeded) return undefined;
+  for (const e of chain(err)) {
+    const failure = classifyOne(e, engine);
+    if (failure) return failure;
+  }
+  return undefined;
 }
 
 const REFUSAL_TEXT: Record<RefusalReason, string> = {
   constraint: 'a constraint of the accounting database was violated',
   deadlock: 'the accounting database chose this transaction as a deadlock or serialization victim',
   permission: 'the accounting database denied permission',
-  connection: 'the connection to the accounting database was refused or dropped',
   busy: 'the accounting database was busy (lock or connection not available)',
   resources: 'the accounting database ran out of resources',
 };
 
-/** ApiProblem 502 for a refusal, the ApiProblem itself, or undefined (unexpected). */
-export function toDatabaseProblem(err: unknown, engine: Engine): ApiProblem | undefined {
+/** Maps a database column (and table) the driver named to the request field it came from, when the caller knows. */
+export type FieldOfColumn = (column: string, table?: string) => string | undefined;
+
+/**
+ * The problem a driver error answers with: the ApiProblem itself, 502 DATABASE_UNAVAILABLE,
+ * 502 DATABASE_REFUSED, 400 VALUE_OUT_OF_RANGE or 504 UPSTREAM_TIMEOUT; undefined when unexpected.
+ * `write` only words the 504 (a write's outcome is unknown).
+ */
+export function toDatabaseProblem(err: unknown, engine: Engine, options: { fieldOf?: FieldOfColumn; what?: string; write?: boolean } = {}): ApiProblem | undefined {
   if (err instanceof ApiProblem) return err;
-  const reason = classifyDatabaseError(err, engine);
-  if (!reason) return undefined;
-  return new ApiProblem('DATABASE_REFUSED', `The request was not applied: ${REFUSAL_TEXT[reason]}. Retry with backoff.`, {
-    extensions: { refusal: reason },
-  });
+  const failure = classifyDatabaseError(err, engine);
+  if (!failure) return undefined;
+  switch (failure.kind) {
+    case 'unavailable':
+      return new ApiProblem(
+        'DATABASE_UNAVAILABLE',
+        'The request was not applied: the connection to the accounting database was refused, reset or terminated. Retry with backoff.',
+      );
+    case 'refused':
+      return new ApiProblem('DATABASE_REFUSED', `The request was not applied: ${REFUSAL_TEXT[failure.reason]}. Retry with backoff.`, {
+        extensions: { refusal: failure.reason },
+      });
+    case 'timeout':
+      return upstreamTimeout(options.what ?? 'the statement was cancelled', options.write === true);
+    case 'value': {
+      const field = failure.column ? options.fieldOf?.(failure.column, failure.table) : undefined;
+      return new ApiProblem(
+        'VALUE_OUT_OF_RANGE',
+        field
+          ? `The accounting database cannot store or compare the value of ${field} (out of range, too long, or not representable). Nothing was applied.`
+          : 'A value of the request is out of the range, precision or length the accounting database can store or compare, or contains a character it refuses (such as NUL). Nothing was applied.',
+        field ? { errors: [{ field, code: 'range' }] } : {},
+      );
+    }
+  }
 }
 
 export class DeadlineExceeded extends Error {
@@ -120,6 +282,33 @@ export class DeadlineExceeded extends Error {
     super(`deadline exceeded: ${what}`);
     this.name = 'DeadlineExceeded';
   }
+}
+
+/**
+ * The connection failed (or the statement timed out) after COMMIT had been sent: the transaction
+ * may or may not have committed. A DeadlineExceeded for its callers (504, key recorded unknown),
+ * except that it has settled: nothing will arrive late. The truth is in the database: a posting
+ * completes its idempotency record in the same transaction.
+ */
+export class OutcomeUnknown extends DeadlineExceeded {
+  constructor(
+    what: string,
+    override readonly cause: unknown,
+  ) {
+    super(`${what}: the connection to the database failed while its COMMIT was in flight`);
+    this.name = 'OutcomeUnknown';
+  }
+}
+
+/** Failures that prove the statement never left this process (the driver refused to send it). */
+const NOT_SENT_MESSAGE = /is not queryable|Unable to acquire a connection/i;
+
+/** Whether a failure of COMMIT leaves its outcome unknown (true) or proves nothing committed (false). */
+export function commitOutcomeUnknown(err: unknown, engine: Engine): boolean {
+  const failure = classifyDatabaseError(err, engine);
+  if (!failure || (failure.kind !== 'unavailable' && failure.kind !== 'timeout')) return false;
+  for (const e of chain(err)) if (NOT_SENT_MESSAGE.test(String(e.message ?? ''))) return false;
+  return true;
 }
 
 export function upstreamTimeout(what: string, write: boolean): ApiProblem {
@@ -192,7 +381,7 @@ export class Boundary {
         );
         throw err;
       }
-      throw this.mapError(err);
+      throw this.mapError(err, call.fieldOf);
     } finally {
       if (timer) clearTimeout(timer);
     }
@@ -208,21 +397,45 @@ export class Boundary {
     }
   }
 
-  /** One transaction under the deadline (DeadlineExceeded is passed through for the write engine). */
+  /**
+   * One transaction under the deadline (DeadlineExceeded is passed through for the write engine).
+   * knex sends COMMIT the moment `fn` resolves; a connection failure from then on rejects with
+   * OutcomeUnknown, a failure before it with the (mapped) driver error: nothing committed.
+   */
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>, call: BoundaryCall<T> = {}): Promise<T> {
-    return this.within(() => this.deps.knex.transaction((trx) => fn(trx)), call);
+    return this.within(async () => {
+      let commitSent = false;
+      try {
+        return await this.deps.knex.transaction(async (trx) => {
+          const value = await fn(trx);
+          commitSent = true;
+          return value;
+        });
+      } catch (err) {
+        if (commitSent && commitOutcomeUnknown(err, this.deps.engine)) {
+          this.deps.logger.warn({ err, what: call.what }, 'connection failed while COMMIT was in flight; outcome unknown');
+          throw new OutcomeUnknown(call.what ?? 'transaction', err);
+        }
+        throw err;
+      }
+    }, call);
   }
 
-  /** Driver error -> 502 ApiProblem; ApiProblem and unexpected errors unchanged. */
-  mapError(err: unknown): unknown {
-    return this.problemFor(err) ?? err;
+  /** Driver error -> ApiProblem (502/400/504); ApiProblem, DeadlineExceeded and unexpected errors unchanged. */
+  mapError(err: unknown, fieldOf?: FieldOfColumn): unknown {
+    return this.problemFor(err, { fieldOf }) ?? err;
   }
 
-  /** The problem a failure answers with (ApiProblem as is, refusals 502, 423 while locked), or undefined when unexpected. */
-  problemFor(err: unknown): ApiProblem | undefined {
-    const problem = toDatabaseProblem(err, this.deps.engine);
+  /**
+   * The problem a failure answers with (ApiProblem as is, driver errors per `toDatabaseProblem`,
+   * 423 while locked), or undefined when unexpected (and for DeadlineExceeded: the caller decides).
+   */
+  problemFor(err: unknown, options: { fieldOf?: FieldOfColumn; what?: string; write?: boolean } = {}): ApiProblem | undefined {
+    const problem = toDatabaseProblem(err, this.deps.engine, options);
     // A request that slipped past the gate while the lock dropped the pool: report the lock.
-    if (problem?.code === 'DATABASE_REFUSED') return this.deps.lockedProblem?.() ?? problem;
+    if (problem && (problem.code === 'DATABASE_UNAVAILABLE' || problem.code === 'DATABASE_REFUSED') && !(err instanceof ApiProblem)) {
+      return this.deps.lockedProblem?.() ?? problem;
+    }
     return problem;
   }
 }

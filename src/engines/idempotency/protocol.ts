@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ApiProblem, problemBody } from '../../errors/problem';
-import { DeadlineExceeded, upstreamTimeout, type Boundary, type Settled } from '../../storage/boundary';
+import { DeadlineExceeded, OutcomeUnknown, upstreamTimeout, type Boundary, type Settled } from '../../storage/boundary';
 import { requestFingerprint } from './fingerprint';
 import type { IdempotencyStore, StoredResponse } from './store';
 
@@ -214,6 +214,8 @@ export class IdempotencyProtocol {
       });
     } catch (err) {
       if (err instanceof DeadlineExceeded) return answer(renderProblem(upstreamTimeout(err.what, true), req), 'applied');
+      // The database itself is unreachable: the write could not go ahead either (502, retry with backoff).
+      if (err instanceof ApiProblem && err.code === 'DATABASE_UNAVAILABLE') return answer(renderProblem(err, req), 'applied');
       // The store could not answer: the write goes ahead without deduplication.
       logger.warn({ err, correlationId: req.correlationId }, 'idempotency store unavailable; writing without deduplication');
       return answer(await this.unkeyed(req, execute), 'unavailable');
@@ -257,7 +259,9 @@ export class IdempotencyProtocol {
         return answer(this.renderFailure(err, req), 'applied');
       }
       if (err instanceof DeadlineExceeded) {
-        late = true;
+        // OutcomeUnknown (connection lost during COMMIT) has settled: nothing arrives late; the record
+        // is completed if the COMMIT landed, else a retry takes it over once its lease expires.
+        late = !(err instanceof OutcomeUnknown);
         const unknown = renderProblem(upstreamTimeout(err.what, true), req);
         entry.late = true;
         entry.unknownResponse = stored(unknown);
@@ -266,6 +270,13 @@ export class IdempotencyProtocol {
       }
       if (err instanceof LostOwnership) throw this.inFlight(key);
       const problem = boundary.problemFor(err);
+      if (problem?.code === 'DATABASE_UNAVAILABLE') {
+        // The connection failed before COMMIT was sent: nothing committed. Give the key back so that
+        // the retry the 502 asks for executes (a stored 502 would be replayed to it instead). Not awaited:
+        // the DELETE waits for the lost transaction's row lock, which a half-dead connection may hold a while.
+        this.deps.store.release(token).catch((e) => logger.warn({ err: e }, 'could not release the idempotency key'));
+        return answer(renderProblem(problem, req), 'applied');
+      }
       if (problem) {
         // The engine refused (404/409/422) or the database did (502): the write rolled back as a
         // whole; the answer is recorded under the key on its own. Should that fail, the record stays
@@ -302,7 +313,8 @@ export class IdempotencyProtocol {
       return;
     }
     const problem = this.deps.boundary.problemFor(err);
-    const finish: Promise<void> = problem ? this.deps.store.completeAlone(token, stored(renderProblem(problem, req))).then(() => undefined) : this.deps.store.release(token);
+    // DATABASE_UNAVAILABLE: nothing committed and the 502 asks for a retry: give the key back, as in time.
+    const finish: Promise<void> = problem && problem.code !== 'DATABASE_UNAVAILABLE' ? this.deps.store.completeAlone(token, stored(renderProblem(problem, req))).then(() => undefined) : this.deps.store.release(token);
     finish.catch(() => undefined).finally(done);
   }
 

@@ -52,9 +52,15 @@ export function toProblem(err: unknown): { problem: ApiProblem; unexpected: bool
   return { problem: new ApiProblem('INTERNAL_ERROR', 'An unexpected error occurred. Quote the correlationId when reporting it.'), unexpected: true };
 }
 
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+/**
+ * `databaseProblem` is the storage boundary's classification of driver errors (a safety net for a
+ * database trip that escaped the boundary: 502/400/504 instead of 500).
+ */
+export function errorHandler(logger: Logger, databaseProblem?: (err: unknown) => ApiProblem | undefined): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const { problem, unexpected } = toProblem(err);
+    const mapped = err instanceof ApiProblem ? undefined : databaseProblem?.(err);
+    const { problem, unexpected } = mapped ? { problem: mapped, unexpected: false } : toProblem(err);
+    if (mapped) logger.warn({ err, correlationId: res.locals.correlationId, route: req.originalUrl, code: mapped.code }, 'database failure outside the boundary');
     if (unexpected) {
       // The full record goes to the log only; the body is redacted.
       logger.error({ err, correlationId: res.locals.correlationId, route: req.originalUrl }, 'unexpected error');

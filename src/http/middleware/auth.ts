@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { ApiProblem } from '../../errors/problem';
 import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
+import type { Boundary } from '../../storage/boundary';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -17,13 +18,21 @@ declare global {
   }
 }
 
-export function authenticate(keys: ApiKeyRepository): RequestHandler {
+/**
+ * The API-key lookup runs before any handler; its failures are classified by the on-premise
+ * boundary: the database down answers 502 DATABASE_UNAVAILABLE (not 500).
+ */
+export function authenticate(keys: ApiKeyRepository, boundary: Boundary): RequestHandler {
   return async (req, res, next) => {
     try {
       const raw = req.headers['x-api-key'];
       const value = Array.isArray(raw) ? raw[0] : raw;
       if (!value || !UUID.test(value.trim())) throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
-      const key = await keys.findByKey(value);
+      // Not under the deadline (it waits for a connection like before: on SQLite a retry queues
+      // behind the late posting), but its driver errors are classified: 502, never 500.
+      const key = await keys.findByKey(value).catch((err: unknown) => {
+        throw boundary.mapError(err);
+      });
       if (!key || key.state === 'revoked') throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
       if (key.state === 'disabled') {
         const reason = key.reason ?? 'The service is switched off for this key.';
