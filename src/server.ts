@@ -98,7 +98,7 @@ function banner(port: number, report: BootReport): string {
 export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: config.dbPoolMax });
-  const knex = openDatabase(target);
+  const knex = openDatabase(target, logger);
   let report: BootReport;
   try {
     report = await prepareDatabase(config, target, knex, logger);

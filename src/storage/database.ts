@@ -80,7 +80,25 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
   throw new Error(`DATABASE_URL: unsupported scheme in "${url.split(':')[0]}": use sqlite://PATH, postgres://... or mssql://...`);
 }
 
-export function openDatabase(target: DatabaseTarget): Knex {
+/** Where knex's own messages (pool warnings such as "Connection Error") go: the service's logger. */
+export interface DriverLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
+export function openDatabase(target: DatabaseTarget, log?: DriverLog): Knex {
   if (target.file && target.file !== ':memory:') fs.mkdirSync(path.dirname(target.file), { recursive: true });
-  return knexFactory(target.config);
+  if (!log) return knexFactory(target.config);
+  // knex prints these with console by default, outside the JSON log lines.
+  const text = (m: unknown) => (m instanceof Error ? m.message : String(m));
+  return knexFactory({
+    ...target.config,
+    log: {
+      warn: (m: unknown) => log.warn({ source: 'knex', detail: text(m) }, 'database driver warning'),
+      error: (m: unknown) => log.error({ source: 'knex', detail: text(m) }, 'database driver error'),
+      deprecate: (m: unknown) => log.debug({ source: 'knex', detail: text(m) }, 'database driver deprecation'),
+      debug: (m: unknown) => log.debug({ source: 'knex', detail: text(m) }, 'database driver debug'),
+    },
+  });
 }
