@@ -347,15 +347,26 @@ if (TEST_ENGINE !== 'postgres') {
     assert.equal((await read()).status, 200);
   });
 
-  test('a value PostgreSQL refuses (a NUL byte, class 22) is 400 VALUE_OUT_OF_RANGE, never 500; nothing posted', async () => {
+  test('the contract refuses a NUL byte before any statement (400 naming the field); a data exception the database still raises (class 22) is 400 VALUE_OUT_OF_RANGE, never 500; nothing posted', async () => {
     proxy.reset();
     const before = unexpectedErrors();
-    const key = `k-${randomUUID()}`;
-    const res = await keyed(journal('DU-8', { description: 'before\u0000after' }), key);
-    // Should the posting engine refuse NUL itself one day (naming the field), this becomes its 400.
-    const body = assertProblem(res, 'VALUE_OUT_OF_RANGE');
-    assert.equal(body.errors, undefined, 'PostgreSQL does not name the column of a NUL byte: no field is guessed');
+    const nul = await keyed(journal('DU-8', { description: 'before\u0000after' }), `k-${randomUUID()}`);
+    const refused = assertProblem(nul, 'VALIDATION_FAILED');
+    assert.ok(refused.errors.some((e: { field: string }) => e.field === 'description'), JSON.stringify(refused.errors));
     assert.equal(await journals('DU-8'), 0);
+    // What slips past the contract and the engine: PostgreSQL refuses a cast inside the posting (22P02).
+    t.services.writes.hooks.beforeCommit = async ({ trx }) => {
+      await trx.raw("select cast('not a number' as integer)");
+    };
+    try {
+      const key = `k-${randomUUID()}`;
+      const res = await keyed(journal('DU-9'), key);
+      const body = assertProblem(res, 'VALUE_OUT_OF_RANGE');
+      assert.equal(body.errors, undefined, 'PostgreSQL does not name the column of a cast: no field is guessed');
+      assert.equal(await journals('DU-9'), 0);
+    } finally {
+      delete t.services.writes.hooks.beforeCommit;
+    }
     assert.equal(unexpectedErrors(), before);
     const ping = await t.post('/api/v3/utility/ping', {});
     assert.equal(ping.status, 200);
