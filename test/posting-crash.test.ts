@@ -2,8 +2,10 @@
  * Crash safety with the real service in a child process: postings fired with Idempotency-Keys,
  * the process SIGKILLed mid-flight, restarted, every request retried with its key. Each posting
  * exists exactly once, no document is half-written, the books balance, and every response seen
- * before the crash is the one replayed after it (AP invoices, journals and PO receipts). Then: a lock taken before a SIGKILL is still
- * held after the restart.
+ * before the crash is the one replayed after it. Covered: AP invoices, journals, inventory allocations,
+ * PO receipts, payroll postings (single Computed records of the seed), service invoices (Open work
+ * orders: the seed's and a few written like the accounting system does) and service inventories.
+ * Then: a lock taken before a SIGKILL is still held after the restart.
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +17,7 @@ import { dialectFor, engineOf } from '../src/storage/dialect';
 import { Dec } from '../src/storage/decimal';
 import { FX, apInvoice, booksBalance, installPostingFixture, journal } from './support/posting-fixture';
 import { postJson, spawnServer, type HttpResult, type SpawnedServer } from './support/server-process';
-import { assertBooksInvariants } from './support/books-invariants';
+import { assertBooksInvariants } from './support/invariants';
 
 const adminKey = randomUUID();
 const apiKey = randomUUID();
@@ -47,48 +49,100 @@ interface Planned {
   key: string;
   body: Record<string, unknown>;
   number: string;
+  /** How many times the posting exists in the database (1 after the retries, never more). */
+  count: (db: Knex) => Promise<number>;
 }
 
-test('SIGKILL mid-flight, restart, retry with the same keys: every posting exactly once, nothing half-written, books balance', async () => {
+const countWhere = async (db: Knex, table: string, where: Record<string, unknown>): Promise<number> => {
+  const [row] = await db(table).where(where).count({ n: '*' });
+  return Number((row as { n: unknown }).n);
+};
+
+/** Header table and document-number column of the writes that carry a number of their own. */
+function written(path: string, number: string): (db: Knex) => Promise<number> {
+  const [table, column] = WRITTEN_TO[path]!;
+  return (db) => countWhere(db, table, { [column]: number });
+}
+
+test('SIGKILL mid-flight, restart, retry with the same keys: every posting exactly once, nothing half-written, books balance', async (t) => {
   const planned: Planned[] = [];
   for (let i = 0; i < 24; i += 1) {
     const number = `CR-INV-${i}`;
-    planned.push({ path: '/api/v3/ap-invoices', key: `crash-${randomUUID()}`, body: apInvoice(number, 10), number });
+    planned.push({ path: '/api/v3/ap-invoices', key: `crash-${randomUUID()}`, body: apInvoice(number, 10), number, count: written('/api/v3/ap-invoices', number) });
   }
   for (let i = 0; i < 12; i += 1) {
     const number = `CR-JE-${i}`;
-    planned.push({ path: '/api/v3/ledger-transactions', key: `crash-${randomUUID()}`, body: journal(number), number });
+    planned.push({ path: '/api/v3/ledger-transactions', key: `crash-${randomUUID()}`, body: journal(number), number, count: written('/api/v3/ledger-transactions', number) });
   }
   for (let i = 0; i < 12; i += 1) {
     const number = `CR-IA-${i}`;
-    planned.push({ path: '/api/v3/inventory-allocations', key: `crash-${randomUUID()}`, body: stockToJob(number), number });
+    planned.push({ path: '/api/v3/inventory-allocations', key: `crash-${randomUUID()}`, body: stockToJob(number), number, count: written('/api/v3/inventory-allocations', number) });
   }
   // PO receipts (key required) on two open stock orders of the seed: received to date, invoice, journal and stock together or not at all.
   for (let i = 0; i < 12; i += 1) {
     const number = `CR-RCV-${i}`;
     const [orderNumber, lineNumber, updateQuantity] = RECEIPT_LINES[i % 2]!;
     const body = { orderNumber, receiptDate: FX.openDate, vendorInvoiceNumber: number, lines: [{ lineNumber, updateQuantity }] };
-    planned.push({ path: '/api/v3/purchase-order-receipts', key: `crash-${randomUUID()}`, body, number });
+    planned.push({ path: '/api/v3/purchase-order-receipts', key: `crash-${randomUUID()}`, body, number, count: written('/api/v3/purchase-order-receipts', number) });
   }
+  // Payroll: one Computed record of the seed per posting (a batch posts once), each a journal of source 16.
+  const lastWrites = await planTheLastWrites(knex);
+  for (const r of lastWrites.payroll) {
+    const number = payrollJournalNumber(r.recnum);
+    planned.push({ path: PAYROLL, key: `crash-${randomUUID()}`, body: { recordNumbers: [r.recnum] }, number, count: (db) => countWhere(db, 'lgrtrn', { srcnum: 16, trnnum: number }) });
+  }
+  // Service invoices: one Open work order per posting (journal of source 22, parts out of the truck).
+  for (const w of lastWrites.workOrders) {
+    const body = { recordNumber: w.recnum, partsLocation: TRUCK, receivableAccount: 1120, costOfGoodsAccount: 5200 };
+    planned.push({ path: SERVICE_POST, key: `crash-${randomUUID()}`, body, number: w.invnum, count: (db) => countWhere(db, 'lgrtrn', { srcnum: 22, trnnum: w.invnum }) });
+  }
+  // Service inventories: stored only, one row each (told apart by serial number).
+  for (let i = 0; i < 8; i += 1) {
+    const number = `CR-SI-${i}`;
+    const body = { clientNumber: 12, serviceLocation: 9, description: `Crash test unit ${i}`, manufacturer: 'Carrier', model: '48FC-06', serialNumber: number, installDate: '2026-11-20' };
+    planned.push({ path: SERVICE_INVENTORY, key: `crash-${randomUUID()}`, body, number, count: (db) => countWhere(db, 'srvivt', { serial: number }) });
+  }
+
+  // Sent interleaved (one of each write in turn), so that every write is in flight when the kill
+  // lands, not only those at the head of the queue (SQLite runs the postings one at a time).
+  const byPath = new Map<string, Planned[]>();
+  for (const p of planned) byPath.set(p.path, [...(byPath.get(p.path) ?? []), p]);
+  const interleaved: Planned[] = [];
+  for (let i = 0; interleaved.length < planned.length; i += 1) for (const list of byPath.values()) if (list[i]) interleaved.push(list[i]!);
 
   const first = await start({ POSTING_DELAY_MS: '120' });
   const seen = new Map<string, HttpResult>();
-  let answered = 0;
-  const inFlight = planned.map((p) =>
+  const answeredPaths = new Set<string>();
+  const inFlight = interleaved.map((p) =>
     postJson(first.port, p.path, p.body, { 'x-api-key': apiKey, 'Idempotency-Key': p.key })
       .then((res) => {
-        answered += 1;
+        if (res.status === 200) answeredPaths.add(p.path);
         seen.set(p.key, res);
       })
       .catch(() => undefined),
   );
-  while (answered < 3) await sleep(10);
+  // Kill once every write has posted at least once (so each has a pre-crash answer to replay), or
+  // half the postings have answered (a slow machine: 504s past the deadline), whichever is first.
+  while (answeredPaths.size < byPath.size && seen.size < planned.length / 2) await sleep(10);
   await first.kill('SIGKILL');
   await Promise.all(inFlight);
   assert.ok(seen.size < planned.length, `the kill landed mid-flight (${seen.size} of ${planned.length} answered)`);
 
   // Nothing half-written right after the crash; some keys were left in flight by the dead owner.
-  await assertWhole(knex);
+  await assertWhole(knex, lastWrites);
+  // Where the crash landed, per write: posted before it / answered 504 (outcome unknown) / neither.
+  const landed: Record<string, [number, number, number]> = {};
+  for (const p of planned) {
+    const kind = (landed[p.path.replace('/api/v3/', '')] ??= [0, 0, 0]);
+    const committed = await p.count(knex);
+    assert.ok(committed <= 1, `${p.number}: at most once before the retries`);
+    if (committed === 1) kind[0] += 1;
+    else if (seen.get(p.key)?.status === 504) kind[1] += 1;
+    else kind[2] += 1;
+  }
+  t.diagnostic(`at the kill (posted / 504 / in flight): ${JSON.stringify(landed)}`);
+  const lastPending = [PAYROLL, SERVICE_POST, SERVICE_INVENTORY].map((path) => landed[path.replace('/api/v3/', '')]!).reduce((n, k) => n + k[1] + k[2], 0);
+  assert.ok(lastPending >= 1, 'the crash left payroll, service invoice or service inventory postings unfinished');
   const orphaned = await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).where({ state: 'in_flight' });
   assert.ok(orphaned.length >= 1, 'the crash left claimed keys whose posting never committed');
 
@@ -120,16 +174,15 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
   }
 
   for (const p of planned) {
-    const [table, column] = WRITTEN_TO[p.path]!;
-    const rows = await knex(table).where({ [column]: p.number });
-    assert.equal(rows.length, 1, `${p.number} exists exactly once`);
+    assert.equal(await p.count(knex), 1, `${p.number} exists exactly once`);
     const before = seen.get(p.key);
     if (before && before.status === 200) {
       assert.deepEqual(final.get(p.key)!.body, before.body, `${p.number}: the replay equals the answer sent before the crash`);
       assert.equal(final.get(p.key)!.headers['idempotency-status'], 'replayed');
     }
   }
-  await assertWhole(knex);
+  await assertWhole(knex, lastWrites);
+  await assertPostedOnce(knex, lastWrites);
   await assertBooksInvariants(knex);
   // Every receipt counted once in received to date (each order got 6 of the 12).
   for (const [orderNumber, lineNumber, quantity] of RECEIPT_LINES) {
@@ -176,7 +229,7 @@ const RECEIPT_LINES: ReadonlyArray<readonly [string, number, number]> = [
 ];
 
 /** Every AP invoice of the test has 10 lines, its journal with lines, and 10 job costs; balances match the lines. */
-async function assertWhole(db: Knex): Promise<void> {
+async function assertWhole(db: Knex, expect: LastWrites): Promise<void> {
   const invoices = await db('acpinv').where('invnum', 'like', 'CR-INV-%');
   for (const inv of invoices) {
     const lines = await db('apivln').where({ _idref: inv._idnum });
@@ -221,6 +274,160 @@ async function assertWhole(db: Knex): Promise<void> {
   for (const r of lineRows) if (Number(r.postyr) === FX.year && Number(r.actprd) === FX.openPeriod) debit = debit.plus(dialect.decodeDecimal(r.dbtamt, 2)!);
   const bal = await db('lgrbal').where({ lgract: FX.accounts.directExpense, postyr: FX.year, actprd: FX.openPeriod }).first();
   assert.equal(bal ? dialect.decodeDecimal(bal.dbttot, 2)!.toFixed(2) : '0.00', debit.toFixed(2), 'ledger balance equals the posted lines');
+  await assertLastWritesWhole(db, expect);
+}
+
+const PAYROLL = '/api/v3/payroll-records/post';
+const SERVICE_POST = '/api/v3/service-invoices/post';
+const SERVICE_INVENTORY = '/api/v3/service-inventories';
+/** Seeded pay period left Computed (check date 2026-11-27), and how many of its records the test posts. */
+const PAYROLL_PERIOD_END = '2026-11-22';
+const PAYROLL_RECORDS = 8;
+/** Service truck 1 (inventory account 1220): the parts of the work orders leave it. */
+const TRUCK = 3;
+/** Open work orders the test writes besides the seed's (the seed leaves three). */
+const EXTRA_WORK_ORDERS = 3;
+
+const payrollJournalNumber = (recnum: number) => `PR20261127-${recnum}`;
+
+interface LastWrites {
+  /** Computed records posted one per request, with the job and equipment costs each must produce. */
+  payroll: Array<{ recnum: number; jobCosts: number; equipmentCosts: number }>;
+  /** Open work orders posted one per request, with their invoice number and part lines (= stock movements). */
+  workOrders: Array<{ recnum: number; invnum: string; partLines: number }>;
+}
+
+/**
+ * What the payroll and service-invoice postings will work on: the first Computed records of the
+ * seed's open pay period, and every Open unposted work order (the seed's three plus a few written
+ * straight into the tables, as the accounting system would, so that more of them are in flight).
+ */
+async function planTheLastWrites(db: Knex): Promise<LastWrites> {
+  const dialect = dialectFor(engineOf(db));
+  const money = (v: Dec) => dialect.encodeDecimal(v, 2);
+  for (let i = 0; i < EXTRA_WORK_ORDERS; i += 1) {
+    const id = randomUUID();
+    const recnum = 99501 + i;
+    // Labor 2 h at 85.00, part 212 x1 at 40.00, part 149 x1 at 25.00 (both stocked on the truck).
+    const lines = [
+      { type: 1, part: null, quantity: '2', price: '85', description: 'Labor' },
+      { type: 2, part: 212, quantity: '1', price: '40', description: 'Part 212' },
+      { type: 2, part: 149, quantity: '1', price: '25', description: 'Part 149' },
+    ];
+    const total = lines.reduce((sum, l) => sum.plus(new Dec(l.quantity).times(l.price)), new Dec(0));
+    await db('srvinv').insert({
+      _idnum: id,
+      recnum,
+      invnum: `CR-WO-${i}`,
+      invdte: '2026-11-19',
+      clnnum: 12,
+      srvloc: 9,
+      srvtyp: 2,
+      dscrpt: `Crash test work order ${i}`,
+      wrksts: 4,
+      invttl: money(total),
+      taxamt: money(new Dec(0)),
+      amtpad: money(new Dec(0)),
+      invbal: money(total),
+      status: 1,
+      actprd: FX.openPeriod,
+      postyr: FX.year,
+      usrnme: 'test',
+    });
+    await db('srvlin').insert(
+      lines.map((l, k) => ({
+        _idnum: randomUUID(),
+        _idref: id,
+        linnum: k + 1,
+        lintyp: l.type,
+        prtnum: l.part,
+        dscrpt: l.description,
+        linqty: dialect.encodeDecimal(new Dec(l.quantity), 4),
+        linprc: dialect.encodeDecimal(new Dec(l.price), 4),
+        untcst: dialect.encodeDecimal(new Dec(0), 4),
+        extttl: money(new Dec(l.quantity).times(l.price)),
+        taxabl: false,
+        lgract: 4030,
+      })),
+    );
+  }
+  const workOrders: LastWrites['workOrders'] = [];
+  for (const w of await db('srvinv').where({ status: 1 }).whereNull('lgrrec').orderBy('recnum').select('recnum', 'invnum', '_idnum')) {
+    const partLines = (await db('srvlin').where({ _idref: w._idnum, lintyp: 2 }).whereNotNull('prtnum').select('linqty')).filter((l: any) => dialect.decodeDecimal(l.linqty, 4)!.greaterThan(0)).length;
+    workOrders.push({ recnum: Number(w.recnum), invnum: String(w.invnum), partLines });
+  }
+  assert.equal(workOrders.length, 3 + EXTRA_WORK_ORDERS, 'the seed leaves three Open work orders');
+  assert.ok(workOrders.some((w) => w.partLines > 0) && workOrders.some((w) => w.partLines === 0), 'work orders with and without parts');
+
+  const payroll: LastWrites['payroll'] = [];
+  for (const r of await db('payrec').where({ prdend: PAYROLL_PERIOD_END, status: 2 }).orderBy('recnum').limit(PAYROLL_RECORDS).select('recnum', '_idnum')) {
+    const lines = await db('tmcdln').where({ _idref: r._idnum }).select('jobnum', 'eqpnum');
+    payroll.push({
+      recnum: Number(r.recnum),
+      jobCosts: lines.filter((l: any) => l.jobnum !== null).length,
+      equipmentCosts: lines.filter((l: any) => l.jobnum === null && l.eqpnum !== null).length,
+    });
+  }
+  assert.equal(payroll.length, PAYROLL_RECORDS, 'the seed leaves enough Computed payroll records');
+  assert.ok(payroll.some((p) => p.jobCosts > 0) && payroll.some((p) => p.equipmentCosts > 0), 'records with job and with equipment labor');
+  return { payroll, workOrders };
+}
+
+/**
+ * Payroll records and work orders are each posted completely or not at all: Posted with its one
+ * journal (source 16 / 22) and all its job, equipment costs or stock movements; or still
+ * Computed / Open with none of them.
+ */
+async function assertLastWritesWhole(db: Knex, expect: LastWrites): Promise<void> {
+  for (const p of expect.payroll) {
+    const record = await db('payrec').where({ recnum: p.recnum }).first('status', 'lgrrec');
+    const journals = await db('lgrtrn').where({ srcnum: 16, trnnum: payrollJournalNumber(p.recnum) }).select('recnum', '_idnum');
+    const jobCosts = await countWhere(db, 'jobcst', { srcnum: 16, srcrec: p.recnum });
+    const equipmentCosts = await countWhere(db, 'eqpcst', { srcnum: 16, srcrec: p.recnum });
+    if (Number(record.status) === 3) {
+      assert.equal(journals.length, 1, `payroll record ${p.recnum}: one journal`);
+      assert.equal(Number(record.lgrrec), Number(journals[0].recnum), `payroll record ${p.recnum}: references its journal`);
+      assert.ok((await countWhere(db, 'lgtnln', { _idref: journals[0]._idnum })) >= 2, `payroll record ${p.recnum}: journal lines`);
+      assert.equal(jobCosts, p.jobCosts, `payroll record ${p.recnum}: job costs`);
+      assert.equal(equipmentCosts, p.equipmentCosts, `payroll record ${p.recnum}: equipment costs`);
+    } else {
+      assert.equal(Number(record.status), 2, `payroll record ${p.recnum}: Computed or Posted`);
+      assert.equal(record.lgrrec, null, `payroll record ${p.recnum}: no journal reference`);
+      assert.deepEqual([journals.length, jobCosts, equipmentCosts], [0, 0, 0], `payroll record ${p.recnum}: nothing written`);
+    }
+  }
+  for (const w of expect.workOrders) {
+    const header = await db('srvinv').where({ recnum: w.recnum }).first('status', 'lgrrec', 'wrksts');
+    const journals = await db('lgrtrn').where({ srcnum: 22, trnnum: w.invnum }).select('recnum', '_idnum');
+    const movements = await countWhere(db, 'invhst', { srcnum: 22, srcrec: w.recnum });
+    assert.equal(Number(header.status), 1, `${w.invnum}: stays Open (an open receivable)`);
+    if (header.lgrrec !== null) {
+      assert.equal(journals.length, 1, `${w.invnum}: one journal`);
+      assert.equal(Number(header.lgrrec), Number(journals[0].recnum), `${w.invnum}: references its journal`);
+      assert.ok((await countWhere(db, 'lgtnln', { _idref: journals[0]._idnum })) >= 2, `${w.invnum}: journal lines`);
+      assert.equal(movements, w.partLines, `${w.invnum}: stock movements`);
+      assert.equal(Number(header.wrksts), 5, `${w.invnum}: work complete`);
+    } else {
+      assert.deepEqual([journals.length, movements], [0, 0], `${w.invnum}: nothing written`);
+      assert.notEqual(Number(header.wrksts), 5, `${w.invnum}: not marked complete`);
+    }
+  }
+  const inventories = await db('srvivt').where('serial', 'like', 'CR-SI-%').groupBy('serial').having(db.raw('count(*) > 1')).select('serial');
+  assert.deepEqual(inventories, [], 'no service inventory stored twice');
+}
+
+/** After the retries: every payroll record Posted and every work order invoiced, once. */
+async function assertPostedOnce(db: Knex, expect: LastWrites): Promise<void> {
+  for (const p of expect.payroll) {
+    const record = await db('payrec').where({ recnum: p.recnum }).first('status', 'lgrrec');
+    assert.equal(Number(record.status), 3, `payroll record ${p.recnum}: Posted`);
+    assert.equal(await countWhere(db, 'lgrtrn', { srcnum: 16, recnum: record.lgrrec }), 1, `payroll record ${p.recnum}: its journal has source 16`);
+  }
+  for (const w of expect.workOrders) {
+    const header = await db('srvinv').where({ recnum: w.recnum }).first('lgrrec');
+    assert.notEqual(header.lgrrec, null, `${w.invnum}: invoiced`);
+    assert.equal(await countWhere(db, 'lgrtrn', { srcnum: 22, recnum: header.lgrrec }), 1, `${w.invnum}: its journal has source 22`);
+  }
 }
 
 test('a lock taken before a SIGKILL is still held after the restart (and the restarted service holds no connection for it)', async () => {

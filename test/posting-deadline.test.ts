@@ -2,6 +2,7 @@
  * The on-premise boundary deadline (config.dbDeadlineMs): a write that misses it answers 504
  * UPSTREAM_TIMEOUT and its key is stored as unknown; retries are answered as unknown until the
  * late posting finishes, then the real recorded result is returned. A late failure is recorded too.
+ * The same boundary for a payroll posting (a Computed record of the seed): posted exactly once.
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,4 +126,35 @@ test('a late posting that loses its connection before COMMIT gives the key back:
   assert.equal(retry.status, 200, retry.text);
   assert.equal(retry.headers['idempotency-status'], 'applied');
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-5' }), 1);
+});
+
+test('a payroll posting that misses the deadline: 504, then the key replays the late result; the record posts once', async () => {
+  const PAYROLL = '/api/v3/payroll-records/post';
+  const record = await t.knex('payrec').where({ prdend: '2026-11-22', status: 2 }).orderBy('recnum', 'desc').first('recnum');
+  assert.ok(record, 'the seed leaves a Computed payroll record');
+  const recnum = Number(record.recnum);
+  const body = { recordNumbers: [recnum] };
+  const key = `k-${randomUUID()}`;
+  const finished = slowOnce(DEADLINE_MS * 2);
+  const first = await keyed(body, key, PAYROLL);
+  assertProblem(first, 'UPSTREAM_TIMEOUT');
+  assert.equal(first.headers['idempotency-status'], 'applied');
+  // A retry while the late posting runs must not post it again (504 unknown, or on SQLite the replay).
+  const during = await keyed(body, key, PAYROLL);
+  assert.ok(during.status === 504 || during.status === 200, during.text);
+  assert.equal(during.headers['idempotency-status'], 'replayed');
+
+  await finished;
+  await sleep(150);
+  const afterwards = await keyed(body, key, PAYROLL);
+  assert.equal(afterwards.status, 200, afterwards.text);
+  assert.equal(afterwards.headers['idempotency-status'], 'replayed');
+  assert.deepEqual(afterwards.body.document.records.map((r: any) => [r.recordNumber, r.status]), [[recnum, 3]]);
+  const posted = await t.knex('payrec').where({ recnum }).first('status', 'lgrrec');
+  assert.equal(Number(posted.status), 3);
+  assert.equal(Number(posted.lgrrec), afterwards.body.ledgerTransaction.recordNumber);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { srcnum: 16, recnum: posted.lgrrec }), 1);
+  const stored = await t.knex('idmkey').where({ idem_key: key }).first();
+  assert.equal(stored.state, 'completed');
+  assert.equal(Number(stored.status_code), 200);
 });
