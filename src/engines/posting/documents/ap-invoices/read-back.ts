@@ -109,7 +109,7 @@ export async function existingResult(trx: Knex.Transaction, dialect: Dialect, he
   const document = await readApInvoice(trx, dialect, header);
   const result: ApInvoiceWriteResult = {
     document,
-    jobCosts: await readJobCostsOf(trx, dialect, AP_SOURCE, document.recordNumber),
+    jobCosts: await readJobCostsOf(trx, AP_SOURCE, document.recordNumber),
     inventory: [],
     period: document.period,
     year: document.year,

@@ -1,18 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ApiProblem } from '../../../../errors/problem';
-import { Dec, decToJson } from '../../../../storage/decimal';
-import type { Dialect } from '../../../../storage/dialect';
-import { toIsoDate } from '../../../../storage/db-time';
+import { Dec } from '../../../../storage/decimal';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
-import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import type { components } from '../../../../../generated/api-types';
+import { insertChunked, readPostedLedgerTransaction, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
 import { readJobCostsOf, writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
 import { MOVEMENT, applyStockMovements, readStockMovementsOf, type PostedInventoryHistory, type StockMovement } from '../../ledger/stock';
-import { readLedgerTransaction } from '../ledger-transactions';
+import { readRecord, type FullRecordWithLines } from '../../read-back';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -64,36 +63,8 @@ export interface AllocationInput {
   lines: AllocationLineInput[];
 }
 
-export interface PostedAllocation {
-  id: string;
-  recordNumber: number;
-  allocationNumber: string | null;
-  transactionDate: string;
-  description: string;
-  purpose: number;
-  fromLocation: number | null;
-  toLocation: number | null;
-  jobNumber: number | null;
-  phaseNumber: number | null;
-  totalCost: number;
-  status: number;
-  enteredDate: string | null;
-  enteredBy: string | null;
-  period: number;
-  year: number;
-  ledgerRecordNumber: number | null;
-  lines: Array<{
-    id: string;
-    lineNumber: number;
-    partNumber: number;
-    description: string;
-    quantity: number;
-    unitCost: number;
-    extendedCost: number;
-    costCode: number | null;
-    costType: number | null;
-  }>;
-}
+/** An allocation as POST /inventory-allocations/query returns it with `children: ['lines']`. */
+export type PostedAllocation = FullRecordWithLines<components['schemas']['InventoryAllocation'], components['schemas']['InventoryAllocationLine']>;
 
 export interface AllocationWriteResult {
   document: PostedAllocation;
@@ -177,40 +148,11 @@ export function prepareAllocation(body: unknown): AllocationInput {
   return input;
 }
 
-export async function readAllocation(db: Knex | Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<PostedAllocation> {
-  const lines = await db('invaln').where({ _idref: header._idnum }).orderBy('linnum');
-  const dec = (raw: unknown, scale: number) => decToJson(dialect.decodeDecimal(raw, scale) ?? new Dec(0));
-  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
-  return {
-    id: String(header._idnum),
-    recordNumber: Number(header.recnum),
-    allocationNumber: header.alcnum ?? null,
-    transactionDate: toIsoDate(header.trndte) ?? '',
-    description: String(header.dscrpt ?? ''),
-    purpose: Number(header.prpose),
-    fromLocation: int(header.frmloc),
-    toLocation: int(header.tolocn),
-    jobNumber: int(header.jobnum),
-    phaseNumber: int(header.phsnum),
-    totalCost: dec(header.ttlcst, SCALE.money),
-    status: Number(header.status),
-    enteredDate: toIsoDate(header.entdte),
-    enteredBy: header.usrnme ?? null,
-    period: Number(header.actprd),
-    year: Number(header.postyr),
-    ledgerRecordNumber: int(header.lgrrec),
-    lines: lines.map((l: any) => ({
-      id: String(l._idnum),
-      lineNumber: Number(l.linnum),
-      partNumber: Number(l.prtnum),
-      description: String(l.dscrpt ?? ''),
-      quantity: dec(l.alcqty, SCALE.quantity),
-      unitCost: dec(l.untcst, SCALE.price),
-      extendedCost: dec(l.extcst, SCALE.money),
-      costCode: l.cstcde === null || l.cstcde === undefined ? null : dec(l.cstcde, SCALE.costCode),
-      costType: int(l.csttyp),
-    })),
-  };
+/** An allocation with its lines, read back through the catalog (read-back.ts). */
+export async function readAllocation(db: Knex | Knex.Transaction, id: string): Promise<PostedAllocation> {
+  const record = await readRecord(db, 'inventory-allocations', id, { children: ['lines'] });
+  if (!record) throw new Error(`inventory allocation ${id} not found in its own transaction`);
+  return record as unknown as PostedAllocation;
 }
 
 /** Fields of the request that differ from the allocation already entered (empty when identical). */
@@ -245,18 +187,18 @@ function differences(existing: PostedAllocation, input: AllocationInput): string
   return out;
 }
 
-async function existingResult(trx: Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<AllocationWriteResult> {
-  const document = await readAllocation(trx, dialect, header);
+async function existingResult(trx: Knex.Transaction, id: string): Promise<AllocationWriteResult> {
+  const document = await readAllocation(trx, id);
   const result: AllocationWriteResult = {
     document,
-    jobCosts: await readJobCostsOf(trx, dialect, ALLOCATION_SOURCE, document.recordNumber),
-    inventory: await readStockMovementsOf(trx, dialect, ALLOCATION_SOURCE, document.recordNumber),
+    jobCosts: await readJobCostsOf(trx, ALLOCATION_SOURCE, document.recordNumber),
+    inventory: await readStockMovementsOf(trx, ALLOCATION_SOURCE, document.recordNumber),
     period: document.period,
     year: document.year,
   };
   if (document.ledgerRecordNumber !== null) {
-    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first();
-    if (journal) result.ledgerTransaction = await readLedgerTransaction(trx, dialect, journal);
+    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first('_idnum');
+    if (journal) result.ledgerTransaction = await readPostedLedgerTransaction(trx, String(journal._idnum));
   }
   return result;
 }
@@ -407,9 +349,9 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
 
     // One allocation number is entered once: serialise, then look.
     await ctx.lockName(`invalc:${input.allocationNumber}`);
-    const already = await trx('invalc').where({ alcnum: input.allocationNumber }).orderBy('recnum').first();
+    const already = await trx('invalc').where({ alcnum: input.allocationNumber }).orderBy('recnum').first('_idnum');
     if (already) {
-      const existing = await existingResult(trx, dialect, already);
+      const existing = await existingResult(trx, String(already._idnum));
       const diff = differences(existing.document, input);
       if (diff.length === 0) return { result: existing, duplicate: true };
       throw new ApiProblem(
@@ -539,36 +481,8 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
       })),
     );
 
-    const document: PostedAllocation = {
-      id: allocationId,
-      recordNumber,
-      allocationNumber: input.allocationNumber,
-      transactionDate: input.allocationDate,
-      description: input.description,
-      purpose: input.purpose,
-      fromLocation: input.fromLocation,
-      toLocation: input.toLocation ?? null,
-      jobNumber: input.jobNumber ?? null,
-      phaseNumber: input.phaseNumber ?? null,
-      totalCost: decToJson(totalCost),
-      status: input.status,
-      enteredDate,
-      enteredBy: ctx.user,
-      period,
-      year,
-      ledgerRecordNumber: posts ? numbers.ledgerRecord : null,
-      lines: resolved.lines.map((r, i) => ({
-        id: lineIds[i]!,
-        lineNumber: r.line.lineNumber,
-        partNumber: r.line.partNumber,
-        description: r.description,
-        quantity: decToJson(r.line.quantity),
-        unitCost: decToJson(costs[i]!.unitCost),
-        extendedCost: decToJson(costs[i]!.extended),
-        costCode: r.costCode === null ? null : decToJson(r.costCode),
-        costType: r.costType,
-      })),
-    };
+    // The document as the query engine reads it (read-back.ts), not as built here.
+    const document = await readAllocation(trx, allocationId);
     const result: AllocationWriteResult = { document, jobCosts: [], inventory: stock.inventory, period, year };
     if (posts) {
       result.ledgerTransaction = await writeJournal(ctx, {
