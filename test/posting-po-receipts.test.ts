@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { startTestApp, type TestApp } from './support/app';
 import { assertProblem } from './support/http';
-import { countRows } from './support/posting-fixture';
+import { countRows, openSeedJobOrder } from './support/posting-fixture';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, type Dialect } from '../src/storage/dialect';
 
@@ -19,8 +19,6 @@ let dialect: Dialect;
 const PATH = '/api/v3/purchase-order-receipts';
 /** An Open stock order of the seed: location 1 (Main warehouse, account 1210), parts on every line, nothing received. */
 const STOCK_PO = 'PO26-000065';
-/** A Closed job order of the seed (job 2607, lines on direct expense 5010): the model of the job orders made here. */
-const JOB_PO_MODEL = 'PO26-000060';
 const AP_CONTROL = 2010;
 
 before(async () => {
@@ -144,46 +142,9 @@ async function poLine(orderNumber: string, lineNumber: number): Promise<{ receiv
   return { received: dec(line.rcvdte, 4).toFixed(), status: Number(order.status), receivedTotal: dec(order.rcvttl, 2).toFixed(2) };
 }
 
-/** A new Open job order modelled on the seed's JOB_PO_MODEL: its vendor, job and lines, 10 ordered at 12.50 each, nothing received. */
-async function openJobOrder(orderNumber: string, options: { orderType?: number; cancelLine2?: number } = {}): Promise<void> {
-  const model = await t.knex('pchord').where({ ordnum: JOB_PO_MODEL }).first();
-  const lines = await t.knex('pcorln').where({ _idref: model._idnum }).orderBy('linnum');
-  const max = await t.knex('pchord').max<{ m: number }>({ m: 'recnum' }).first();
-  const id = randomUUID();
-  const money = (v: string) => dialect.encodeDecimal(new Dec(v), 2);
-  const q4 = (v: string | number) => dialect.encodeDecimal(new Dec(v), 4);
-  await t.knex('pchord').insert({
-    _idnum: id,
-    recnum: Number(max!.m) + 1,
-    ordnum: orderNumber,
-    orddte: '2026-11-02',
-    vndnum: model.vndnum,
-    jobnum: model.jobnum,
-    dscrpt: 'Test job order',
-    ordtyp: options.orderType ?? 1,
-    ordttl: money(String(125 * lines.length)),
-    rcvttl: money('0'),
-    taxamt: money('0'),
-    status: 1,
-  });
-  await t.knex('pcorln').insert(
-    lines.map((l: any) => ({
-      _idnum: randomUUID(),
-      _idref: id,
-      linnum: l.linnum,
-      prtnum: l.prtnum,
-      dscrpt: l.dscrpt,
-      lgract: l.lgract,
-      cstcde: l.cstcde,
-      csttyp: l.csttyp,
-      untdsc: l.untdsc,
-      linqty: q4(10),
-      linprc: dialect.encodeDecimal(new Dec('12.5'), 4),
-      extttl: money('125'),
-      rcvdte: q4(0),
-      cancel: q4(Number(l.linnum) === 2 ? (options.cancelLine2 ?? 0) : 0),
-    })),
-  );
+/** A new Open job order modelled on the seed's job order (support/posting-fixture.ts). */
+function openJobOrder(orderNumber: string, options: { orderType?: number; cancelLine2?: number } = {}): Promise<void> {
+  return openSeedJobOrder(t.knex, orderNumber, options);
 }
 
 test('the Idempotency-Key is required: missing is 400 IDEMPOTENCY_KEY_INVALID and writes nothing; a dry run needs none and writes nothing', async () => {
