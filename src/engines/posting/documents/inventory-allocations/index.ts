@@ -84,12 +84,17 @@ interface Numbers {
 
 const optInt = (v: unknown): number | undefined => (v === undefined || v === null ? undefined : Number(v));
 
+/** The request body (typed from the contract: generated/api-types.ts); `status` may be absent (1, Open). */
+export type AllocationBody = Omit<components['schemas']['InventoryAllocationInput'], 'status'> & { status?: components['schemas']['InventoryAllocationInput']['status'] };
+export type AllocationLineBody = components['schemas']['InventoryAllocationLineInput'];
+
 export function prepareAllocation(body: unknown): AllocationInput {
-  const b = (body ?? {}) as Record<string, any>;
+  // The contract validator has checked the body against InventoryAllocationInput before dispatch.
+  const b = (body ?? {}) as AllocationBody;
   const errors = new InputErrors();
   const purpose = Number(b.purpose);
   const status = b.status === undefined ? STATUS.open : Number(b.status);
-  const rawLines: any[] = Array.isArray(b.lines) ? b.lines : [];
+  const rawLines: AllocationLineBody[] = Array.isArray(b.lines) ? b.lines : [];
   const lines: AllocationLineInput[] = rawLines.map((l, i) => {
     const at = (f: string) => `lines[${i}].${f}`;
     const quantity = exactDecimal(l.quantity, at('quantity'), SCALE.quantity, errors);

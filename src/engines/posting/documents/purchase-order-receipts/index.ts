@@ -107,10 +107,15 @@ interface Numbers {
 
 const optInt = (v: unknown): number | undefined => (v === undefined || v === null ? undefined : Number(v));
 
+/** The request body, typed from the contract (generated/api-types.ts). */
+export type ReceiptBody = components['schemas']['PurchaseOrderReceiptInput'];
+export type ReceiptLineBody = components['schemas']['PurchaseOrderReceiptLineInput'];
+
 export function prepareReceipt(body: unknown): ReceiptInput {
-  const b = (body ?? {}) as Record<string, any>;
+  // The contract validator has checked the body against PurchaseOrderReceiptInput before dispatch.
+  const b = (body ?? {}) as ReceiptBody;
   const errors = new InputErrors();
-  const rawLines: any[] = Array.isArray(b.lines) ? b.lines : [];
+  const rawLines: ReceiptLineBody[] = Array.isArray(b.lines) ? b.lines : [];
   const lines: ReceiptLineInput[] = rawLines.map((l, i) => {
     const quantity = exactDecimal(l.updateQuantity, `lines[${i}].updateQuantity`, SCALE.quantity, errors);
     if (quantity && !quantity.greaterThan(0)) errors.add(`lines[${i}].updateQuantity`, 'minimum', 'must be greater than 0');
