@@ -15,7 +15,7 @@ import { dialectFor, engineOf } from '../src/storage/dialect';
 import { Dec } from '../src/storage/decimal';
 import { FX, apInvoice, booksBalance, installPostingFixture, journal } from './support/posting-fixture';
 import { postJson, spawnServer, type HttpResult, type SpawnedServer } from './support/server-process';
-import { assertBooksInvariants } from './support/books-invariants';
+import { assertBooksInvariants } from './support/invariants';
 
 const adminKey = randomUUID();
 const apiKey = randomUUID();
