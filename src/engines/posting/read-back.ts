@@ -6,6 +6,9 @@ import { recordDecoder, type PublishedRecord, type Row } from '../query/envelope
 import { planQuery } from '../query/plan';
 import { pageQuery } from '../query/sql';
 import type { FilterNode } from '../query/types';
+import type { PostedJobCost } from './ledger/job-costs';
+import type { PostedLedgerTransaction } from './ledger/journal';
+import type { PostedInventoryHistory } from './ledger/stock';
 
 /**
  * Read-back of posted documents through the catalog (generated/catalog.ts: x-table, x-column,
@@ -111,3 +114,14 @@ export async function readRecord(trx: Knex | Knex.Transaction, entityName: strin
  */
 export type FullRecord<T> = { [K in keyof T]-?: T[K] };
 export type FullRecordWithLines<Header extends { lines?: unknown }, Line> = FullRecord<Omit<Header, 'lines'>> & { lines: Array<FullRecord<Line>> };
+
+/** The result of a write: every record in it is read back through the catalog (as /query returns it). */
+export interface WriteResult<Document> {
+  document: Document;
+  /** Absent (not null) when the document posted nothing to the ledger. */
+  ledgerTransaction?: PostedLedgerTransaction;
+  jobCosts: PostedJobCost[];
+  inventory: PostedInventoryHistory[];
+  period: number;
+  year: number;
+}

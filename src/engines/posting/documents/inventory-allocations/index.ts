@@ -6,12 +6,14 @@ import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
 import type { components } from '../../../../../generated/api-types';
-import { insertChunked, readPostedLedgerTransaction, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
-import { readJobCostsOf, writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
+import { insertChunked, writeJournal, type JournalLine } from '../../ledger/journal';
+import { writeJobCosts, type JobCostToWrite } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
-import { MOVEMENT, applyStockMovements, readStockMovementsOf, type PostedInventoryHistory, type StockMovement } from '../../ledger/stock';
-import { readRecord, type FullRecordWithLines } from '../../read-back';
+import { readWriteResultOf } from '../../ledger/posted-result';
+import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenced } from '../../ledger/references';
+import { MOVEMENT, applyStockMovements, type StockMovement } from '../../ledger/stock';
+import { readRecord, type FullRecordWithLines, type WriteResult } from '../../read-back';
+import { lineDifferences, periodDiffers } from '../../resend';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -66,14 +68,7 @@ export interface AllocationInput {
 /** An allocation as POST /inventory-allocations/query returns it with `children: ['lines']`. */
 export type PostedAllocation = FullRecordWithLines<components['schemas']['InventoryAllocation'], components['schemas']['InventoryAllocationLine']>;
 
-export interface AllocationWriteResult {
-  document: PostedAllocation;
-  ledgerTransaction?: PostedLedgerTransaction;
-  jobCosts: PostedJobCost[];
-  inventory: PostedInventoryHistory[];
-  period: number;
-  year: number;
-}
+export type AllocationWriteResult = WriteResult<PostedAllocation>;
 
 interface Numbers {
   allocationRecord: number;
@@ -171,41 +166,25 @@ function differences(existing: PostedAllocation, input: AllocationInput): string
   if (existing.jobNumber !== (input.jobNumber ?? null)) out.push('jobNumber');
   if (existing.phaseNumber !== (input.phaseNumber ?? null)) out.push('phaseNumber');
   if (input.description !== '' && existing.description !== input.description) out.push('description');
-  if (input.period !== undefined && input.year !== undefined && (existing.period !== input.period || existing.year !== input.year)) out.push('period');
-  if (existing.lines.length !== input.lines.length) {
-    out.push('lines');
-    return out;
-  }
-  const byNumber = new Map(existing.lines.map((l) => [l.lineNumber, l]));
-  for (const line of input.lines) {
-    const other = byNumber.get(line.lineNumber);
-    const differs =
-      !other ||
-      other.partNumber !== line.partNumber ||
-      !new Dec(other.quantity).equals(line.quantity) ||
-      (line.newUnitCost !== undefined && !new Dec(other.unitCost).equals(line.newUnitCost)) ||
-      (line.costCode !== undefined && (other.costCode === null || !new Dec(other.costCode).equals(line.costCode))) ||
-      (line.costType !== undefined && other.costType !== line.costType) ||
-      (line.description !== undefined && other.description !== line.description);
-    if (differs) out.push(`lines[${line.index}]`);
-  }
+  if (periodDiffers(existing, input)) out.push('period');
+  out.push(
+    ...lineDifferences(
+      existing.lines,
+      input.lines,
+      (other, line) =>
+        other.partNumber !== line.partNumber ||
+        !new Dec(other.quantity).equals(line.quantity) ||
+        (line.newUnitCost !== undefined && !new Dec(other.unitCost).equals(line.newUnitCost)) ||
+        (line.costCode !== undefined && (other.costCode === null || !new Dec(other.costCode).equals(line.costCode))) ||
+        (line.costType !== undefined && other.costType !== line.costType) ||
+        (line.description !== undefined && other.description !== line.description),
+    ),
+  );
   return out;
 }
 
 async function existingResult(trx: Knex.Transaction, id: string): Promise<AllocationWriteResult> {
-  const document = await readAllocation(trx, id);
-  const result: AllocationWriteResult = {
-    document,
-    jobCosts: await readJobCostsOf(trx, ALLOCATION_SOURCE, document.recordNumber),
-    inventory: await readStockMovementsOf(trx, ALLOCATION_SOURCE, document.recordNumber),
-    period: document.period,
-    year: document.year,
-  };
-  if (document.ledgerRecordNumber !== null) {
-    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first('_idnum');
-    if (journal) result.ledgerTransaction = await readPostedLedgerTransaction(trx, String(journal._idnum));
-  }
-  return result;
+  return readWriteResultOf(trx, ALLOCATION_SOURCE, await readAllocation(trx, id));
 }
 
 interface ResolvedLine {
@@ -278,24 +257,7 @@ async function resolve(ctx: PostingContext, input: AllocationInput, setup: { dir
       costType,
     });
   }
-  const codeRefs = lines.filter((r) => r.costCode !== null).map((r) => ({ field: `lines[${r.line.index}].costCode`, value: r.costCode!.toFixed(SCALE.costCode) }));
-  if (codeRefs.length > 0) {
-    const encoded = [...new Set(codeRefs.map((c) => dialect.encodeDecimal(new Dec(c.value), SCALE.costCode)))];
-    const rows = await trx('cstcde').whereIn('cstcde', encoded).select('cstcde', 'inactv');
-    const codes = new Map(rows.map((r: any) => [dialect.decodeDecimal(r.cstcde, SCALE.costCode)!.toFixed(SCALE.costCode), r]));
-    for (const ref of codeRefs) {
-      const code = codes.get(ref.value);
-      if (!code) check.notFound(ref.field, `cost code ${new Dec(ref.value).toFixed()}`);
-      else if (isTrue(code.inactv)) check.notPostable(ref.field, `cost code ${new Dec(ref.value).toFixed()} is inactive`, 'inactive');
-    }
-  }
-  const typeRefs = lines.filter((r) => r.costType !== null).map((r) => ({ field: `lines[${r.line.index}].costType`, value: r.costType! }));
-  const types = await loadReferenced(trx, 'csttyp', 'recnum', typeRefs, ['inactv']);
-  for (const ref of typeRefs) {
-    const type = types.get(String(ref.value));
-    if (!type) check.notFound(ref.field, `cost type ${ref.value}`);
-    else if (isTrue(type.inactv)) check.notPostable(ref.field, `cost type ${ref.value} is inactive`, 'inactive');
-  }
+  await checkCostCodesAndTypes(trx, dialect, check, lines);
 
   const resolved: Resolved = {
     lines,

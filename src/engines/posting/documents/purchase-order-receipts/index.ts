@@ -4,11 +4,11 @@ import { Dec } from '../../../../storage/decimal';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import type { components } from '../../../../../generated/api-types';
 import { SCALE } from '../../context';
-import { readRecord, type FullRecordWithLines } from '../../read-back';
+import { readRecord, type FullRecordWithLines, type WriteResult } from '../../read-back';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
-import { writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
-import { writeJobCosts, type PostedJobCost } from '../../ledger/job-costs';
-import { MOVEMENT, applyStockMovements, type PostedInventoryHistory } from '../../ledger/stock';
+import { writeJournal } from '../../ledger/journal';
+import { writeJobCosts } from '../../ledger/job-costs';
+import { MOVEMENT, applyStockMovements } from '../../ledger/stock';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -89,14 +89,7 @@ export interface PostedReceipt {
   payableInvoice: PostedApInvoice;
 }
 
-export interface ReceiptWriteResult {
-  document: PostedReceipt;
-  ledgerTransaction?: PostedLedgerTransaction;
-  jobCosts: PostedJobCost[];
-  inventory: PostedInventoryHistory[];
-  period: number;
-  year: number;
-}
+export type ReceiptWriteResult = WriteResult<PostedReceipt>;
 
 interface Numbers {
   invoiceRecord: number;
