@@ -9,7 +9,7 @@ import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './support/app';
 import { randomUUID } from 'node:crypto';
-import { FX, apInvoice, installPostingFixture, journal, openSeedJobOrder } from './support/posting-fixture';
+import { FX, apInvoice, installPostingFixture, journal, openSeedJobOrder, seedAllocationToJob } from './support/posting-fixture';
 
 let t: TestApp;
 
@@ -96,21 +96,7 @@ const ALLOCATION_DATE = '2026-11-20';
 const PART = { concrete: 72, drywall: 187 } as const;
 
 function allocation(number: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    allocationNumber: number,
-    allocationDate: ALLOCATION_DATE,
-    description: 'Read back',
-    status: 4,
-    purpose: 2,
-    fromLocation: 1,
-    jobNumber: 2601,
-    phaseNumber: 3,
-    lines: [
-      { lineNumber: 1, partNumber: PART.concrete, quantity: 3, costCode: 3, costType: 1 },
-      { lineNumber: 2, partNumber: PART.drywall, quantity: 2.5, costCode: 3, costType: 1 },
-    ],
-    ...overrides,
-  };
+  return seedAllocationToJob(number, [3, 2.5], { allocationDate: ALLOCATION_DATE, description: 'Read back', ...overrides });
 }
 
 test('an inventory allocation consumed on a job: document, jobCosts, inventory and ledgerTransaction equal their query records', async () => {
@@ -154,6 +140,16 @@ function receive(body: Record<string, unknown>, key = `rb-${randomUUID()}`) {
   return t.http.post('/api/v3/purchase-order-receipts').set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body);
 }
 
+/** A receipt's order, invoice, journal, job costs and movements equal their query records. */
+async function assertReceiptRecords(result: Record<string, any>): Promise<void> {
+  const { document, ledgerTransaction } = result;
+  assertSameRecord(document.purchaseOrder, await queried('purchase-orders', document.purchaseOrder.id), 'document.purchaseOrder');
+  assertSameRecord(document.payableInvoice, await queried('ap-invoices', document.payableInvoice.id), 'document.payableInvoice');
+  assertSameRecord(ledgerTransaction, await queried('ledger-transactions', ledgerTransaction.id), 'ledgerTransaction');
+  await assertSameRecords(result.jobCosts, 'job-costs', 'jobCosts');
+  await assertSameRecords(result.inventory, 'inventory-histories', 'inventory');
+}
+
 /** The receipt's own lines are its order's lines and its invoice's lines, joined by line number. */
 function assertReceiptLines(document: Record<string, any>, sent: Array<{ lineNumber: number; updateQuantity: number }>): void {
   assert.deepEqual(document.lines.map((l: any) => [l.lineNumber, l.updateQuantity]), sent.map((l) => [l.lineNumber, l.updateQuantity]));
@@ -175,12 +171,9 @@ test('a PO receipt of a job order: purchaseOrder, payableInvoice, jobCosts and l
   const key = `rb-${randomUUID()}`;
   const res = await receive({ orderNumber: 'RB-PO-1', receiptDate: ALLOCATION_DATE, lines: sent }, key);
   assert.equal(res.status, 200, res.text);
-  const { document, jobCosts, inventory, ledgerTransaction } = res.body;
-  assertSameRecord(document.purchaseOrder, await queried('purchase-orders', document.purchaseOrder.id), 'document.purchaseOrder');
-  assertSameRecord(document.payableInvoice, await queried('ap-invoices', document.payableInvoice.id), 'document.payableInvoice');
-  assertSameRecord(ledgerTransaction, await queried('ledger-transactions', ledgerTransaction.id), 'ledgerTransaction');
+  const { document, jobCosts, inventory } = res.body;
+  await assertReceiptRecords(res.body);
   assert.equal(jobCosts.length, 2, 'a job cost per job line');
-  await assertSameRecords(jobCosts, 'job-costs', 'jobCosts');
   assert.deepEqual(inventory, []);
   assertReceiptLines(document, sent);
   assert.deepEqual(document.purchaseOrder.lines.slice(0, 2).map((l: any) => l.receivedToDate), [4, 2.5]);
@@ -197,12 +190,9 @@ test('a PO receipt of a stock order: inventory movements, purchaseOrder and paya
   const sent = [{ lineNumber: 1, updateQuantity: 2 }];
   const res = await receive({ orderNumber: 'PO26-000065', receiptDate: ALLOCATION_DATE, lines: sent });
   assert.equal(res.status, 200, res.text);
-  const { document, jobCosts, inventory, ledgerTransaction } = res.body;
-  assertSameRecord(document.purchaseOrder, await queried('purchase-orders', document.purchaseOrder.id), 'document.purchaseOrder');
-  assertSameRecord(document.payableInvoice, await queried('ap-invoices', document.payableInvoice.id), 'document.payableInvoice');
-  assertSameRecord(ledgerTransaction, await queried('ledger-transactions', ledgerTransaction.id), 'ledgerTransaction');
+  const { document, jobCosts, inventory } = res.body;
+  await assertReceiptRecords(res.body);
   assert.equal(inventory.length, 1, 'one movement into the location');
-  await assertSameRecords(inventory, 'inventory-histories', 'inventory');
   assert.deepEqual([inventory[0].sourceNumber, inventory[0].sourceRecordNumber, inventory[0].quantity, inventory[0].locationNumber], [13, document.invoiceRecordNumber, 2, 1]);
   assert.deepEqual(jobCosts, []);
   assertReceiptLines(document, sent);

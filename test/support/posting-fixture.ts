@@ -268,3 +268,24 @@ export async function openSeedJobOrder(knex: Knex, orderNumber: string, options:
     })),
   );
 }
+
+/**
+ * A Shipped consumption on the seeded demo company: parts 72 and 187 from the main warehouse
+ * (location 1) on job 2601 phase 3, cost code 3, cost type 1 (stock, job costs and a journal).
+ */
+export function seedAllocationToJob(allocationNumber: string, quantities: readonly [number, number] = [1, 1], overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    allocationNumber,
+    allocationDate: FX.openDate,
+    status: 4,
+    purpose: 2,
+    fromLocation: 1,
+    jobNumber: 2601,
+    phaseNumber: 3,
+    lines: [
+      { lineNumber: 1, partNumber: 72, quantity: quantities[0], costCode: 3, costType: 1 },
+      { lineNumber: 2, partNumber: 187, quantity: quantities[1], costCode: 3, costType: 1 },
+    ],
+    ...overrides,
+  };
+}
