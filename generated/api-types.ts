@@ -6874,7 +6874,7 @@ export interface components {
         };
         /** @description A purchase order after the receipt (the read model's record, with its lines). */
         PostedPurchaseOrder: components["schemas"]["PurchaseOrder"] & Record<string, never>;
-        /** @description The receipt, the order as it stands after it, and the payable invoice it created. */
+        /** @description The receipt, the order as it stands after it and the payable invoice it created (both exactly as their /query records). The receipt's own fields are taken from those records: `lines[]` joins each received order line (partNumber, receivedToDate) to the invoice line that records it (updateQuantity = quantity, unitCost = unitPrice, extendedTotal). */
         PostedPurchaseOrderReceipt: {
             /** @description The receipt closed the order (automatic close of its type). */
             closedOrder: boolean;
@@ -7242,8 +7242,8 @@ export interface components {
         /** @description Result of POST /purchase-order-receipts. `ledgerTransaction` is absent only for a receipt at zero cost. */
         PurchaseOrderReceiptWriteResult: components["schemas"]["WriteResultBase"] & {
             document: components["schemas"]["PostedPurchaseOrderReceipt"];
-            /** @description Stock movements into the order's inventory location. */
-            inventory: Record<string, never>[];
+            /** @description Stock movements into the order's inventory location (inventory-histories records). */
+            inventory: components["schemas"]["PostedInventoryHistory"][];
             jobCosts: components["schemas"]["PostedJobCost"][];
             ledgerTransaction?: components["schemas"]["PostedLedgerTransaction"];
         };

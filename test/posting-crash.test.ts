@@ -15,7 +15,7 @@ import { createTestDatabase } from './support/app';
 import { parseDatabaseUrl } from '../src/storage/database';
 import { dialectFor, engineOf } from '../src/storage/dialect';
 import { Dec } from '../src/storage/decimal';
-import { FX, apInvoice, booksBalance, installPostingFixture, journal } from './support/posting-fixture';
+import { FX, apInvoice, booksBalance, installPostingFixture, journal, seedAllocationToJob } from './support/posting-fixture';
 import { postJson, spawnServer, type HttpResult, type SpawnedServer } from './support/server-process';
 import { assertBooksInvariants } from './support/invariants';
 
@@ -76,7 +76,7 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
   }
   for (let i = 0; i < 12; i += 1) {
     const number = `CR-IA-${i}`;
-    planned.push({ path: '/api/v3/inventory-allocations', key: `crash-${randomUUID()}`, body: stockToJob(number), number, count: written('/api/v3/inventory-allocations', number) });
+    planned.push({ path: '/api/v3/inventory-allocations', key: `crash-${randomUUID()}`, body: seedAllocationToJob(number), number, count: written('/api/v3/inventory-allocations', number) });
   }
   // PO receipts (key required) on two open stock orders of the seed: received to date, invoice, journal and stock together or not at all.
   for (let i = 0; i < 12; i += 1) {
@@ -205,22 +205,6 @@ const WRITTEN_TO: Record<string, [string, string]> = {
   '/api/v3/purchase-order-receipts': ['acpinv', 'invnum'],
 };
 
-/** Two parts of the seeded main warehouse consumed on seeded job 2601 (Shipped: stock, job costs, journal). */
-function stockToJob(allocationNumber: string): Record<string, unknown> {
-  return {
-    allocationNumber,
-    allocationDate: FX.openDate,
-    status: 4,
-    purpose: 2,
-    fromLocation: 1,
-    jobNumber: 2601,
-    phaseNumber: 3,
-    lines: [
-      { lineNumber: 1, partNumber: 72, quantity: 1, costCode: 3, costType: 1 },
-      { lineNumber: 2, partNumber: 187, quantity: 1, costCode: 3, costType: 1 },
-    ],
-  };
-}
 
 /** Open stock orders of the seed (nothing received yet): [orderNumber, line, quantity per receipt]. */
 const RECEIPT_LINES: ReadonlyArray<readonly [string, number, number]> = [

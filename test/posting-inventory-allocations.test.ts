@@ -11,7 +11,7 @@ import { parse } from 'yaml';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './support/app';
 import { assertProblem } from './support/http';
-import { assertBooksInvariants } from './support/books-invariants';
+import { assertBooksInvariants } from './support/invariants';
 import { countRows } from './support/posting-fixture';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, type Dialect } from '../src/storage/dialect';

@@ -2,7 +2,7 @@
  * POST /purchase-order-receipts (source 13) on the seeded demo company: the required
  * Idempotency-Key, received to date, the Review invoice that posts, its journal, job costs, stock
  * into the order's location, automatic close, and the refusals; over HTTP and in the database,
- * with the books' invariants (the SQL of test/seed-invariants.test.ts) checked after every write.
+ * with the books' invariants (test/support/invariants.ts) checked after every write.
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +10,8 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { startTestApp, type TestApp } from './support/app';
 import { assertProblem } from './support/http';
-import { countRows } from './support/posting-fixture';
+import { assertBooksInvariants } from './support/invariants';
+import { countRows, openSeedJobOrder } from './support/posting-fixture';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, type Dialect } from '../src/storage/dialect';
 
@@ -19,8 +20,6 @@ let dialect: Dialect;
 const PATH = '/api/v3/purchase-order-receipts';
 /** An Open stock order of the seed: location 1 (Main warehouse, account 1210), parts on every line, nothing received. */
 const STOCK_PO = 'PO26-000065';
-/** A Closed job order of the seed (job 2607, lines on direct expense 5010): the model of the job orders made here. */
-const JOB_PO_MODEL = 'PO26-000060';
 const AP_CONTROL = 2010;
 
 before(async () => {
@@ -38,62 +37,18 @@ function receive(body: unknown, key: string | null = `po-${randomUUID()}`, query
 }
 
 const dec = (raw: unknown, scale: number) => dialect.decodeDecimal(raw, scale) ?? new Dec(0);
-const key = (...parts: unknown[]) => parts.map((p) => (p === null || p === undefined ? '' : String(p))).join('|');
-
 async function rows<T = Record<string, any>>(sql: string, bindings: readonly unknown[] = []): Promise<T[]> {
   const result = await t.knex.raw(sql, bindings as Knex.RawBinding[]);
   return (Array.isArray(result) ? result : result.rows) as T[];
 }
 
-function assertSameAmounts(actual: Map<string, Dec>, expected: Map<string, Dec>, what: string): void {
-  const diffs: string[] = [];
-  for (const k of new Set([...actual.keys(), ...expected.keys()])) {
-    const a = actual.get(k) ?? new Dec(0);
-    const e = expected.get(k) ?? new Dec(0);
-    if (!a.equals(e)) diffs.push(`${k}: ${a.toFixed()} != ${e.toFixed()}`);
-  }
-  assert.equal(diffs.length, 0, `${what}: ${diffs.length} differences, e.g. ${diffs.slice(0, 5).join('; ')}`);
-}
-
-/** The books' invariants over the whole database (as test/seed-invariants.test.ts checks the seed). */
+/**
+ * The books' invariants over the whole database (support/invariants.ts: journals, balances, stock,
+ * received to date, job costs...), and what holds for receipts in this file, where every invoice
+ * of an order is a receipt: it posts under source 13 and credits its whole total to AP control.
+ */
 async function assertInvariants(): Promise<void> {
-  // Journals balance and their headers equal their lines.
-  const unbalanced = await rows(
-    `select t.recnum from lgrtrn t join lgtnln l on l._idref = t._idnum group by t.recnum, t.dbttot, t.crdtot
-      having sum(l.dbtamt) <> sum(l.crdamt) or sum(l.dbtamt) <> t.dbttot or sum(l.crdamt) <> t.crdtot`,
-  );
-  assert.deepEqual(unbalanced, [], 'every journal balances');
-  // lgrbal = the journal lines per account, year and period.
-  const lines = await rows<{ lgract: number; postyr: number; actprd: number; d: unknown; c: unknown }>(
-    'select l.lgract, t.postyr, t.actprd, sum(l.dbtamt) as d, sum(l.crdamt) as c from lgtnln l join lgrtrn t on t._idnum = l._idref group by l.lgract, t.postyr, t.actprd',
-  );
-  const balances = await rows<{ lgract: number; postyr: number; actprd: number; dbttot: unknown; crdtot: unknown }>('select lgract, postyr, actprd, dbttot, crdtot from lgrbal');
-  const fromLines = new Map<string, Dec>();
-  const fromBalances = new Map<string, Dec>();
-  for (const l of lines) {
-    fromLines.set(key(l.lgract, l.postyr, l.actprd, 'D'), dec(l.d, 2));
-    fromLines.set(key(l.lgract, l.postyr, l.actprd, 'C'), dec(l.c, 2));
-  }
-  for (const b of balances) {
-    fromBalances.set(key(b.lgract, b.postyr, b.actprd, 'D'), dec(b.dbttot, 2));
-    fromBalances.set(key(b.lgract, b.postyr, b.actprd, 'C'), dec(b.crdtot, 2));
-  }
-  assertSameAmounts(fromBalances, fromLines, 'lgrbal vs lgtnln');
-  // Received to date = the receipts (the invoice lines of the order), received total = their value, Closed = complete.
-  const poLines = await rows<{ ordnum: string; linnum: number; rcvdte: unknown; linqty: unknown; cancel: unknown }>(
-    'select o.ordnum, l.linnum, l.rcvdte, l.linqty, l.cancel from pcorln l join pchord o on o._idnum = l._idref',
-  );
-  const receipts = await rows<{ ordnum: string; linnum: number; q: unknown }>(
-    'select i.ordnum, l.linnum, sum(l.linqty) as q from apivln l join acpinv i on i._idnum = l._idref where i.ordnum is not null group by i.ordnum, l.linnum',
-  );
-  assertSameAmounts(new Map(poLines.map((l) => [key(l.ordnum, l.linnum), dec(l.rcvdte, 4)])), new Map(receipts.map((r) => [key(r.ordnum, r.linnum), dec(r.q, 4)])), 'pcorln.rcvdte vs receipts');
-  for (const l of poLines) assert.ok(dec(l.rcvdte, 4).plus(dec(l.cancel, 4)).lte(dec(l.linqty, 4)), `${l.ordnum}/${l.linnum}: not received beyond the order`);
-  const totals = await rows<{ ordnum: string; rcvttl: unknown; got: unknown }>(
-    'select o.ordnum, o.rcvttl, (select coalesce(sum(l.extttl), 0) from apivln l join acpinv i on i._idnum = l._idref where i.ordnum = o.ordnum) as got from pchord o',
-  );
-  for (const x of totals) assert.ok(dec(x.rcvttl, 2).equals(dec(x.got, 2)), `${x.ordnum}: received total`);
-  const [closed] = await rows<{ n: number }>('select count(*) as n from pchord o where o.status = 4 and exists (select 1 from pcorln l where l._idref = o._idnum and l.rcvdte + l.cancel < l.linqty)');
-  assert.equal(Number(closed!.n), 0, 'closed orders are fully received or cancelled');
+  await assertBooksInvariants(t.knex);
   const [wrongSource] = await rows<{ n: number }>('select count(*) as n from acpinv i join lgrtrn t on t.recnum = i.lgrrec where i.ordnum is not null and t.srcnum <> 13');
   assert.equal(Number(wrongSource!.n), 0, 'receipts post under source 13');
   const [setup] = await rows<{ apcact: number }>('select apcact from lgrstp');
@@ -103,39 +58,6 @@ async function assertInvariants(): Promise<void> {
     [setup!.apcact],
   );
   assert.deepEqual(apMismatch.slice(0, 5), [], 'AP invoice total = credit to AP control');
-  // Job costs = the job-coded direct-expense lines, per journal and job.
-  const via: Record<number, string> = { 11: 'acpinv', 13: 'acpinv', 16: 'payrec', 23: 'invalc', 33: 'eqprev' };
-  const costs = await rows<{ srcnum: number; srcrec: number; jobnum: number; amt: unknown }>('select srcnum, srcrec, jobnum, sum(cstamt) as amt from jobcst where status = 1 group by srcnum, srcrec, jobnum');
-  const journalOf = new Map<string, number>();
-  for (const [src, table] of Object.entries(via)) {
-    for (const h of await rows<{ recnum: number; lgrrec: number }>(`select recnum, lgrrec from "${table}" where lgrrec is not null`)) journalOf.set(key(src, h.recnum), Number(h.lgrrec));
-  }
-  const fromCosts = new Map<string, Dec>();
-  for (const c of costs) {
-    const journal = Number(c.srcnum) === 31 ? Number(c.srcrec) : journalOf.get(key(c.srcnum, c.srcrec));
-    assert.notEqual(journal, undefined, `job cost ${key(c.srcnum, c.srcrec)} leads to a journal`);
-    const k = key(journal, c.jobnum);
-    fromCosts.set(k, (fromCosts.get(k) ?? new Dec(0)).plus(dec(c.amt, 2)));
-  }
-  const jobLines = await rows<{ recnum: number; jobnum: number; d: unknown; c: unknown }>(
-    `select t.recnum, l.jobnum, sum(l.dbtamt) as d, sum(l.crdamt) as c from lgtnln l join lgrtrn t on t._idnum = l._idref join lgract a on a.recnum = l.lgract
-      where a.acttyp = 9 and l.jobnum is not null group by t.recnum, l.jobnum`,
-  );
-  assertSameAmounts(fromCosts, new Map(jobLines.map((l) => [key(l.recnum, l.jobnum), dec(l.d, 2).minus(dec(l.c, 2))])), 'job costs vs job-coded direct-expense lines');
-  // Stock = its movements; the inventory accounts = the movement values.
-  const qty = await rows<{ prtnum: number; locnum: number; qtyohn: unknown }>('select prtnum, locnum, qtyohn from invqty');
-  const moves = await rows<{ prtnum: number; locnum: number; q: unknown }>('select prtnum, locnum, sum(hstqty) as q from invhst group by prtnum, locnum');
-  assertSameAmounts(new Map(qty.map((r) => [key(r.prtnum, r.locnum), dec(r.qtyohn, 4)])), new Map(moves.map((r) => [key(r.prtnum, r.locnum), dec(r.q, 4)])), 'invqty.qtyohn vs invhst');
-  const [lastBad] = await rows<{ n: number }>(
-    `select count(*) as n from invqty q join invhst h on h.prtnum = q.prtnum and h.locnum = q.locnum
-      where h.recnum = (select max(h2.recnum) from invhst h2 where h2.prtnum = q.prtnum and h2.locnum = q.locnum) and h.balqty <> q.qtyohn`,
-  );
-  assert.equal(Number(lastBad!.n), 0, 'invhst.balqty of the last movement = on hand');
-  const values = await rows<{ lgract: number; v: unknown }>('select l.lgract, sum(h.extcst) as v from invhst h join invloc l on l.recnum = h.locnum group by l.lgract');
-  const ledger = await rows<{ lgract: number; d: unknown; c: unknown }>(
-    'select l.lgract, sum(l.dbtamt) as d, sum(l.crdamt) as c from lgtnln l where l.lgract in (select lgract from invloc) group by l.lgract',
-  );
-  assertSameAmounts(new Map(values.map((v) => [key(v.lgract), dec(v.v, 2)])), new Map(ledger.map((l) => [key(l.lgract), dec(l.d, 2).minus(dec(l.c, 2))])), 'inventory accounts vs movement values');
 }
 
 async function poLine(orderNumber: string, lineNumber: number): Promise<{ received: string; status: number; receivedTotal: string }> {
@@ -144,46 +66,9 @@ async function poLine(orderNumber: string, lineNumber: number): Promise<{ receiv
   return { received: dec(line.rcvdte, 4).toFixed(), status: Number(order.status), receivedTotal: dec(order.rcvttl, 2).toFixed(2) };
 }
 
-/** A new Open job order modelled on the seed's JOB_PO_MODEL: its vendor, job and lines, 10 ordered at 12.50 each, nothing received. */
-async function openJobOrder(orderNumber: string, options: { orderType?: number; cancelLine2?: number } = {}): Promise<void> {
-  const model = await t.knex('pchord').where({ ordnum: JOB_PO_MODEL }).first();
-  const lines = await t.knex('pcorln').where({ _idref: model._idnum }).orderBy('linnum');
-  const max = await t.knex('pchord').max<{ m: number }>({ m: 'recnum' }).first();
-  const id = randomUUID();
-  const money = (v: string) => dialect.encodeDecimal(new Dec(v), 2);
-  const q4 = (v: string | number) => dialect.encodeDecimal(new Dec(v), 4);
-  await t.knex('pchord').insert({
-    _idnum: id,
-    recnum: Number(max!.m) + 1,
-    ordnum: orderNumber,
-    orddte: '2026-11-02',
-    vndnum: model.vndnum,
-    jobnum: model.jobnum,
-    dscrpt: 'Test job order',
-    ordtyp: options.orderType ?? 1,
-    ordttl: money(String(125 * lines.length)),
-    rcvttl: money('0'),
-    taxamt: money('0'),
-    status: 1,
-  });
-  await t.knex('pcorln').insert(
-    lines.map((l: any) => ({
-      _idnum: randomUUID(),
-      _idref: id,
-      linnum: l.linnum,
-      prtnum: l.prtnum,
-      dscrpt: l.dscrpt,
-      lgract: l.lgract,
-      cstcde: l.cstcde,
-      csttyp: l.csttyp,
-      untdsc: l.untdsc,
-      linqty: q4(10),
-      linprc: dialect.encodeDecimal(new Dec('12.5'), 4),
-      extttl: money('125'),
-      rcvdte: q4(0),
-      cancel: q4(Number(l.linnum) === 2 ? (options.cancelLine2 ?? 0) : 0),
-    })),
-  );
+/** A new Open job order modelled on the seed's job order (support/posting-fixture.ts). */
+function openJobOrder(orderNumber: string, options: { orderType?: number; cancelLine2?: number } = {}): Promise<void> {
+  return openSeedJobOrder(t.knex, orderNumber, options);
 }
 
 test('the Idempotency-Key is required: missing is 400 IDEMPOTENCY_KEY_INVALID and writes nothing; a dry run needs none and writes nothing', async () => {

@@ -218,3 +218,74 @@ export function apInvoice(invoiceNumber: string, lineCount = 2, overrides: Recor
     ...overrides,
   };
 }
+
+/** A Closed job order of the seeded demo company (job 2607, lines on direct expense 5010): the model of openSeedJobOrder. */
+export const SEED_JOB_PO_MODEL = 'PO26-000060';
+
+/**
+ * A new Open job order on the seeded demo company, modelled on SEED_JOB_PO_MODEL (its vendor, job
+ * and lines): 10 ordered at 12.50 on every line, nothing received; line 2 optionally part cancelled.
+ */
+export async function openSeedJobOrder(knex: Knex, orderNumber: string, options: { orderType?: number; cancelLine2?: number } = {}): Promise<void> {
+  const dialect = dialectFor(engineOf(knex));
+  const model = await knex('pchord').where({ ordnum: SEED_JOB_PO_MODEL }).first();
+  if (!model) throw new Error(`openSeedJobOrder needs the seeded demo company (purchase order ${SEED_JOB_PO_MODEL})`);
+  const lines = await knex('pcorln').where({ _idref: model._idnum }).orderBy('linnum');
+  const max = await knex('pchord').max<{ m: number }>({ m: 'recnum' }).first();
+  const id = randomUUID();
+  const money = (v: string) => dialect.encodeDecimal(new Dec(v), 2);
+  const q4 = (v: string | number) => dialect.encodeDecimal(new Dec(v), 4);
+  await knex('pchord').insert({
+    _idnum: id,
+    recnum: Number(max!.m) + 1,
+    ordnum: orderNumber,
+    orddte: '2026-11-02',
+    vndnum: model.vndnum,
+    jobnum: model.jobnum,
+    dscrpt: 'Test job order',
+    ordtyp: options.orderType ?? 1,
+    ordttl: money(String(125 * lines.length)),
+    rcvttl: money('0'),
+    taxamt: money('0'),
+    status: 1,
+  });
+  await knex('pcorln').insert(
+    lines.map((l: any) => ({
+      _idnum: randomUUID(),
+      _idref: id,
+      linnum: l.linnum,
+      prtnum: l.prtnum,
+      dscrpt: l.dscrpt,
+      lgract: l.lgract,
+      cstcde: l.cstcde,
+      csttyp: l.csttyp,
+      untdsc: l.untdsc,
+      linqty: q4(10),
+      linprc: dialect.encodeDecimal(new Dec('12.5'), 4),
+      extttl: money('125'),
+      rcvdte: q4(0),
+      cancel: q4(Number(l.linnum) === 2 ? (options.cancelLine2 ?? 0) : 0),
+    })),
+  );
+}
+
+/**
+ * A Shipped consumption on the seeded demo company: parts 72 and 187 from the main warehouse
+ * (location 1) on job 2601 phase 3, cost code 3, cost type 1 (stock, job costs and a journal).
+ */
+export function seedAllocationToJob(allocationNumber: string, quantities: readonly [number, number] = [1, 1], overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    allocationNumber,
+    allocationDate: FX.openDate,
+    status: 4,
+    purpose: 2,
+    fromLocation: 1,
+    jobNumber: 2601,
+    phaseNumber: 3,
+    lines: [
+      { lineNumber: 1, partNumber: 72, quantity: quantities[0], costCode: 3, costType: 1 },
+      { lineNumber: 2, partNumber: 187, quantity: quantities[1], costCode: 3, costType: 1 },
+    ],
+    ...overrides,
+  };
+}

@@ -6,6 +6,9 @@ import { recordDecoder, type PublishedRecord, type Row } from '../query/envelope
 import { planQuery } from '../query/plan';
 import { pageQuery } from '../query/sql';
 import type { FilterNode } from '../query/types';
+import type { PostedJobCost } from './ledger/job-costs';
+import type { PostedLedgerTransaction } from './ledger/journal';
+import type { PostedInventoryHistory } from './ledger/stock';
 
 /**
  * Read-back of posted documents through the catalog (generated/catalog.ts: x-table, x-column,
@@ -18,6 +21,16 @@ export interface ReadBackOptions {
   /** Child collections to attach (e.g. ['lines']). */
   children?: string[];
 }
+
+export interface ReadManyOptions extends ReadBackOptions {
+  /** Published field names, "field ASC|DESC", as in a query's orderBy (the key breaks ties). */
+  orderBy?: string[];
+}
+
+/** Page size of a read-back (the query engine's maximum): more records are read page by page. */
+const READ_BACK_PAGE_SIZE = 1000;
+/** Ids per IN list when reading records back by id (under every engine's parameter limit). */
+const IDS_PER_READ = 500;
 
 /** Filters deeper than this are never built here (the read-back filters are one or two leaves). */
 const READ_BACK_FILTER_DEPTH = 8;
@@ -33,13 +46,18 @@ function transactionReader(trx: Knex | Knex.Transaction): SnapshotReader {
   return { db: trx as Knex, all: async (query) => (await query) as Row[], changeToken: async () => undefined };
 }
 
-/** The records matching `filters` (by key order), at most `limit`. */
-export async function readRecords(trx: Knex | Knex.Transaction, entityName: string, filters: FilterNode, options: ReadBackOptions & { limit?: number } = {}): Promise<PublishedRecord[]> {
+/** One page of the records matching `filters`, in `orderBy` order (then key order). */
+async function readPage(trx: Knex | Knex.Transaction, entityName: string, filters: FilterNode, options: ReadManyOptions, pageNumber: number, pageSize: number): Promise<PublishedRecord[]> {
   const entity = entityOf(entityName);
   const qd = queryDialectFor(engineOf(trx as Knex));
   const plan = planQuery(
     entity,
-    { filters, ...(options.children ? { children: options.children } : {}), page: { pageNumber: 1, pageSize: options.limit ?? 1 } },
+    {
+      filters,
+      ...(options.children ? { children: options.children } : {}),
+      ...(options.orderBy ? { orderBy: options.orderBy } : {}),
+      page: { pageNumber, pageSize },
+    },
     { maxFilterDepth: READ_BACK_FILTER_DEPTH },
   );
   const reader = transactionReader(trx);
@@ -51,8 +69,59 @@ export async function readRecords(trx: Knex | Knex.Transaction, entityName: stri
   return records;
 }
 
+/** The records matching `filters` (in `orderBy` order, then key order), at most `limit` (default 1). */
+export async function readRecords(trx: Knex | Knex.Transaction, entityName: string, filters: FilterNode, options: ReadManyOptions & { limit?: number } = {}): Promise<PublishedRecord[]> {
+  return readPage(trx, entityName, filters, options, 1, options.limit ?? 1);
+}
+
+/** Every record matching `filters`, in `orderBy` order (then key order), read page by page. */
+export async function readAllRecords(trx: Knex | Knex.Transaction, entityName: string, filters: FilterNode, options: ReadManyOptions = {}): Promise<PublishedRecord[]> {
+  const out: PublishedRecord[] = [];
+  for (let pageNumber = 1; ; pageNumber += 1) {
+    const page = await readPage(trx, entityName, filters, options, pageNumber, READ_BACK_PAGE_SIZE);
+    out.push(...page);
+    if (page.length < READ_BACK_PAGE_SIZE) return out;
+  }
+}
+
+/**
+ * The records with these ids, in the order of `ids` (a writer reads back what it has just
+ * inserted, in the order it inserted it). Every id must exist: a missing one is a bug.
+ */
+export async function readRecordsById(trx: Knex | Knex.Transaction, entityName: string, ids: readonly string[], options: ReadBackOptions = {}): Promise<PublishedRecord[]> {
+  const byId = new Map<string, PublishedRecord>();
+  for (let i = 0; i < ids.length; i += IDS_PER_READ) {
+    const chunk = ids.slice(i, i + IDS_PER_READ);
+    const page = await readPage(trx, entityName, { match: { field: 'id', operator: 'IN', values: chunk } }, options, 1, chunk.length);
+    for (const record of page) byId.set(String(record.id).toLowerCase(), record);
+  }
+  return ids.map((id) => {
+    const record = byId.get(id.toLowerCase());
+    if (!record) throw new Error(`read-back: ${entityName} ${id} not found in its own transaction`);
+    return record;
+  });
+}
+
 /** One record by its `id` (the entity's key), with the children asked for; undefined when absent. */
 export async function readRecord(trx: Knex | Knex.Transaction, entityName: string, id: string, options: ReadBackOptions = {}): Promise<PublishedRecord | undefined> {
   const [record] = await readRecords(trx, entityName, { match: { field: 'id', operator: '=', value: id } }, options);
   return record;
+}
+
+/**
+ * The TypeScript shape of a record read back with every field (the contract's entity schema,
+ * generated/api-types.ts, all fields present since no `select` is given), with its `lines`.
+ */
+export type FullRecord<T> = { [K in keyof T]-?: T[K] };
+export type FullRecordWithLines<Header extends { lines?: unknown }, Line> = FullRecord<Omit<Header, 'lines'>> & { lines: Array<FullRecord<Line>> };
+
+/** The result of a write: every record in it is read back through the catalog (as /query returns it). */
+export interface WriteResult<Document> {
+  document: Document;
+  /** Absent (not null) when the document posted nothing to the ledger. */
+  ledgerTransaction?: PostedLedgerTransaction;
+  jobCosts: PostedJobCost[];
+  inventory: PostedInventoryHistory[];
+  period: number;
+  year: number;
 }

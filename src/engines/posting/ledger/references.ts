@@ -1,5 +1,8 @@
 import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../errors/problem';
+import { Dec } from '../../../storage/decimal';
+import type { Dialect } from '../../../storage/dialect';
+import { SCALE } from '../context';
 
 /**
  * Looks up referenced records in bulk (one statement per table) and names every culprit of a
@@ -59,3 +62,36 @@ export class ReferenceCheck {
 }
 
 export const isTrue = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 't' || v === 'true';
+
+/** A document line's job cost coding, with the index of its input line (for `lines[i].costCode`). */
+export interface CostCoding {
+  line: { index: number };
+  costCode: Dec | null;
+  costType: number | null;
+}
+
+/**
+ * The cost codes and cost types the lines name: each missing one is a 404 and each inactive one a
+ * 422 on `lines[i].costCode` / `lines[i].costType` (recorded in `check`). Cost codes are decimals:
+ * looked up by their encoded value, matched back at the cost code scale.
+ */
+export async function checkCostCodesAndTypes(trx: Knex.Transaction, dialect: Dialect, check: ReferenceCheck, lines: ReadonlyArray<CostCoding>): Promise<void> {
+  const codeRefs = lines.filter((r) => r.costCode !== null).map((r) => ({ field: `lines[${r.line.index}].costCode`, value: r.costCode!.toFixed(SCALE.costCode) }));
+  if (codeRefs.length > 0) {
+    const encoded = [...new Set(codeRefs.map((c) => dialect.encodeDecimal(new Dec(c.value), SCALE.costCode)))];
+    const rows = await trx('cstcde').whereIn('cstcde', encoded).select('cstcde', 'inactv');
+    const codes = new Map(rows.map((r: any) => [dialect.decodeDecimal(r.cstcde, SCALE.costCode)!.toFixed(SCALE.costCode), r]));
+    for (const ref of codeRefs) {
+      const code = codes.get(ref.value);
+      if (!code) check.notFound(ref.field, `cost code ${new Dec(ref.value).toFixed()}`);
+      else if (isTrue(code.inactv)) check.notPostable(ref.field, `cost code ${new Dec(ref.value).toFixed()} is inactive`, 'inactive');
+    }
+  }
+  const typeRefs = lines.filter((r) => r.costType !== null).map((r) => ({ field: `lines[${r.line.index}].costType`, value: r.costType! }));
+  const types = await loadReferenced(trx, 'csttyp', 'recnum', typeRefs, ['inactv']);
+  for (const ref of typeRefs) {
+    const type = types.get(String(ref.value));
+    if (!type) check.notFound(ref.field, `cost type ${ref.value}`);
+    else if (isTrue(type.inactv)) check.notPostable(ref.field, `cost type ${ref.value} is inactive`, 'inactive');
+  }
+}

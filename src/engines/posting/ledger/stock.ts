@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../errors/problem';
+import type { components } from '../../../../generated/api-types';
 import { Dec, decToJson } from '../../../storage/decimal';
-import { toIsoDate } from '../../../storage/db-time';
 import { SCALE, type PostingContext } from '../context';
+import { readAllRecords, readRecordsById } from '../read-back';
 import { insertChunked } from './journal';
 
 /**
@@ -68,25 +69,8 @@ export interface StockMovement {
   year: number;
 }
 
-/** Published shape of a movement: the inventory-histories read model (the `inventory` array of a write result). */
-export interface PostedInventoryHistory {
-  id: string;
-  recordNumber: number;
-  partNumber: number;
-  locationNumber: number;
-  transactionDate: string;
-  movementType: number;
-  quantity: number;
-  unitCost: number;
-  extendedCost: number;
-  quantityAfter: number;
-  sourceNumber: number;
-  sourceRecordNumber: number | null;
-  enteredDate: string | null;
-  enteredBy: string | null;
-  period: number;
-  year: number;
-}
+/** A movement as POST /inventory-histories/query returns it (the `inventory` array of a write result). */
+export type PostedInventoryHistory = Required<components['schemas']['InventoryHistory']>;
 
 export interface AppliedMovement {
   /** Signed value posted to the location's inventory account (0 for a hold). */
@@ -265,29 +249,10 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   // commit: stock postings serialise on it, after their part locks.
   const numbers = rangeOf(await ctx.numbers.allocateIn(trx, 'invhst', histories.length));
   const enc = dialect.encodeDecimal.bind(dialect);
-  const posted: PostedInventoryHistory[] = [];
   const rows = histories.map((h, i) => {
     const m = h.movement;
     const id = randomUUID();
     const entered = m.enteredDate === undefined ? ctx.today : m.enteredDate;
-    posted.push({
-      id,
-      recordNumber: numbers[i]!,
-      partNumber: m.partNumber,
-      locationNumber: m.locationNumber,
-      transactionDate: m.transactionDate,
-      movementType: m.movementType,
-      quantity: decToJson(m.quantity),
-      unitCost: decToJson(r4(h.unitCost)),
-      extendedCost: decToJson(h.value),
-      quantityAfter: decToJson(h.after),
-      sourceNumber: m.sourceNumber,
-      sourceRecordNumber: m.sourceRecordNumber,
-      enteredDate: entered,
-      enteredBy: ctx.user,
-      period: m.period,
-      year: m.year,
-    });
     return {
       _idnum: id,
       recnum: numbers[i]!,
@@ -310,6 +275,8 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
     };
   });
   await insertChunked(trx, 'invhst', rows);
+  // What was written, as the query engine reads it (read-back.ts): the result is the record.
+  const posted = (await readRecordsById(trx, 'inventory-histories', rows.map((r) => r._idnum))) as unknown as PostedInventoryHistory[];
   let h = 0;
   movements.forEach((m, i) => {
     if (m.onHand) applied[i]!.history = posted[h++]!;
@@ -381,31 +348,13 @@ function rangeOf(range: { first: number; count: number }): number[] {
   return Array.from({ length: range.count }, (_, i) => range.first + i);
 }
 
-/** A history row in its published shape. */
-export function inventoryHistoryFromRow(row: Record<string, any>, dialect: PostingContext['dialect']): PostedInventoryHistory {
-  const dec = (raw: unknown, scale: number) => decToJson(dialect.decodeDecimal(raw, scale) ?? new Dec(0));
-  return {
-    id: String(row._idnum),
-    recordNumber: Number(row.recnum),
-    partNumber: Number(row.prtnum),
-    locationNumber: Number(row.locnum),
-    transactionDate: toIsoDate(row.trndte) ?? '',
-    movementType: Number(row.mvttyp),
-    quantity: dec(row.hstqty, SCALE.quantity),
-    unitCost: dec(row.untcst, SCALE.price),
-    extendedCost: dec(row.extcst, SCALE.money),
-    quantityAfter: dec(row.balqty, SCALE.quantity),
-    sourceNumber: Number(row.srcnum),
-    sourceRecordNumber: row.srcrec === null || row.srcrec === undefined ? null : Number(row.srcrec),
-    enteredDate: toIsoDate(row.entdte),
-    enteredBy: row.usrnme ?? null,
-    period: Number(row.actprd),
-    year: Number(row.postyr),
-  };
-}
-
 /** The movements a document wrote (by source and the document's record number), in the order written. */
-export async function readStockMovementsOf(db: Knex | Knex.Transaction, dialect: PostingContext['dialect'], sourceNumber: number, sourceRecordNumber: number): Promise<PostedInventoryHistory[]> {
-  const rows = await db('invhst').where({ srcnum: sourceNumber, srcrec: sourceRecordNumber }).orderBy('recnum');
-  return rows.map((row: any) => inventoryHistoryFromRow(row, dialect));
+export async function readStockMovementsOf(db: Knex | Knex.Transaction, sourceNumber: number, sourceRecordNumber: number): Promise<PostedInventoryHistory[]> {
+  const filters = {
+    and: [
+      { match: { field: 'sourceNumber', operator: '=', value: sourceNumber } },
+      { match: { field: 'sourceRecordNumber', operator: '=', value: sourceRecordNumber } },
+    ],
+  };
+  return (await readAllRecords(db, 'inventory-histories', filters, { orderBy: ['recordNumber ASC'] })) as unknown as PostedInventoryHistory[];
 }

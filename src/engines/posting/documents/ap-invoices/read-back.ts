@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import { Dec } from '../../../../storage/decimal';
 import type { Dialect } from '../../../../storage/dialect';
-import { readJobCostsOf, type PostedJobCost } from '../../ledger/job-costs';
-import { readPostedLedgerTransaction, type PostedLedgerTransaction } from '../../ledger/journal';
-import { readRecord } from '../../read-back';
+import { readWriteResultOf } from '../../ledger/posted-result';
+import { readRecord, type WriteResult } from '../../read-back';
+import { lineDifferences, periodDiffers } from '../../resend';
 import { AP_SOURCE, type ApInvoiceInput } from './input';
 
 /**
@@ -50,14 +50,8 @@ export interface PostedApInvoice {
   }>;
 }
 
-export interface ApInvoiceWriteResult {
-  document: PostedApInvoice;
-  ledgerTransaction?: PostedLedgerTransaction;
-  jobCosts: PostedJobCost[];
-  inventory: never[];
-  period: number;
-  year: number;
-}
+/** An AP invoice moves no stock: `inventory` is always empty. */
+export type ApInvoiceWriteResult = Omit<WriteResult<PostedApInvoice>, 'inventory'> & { inventory: never[] };
 
 /** An AP invoice with its lines in the published shape, read back through the catalog (read-back.ts). */
 export async function readApInvoice(db: Knex | Knex.Transaction, _dialect: Dialect, header: Record<string, any>): Promise<PostedApInvoice> {
@@ -81,43 +75,28 @@ export function differences(existing: PostedApInvoice, input: ApInvoiceInput): s
   if (existing.status !== input.status) out.push('status');
   if (input.jobNumber !== undefined && existing.jobNumber !== input.jobNumber) out.push('jobNumber');
   if (input.dueDate !== undefined && existing.dueDate !== input.dueDate) out.push('dueDate');
-  if (input.period !== undefined && input.year !== undefined && (existing.period !== input.period || existing.year !== input.year)) out.push('period');
-  if (existing.lines.length !== input.lines.length) {
-    out.push('lines');
-    return out;
-  }
-  const byNumber = new Map(existing.lines.map((l) => [l.lineNumber, l]));
-  for (const line of input.lines) {
-    const other = byNumber.get(line.lineNumber);
-    const differs =
-      !other ||
-      !new Dec(other.extendedTotal).equals(line.extendedTotal) ||
-      !new Dec(other.salesTax).equals(line.salesTax) ||
-      (line.ledgerAccount !== undefined && other.ledgerAccount !== line.ledgerAccount) ||
-      (line.jobNumber !== undefined && other.jobNumber !== line.jobNumber) ||
-      (line.phaseNumber !== undefined && other.phaseNumber !== line.phaseNumber) ||
-      (line.costType !== undefined && other.costType !== line.costType) ||
-      !same(other.costCode, line.costCode) ||
-      !same(other.quantity, line.quantity) ||
-      !same(other.unitPrice, line.unitPrice);
-    if (differs) out.push(`lines[${line.index}]`);
-  }
+  if (periodDiffers(existing, input)) out.push('period');
+  out.push(
+    ...lineDifferences(
+      existing.lines,
+      input.lines,
+      (other, line) =>
+        !new Dec(other.extendedTotal).equals(line.extendedTotal) ||
+        !new Dec(other.salesTax).equals(line.salesTax) ||
+        (line.ledgerAccount !== undefined && other.ledgerAccount !== line.ledgerAccount) ||
+        (line.jobNumber !== undefined && other.jobNumber !== line.jobNumber) ||
+        (line.phaseNumber !== undefined && other.phaseNumber !== line.phaseNumber) ||
+        (line.costType !== undefined && other.costType !== line.costType) ||
+        !same(other.costCode, line.costCode) ||
+        !same(other.quantity, line.quantity) ||
+        !same(other.unitPrice, line.unitPrice),
+    ),
+  );
   return out;
 }
 
 export async function existingResult(trx: Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<ApInvoiceWriteResult> {
-  const document = await readApInvoice(trx, dialect, header);
-  const result: ApInvoiceWriteResult = {
-    document,
-    jobCosts: await readJobCostsOf(trx, dialect, AP_SOURCE, document.recordNumber),
-    inventory: [],
-    period: document.period,
-    year: document.year,
-  };
-  if (document.ledgerRecordNumber !== null) {
-    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first('_idnum');
-    if (journal) result.ledgerTransaction = await readPostedLedgerTransaction(trx, String(journal._idnum));
-  }
-  return result;
+  const result = await readWriteResultOf(trx, AP_SOURCE, await readApInvoice(trx, dialect, header), { inventory: false });
+  return { ...result, inventory: [] };
 }
 

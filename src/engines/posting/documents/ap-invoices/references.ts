@@ -1,7 +1,7 @@
 import { Dec } from '../../../../storage/decimal';
 import { SCALE, type PostingContext } from '../../context';
 import type { LedgerSetup } from '../../ledger/period';
-import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
+import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenced } from '../../ledger/references';
 import { jobOf, phaseOf, type ApInvoiceInput, type ApLineInput } from './input';
 
 /**
@@ -110,24 +110,7 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
       if (r.costType === null) check.notPostable(`lines[${r.line.index}].costType`, 'a job line needs a cost type and the vendor has no default', 'required');
     }
   }
-  const codeRefs = resolved.filter((r) => r.costCode !== null).map((r) => ({ field: `lines[${r.line.index}].costCode`, value: r.costCode!.toFixed(SCALE.costCode) }));
-  if (codeRefs.length > 0) {
-    const encoded = [...new Set(codeRefs.map((c) => dialect.encodeDecimal(new Dec(c.value), SCALE.costCode)))];
-    const rows = await trx('cstcde').whereIn('cstcde', encoded).select('cstcde', 'inactv');
-    const codes = new Map(rows.map((r: any) => [dialect.decodeDecimal(r.cstcde, SCALE.costCode)!.toFixed(SCALE.costCode), r]));
-    for (const ref of codeRefs) {
-      const code = codes.get(ref.value);
-      if (!code) check.notFound(ref.field, `cost code ${new Dec(ref.value).toFixed()}`);
-      else if (isTrue(code.inactv)) check.notPostable(ref.field, `cost code ${new Dec(ref.value).toFixed()} is inactive`, 'inactive');
-    }
-  }
-  const typeRefs = resolved.filter((r) => r.costType !== null).map((r) => ({ field: `lines[${r.line.index}].costType`, value: r.costType! }));
-  const types = await loadReferenced(trx, 'csttyp', 'recnum', typeRefs, ['inactv']);
-  for (const ref of typeRefs) {
-    const type = types.get(String(ref.value));
-    if (!type) check.notFound(ref.field, `cost type ${ref.value}`);
-    else if (isTrue(type.inactv)) check.notPostable(ref.field, `cost type ${ref.value} is inactive`, 'inactive');
-  }
+  await checkCostCodesAndTypes(trx, dialect, check, resolved);
   const equipmentRefs = input.lines.filter((l) => l.equipmentNumber !== undefined).map((l) => ({ field: `lines[${l.index}].equipmentNumber`, value: l.equipmentNumber! }));
   if (equipmentRefs.length > 0) {
     const equipment = await loadReferenced(trx, 'eqpmnt', 'recnum', equipmentRefs, []);

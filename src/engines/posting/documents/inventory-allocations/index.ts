@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ApiProblem } from '../../../../errors/problem';
-import { Dec, decToJson } from '../../../../storage/decimal';
-import type { Dialect } from '../../../../storage/dialect';
-import { toIsoDate } from '../../../../storage/db-time';
+import { Dec } from '../../../../storage/decimal';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
-import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
-import { readJobCostsOf, writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
+import type { components } from '../../../../../generated/api-types';
+import { insertChunked, writeJournal, type JournalLine } from '../../ledger/journal';
+import { writeJobCosts, type JobCostToWrite } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
-import { MOVEMENT, applyStockMovements, readStockMovementsOf, type PostedInventoryHistory, type StockMovement } from '../../ledger/stock';
-import { readLedgerTransaction } from '../ledger-transactions';
+import { readWriteResultOf } from '../../ledger/posted-result';
+import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenced } from '../../ledger/references';
+import { MOVEMENT, applyStockMovements, type StockMovement } from '../../ledger/stock';
+import { readRecord, type FullRecordWithLines, type WriteResult } from '../../read-back';
+import { lineDifferences, periodDiffers } from '../../resend';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -64,45 +65,10 @@ export interface AllocationInput {
   lines: AllocationLineInput[];
 }
 
-export interface PostedAllocation {
-  id: string;
-  recordNumber: number;
-  allocationNumber: string | null;
-  transactionDate: string;
-  description: string;
-  purpose: number;
-  fromLocation: number | null;
-  toLocation: number | null;
-  jobNumber: number | null;
-  phaseNumber: number | null;
-  totalCost: number;
-  status: number;
-  enteredDate: string | null;
-  enteredBy: string | null;
-  period: number;
-  year: number;
-  ledgerRecordNumber: number | null;
-  lines: Array<{
-    id: string;
-    lineNumber: number;
-    partNumber: number;
-    description: string;
-    quantity: number;
-    unitCost: number;
-    extendedCost: number;
-    costCode: number | null;
-    costType: number | null;
-  }>;
-}
+/** An allocation as POST /inventory-allocations/query returns it with `children: ['lines']`. */
+export type PostedAllocation = FullRecordWithLines<components['schemas']['InventoryAllocation'], components['schemas']['InventoryAllocationLine']>;
 
-export interface AllocationWriteResult {
-  document: PostedAllocation;
-  ledgerTransaction?: PostedLedgerTransaction;
-  jobCosts: PostedJobCost[];
-  inventory: PostedInventoryHistory[];
-  period: number;
-  year: number;
-}
+export type AllocationWriteResult = WriteResult<PostedAllocation>;
 
 interface Numbers {
   allocationRecord: number;
@@ -113,12 +79,17 @@ interface Numbers {
 
 const optInt = (v: unknown): number | undefined => (v === undefined || v === null ? undefined : Number(v));
 
+/** The request body (typed from the contract: generated/api-types.ts); `status` may be absent (1, Open). */
+export type AllocationBody = Omit<components['schemas']['InventoryAllocationInput'], 'status'> & { status?: components['schemas']['InventoryAllocationInput']['status'] };
+export type AllocationLineBody = components['schemas']['InventoryAllocationLineInput'];
+
 export function prepareAllocation(body: unknown): AllocationInput {
-  const b = (body ?? {}) as Record<string, any>;
+  // The contract validator has checked the body against InventoryAllocationInput before dispatch.
+  const b = (body ?? {}) as AllocationBody;
   const errors = new InputErrors();
   const purpose = Number(b.purpose);
   const status = b.status === undefined ? STATUS.open : Number(b.status);
-  const rawLines: any[] = Array.isArray(b.lines) ? b.lines : [];
+  const rawLines: AllocationLineBody[] = Array.isArray(b.lines) ? b.lines : [];
   const lines: AllocationLineInput[] = rawLines.map((l, i) => {
     const at = (f: string) => `lines[${i}].${f}`;
     const quantity = exactDecimal(l.quantity, at('quantity'), SCALE.quantity, errors);
@@ -177,40 +148,11 @@ export function prepareAllocation(body: unknown): AllocationInput {
   return input;
 }
 
-export async function readAllocation(db: Knex | Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<PostedAllocation> {
-  const lines = await db('invaln').where({ _idref: header._idnum }).orderBy('linnum');
-  const dec = (raw: unknown, scale: number) => decToJson(dialect.decodeDecimal(raw, scale) ?? new Dec(0));
-  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
-  return {
-    id: String(header._idnum),
-    recordNumber: Number(header.recnum),
-    allocationNumber: header.alcnum ?? null,
-    transactionDate: toIsoDate(header.trndte) ?? '',
-    description: String(header.dscrpt ?? ''),
-    purpose: Number(header.prpose),
-    fromLocation: int(header.frmloc),
-    toLocation: int(header.tolocn),
-    jobNumber: int(header.jobnum),
-    phaseNumber: int(header.phsnum),
-    totalCost: dec(header.ttlcst, SCALE.money),
-    status: Number(header.status),
-    enteredDate: toIsoDate(header.entdte),
-    enteredBy: header.usrnme ?? null,
-    period: Number(header.actprd),
-    year: Number(header.postyr),
-    ledgerRecordNumber: int(header.lgrrec),
-    lines: lines.map((l: any) => ({
-      id: String(l._idnum),
-      lineNumber: Number(l.linnum),
-      partNumber: Number(l.prtnum),
-      description: String(l.dscrpt ?? ''),
-      quantity: dec(l.alcqty, SCALE.quantity),
-      unitCost: dec(l.untcst, SCALE.price),
-      extendedCost: dec(l.extcst, SCALE.money),
-      costCode: l.cstcde === null || l.cstcde === undefined ? null : dec(l.cstcde, SCALE.costCode),
-      costType: int(l.csttyp),
-    })),
-  };
+/** An allocation with its lines, read back through the catalog (read-back.ts). */
+export async function readAllocation(db: Knex | Knex.Transaction, id: string): Promise<PostedAllocation> {
+  const record = await readRecord(db, 'inventory-allocations', id, { children: ['lines'] });
+  if (!record) throw new Error(`inventory allocation ${id} not found in its own transaction`);
+  return record as unknown as PostedAllocation;
 }
 
 /** Fields of the request that differ from the allocation already entered (empty when identical). */
@@ -224,41 +166,25 @@ function differences(existing: PostedAllocation, input: AllocationInput): string
   if (existing.jobNumber !== (input.jobNumber ?? null)) out.push('jobNumber');
   if (existing.phaseNumber !== (input.phaseNumber ?? null)) out.push('phaseNumber');
   if (input.description !== '' && existing.description !== input.description) out.push('description');
-  if (input.period !== undefined && input.year !== undefined && (existing.period !== input.period || existing.year !== input.year)) out.push('period');
-  if (existing.lines.length !== input.lines.length) {
-    out.push('lines');
-    return out;
-  }
-  const byNumber = new Map(existing.lines.map((l) => [l.lineNumber, l]));
-  for (const line of input.lines) {
-    const other = byNumber.get(line.lineNumber);
-    const differs =
-      !other ||
-      other.partNumber !== line.partNumber ||
-      !new Dec(other.quantity).equals(line.quantity) ||
-      (line.newUnitCost !== undefined && !new Dec(other.unitCost).equals(line.newUnitCost)) ||
-      (line.costCode !== undefined && (other.costCode === null || !new Dec(other.costCode).equals(line.costCode))) ||
-      (line.costType !== undefined && other.costType !== line.costType) ||
-      (line.description !== undefined && other.description !== line.description);
-    if (differs) out.push(`lines[${line.index}]`);
-  }
+  if (periodDiffers(existing, input)) out.push('period');
+  out.push(
+    ...lineDifferences(
+      existing.lines,
+      input.lines,
+      (other, line) =>
+        other.partNumber !== line.partNumber ||
+        !new Dec(other.quantity).equals(line.quantity) ||
+        (line.newUnitCost !== undefined && !new Dec(other.unitCost).equals(line.newUnitCost)) ||
+        (line.costCode !== undefined && (other.costCode === null || !new Dec(other.costCode).equals(line.costCode))) ||
+        (line.costType !== undefined && other.costType !== line.costType) ||
+        (line.description !== undefined && other.description !== line.description),
+    ),
+  );
   return out;
 }
 
-async function existingResult(trx: Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<AllocationWriteResult> {
-  const document = await readAllocation(trx, dialect, header);
-  const result: AllocationWriteResult = {
-    document,
-    jobCosts: await readJobCostsOf(trx, dialect, ALLOCATION_SOURCE, document.recordNumber),
-    inventory: await readStockMovementsOf(trx, dialect, ALLOCATION_SOURCE, document.recordNumber),
-    period: document.period,
-    year: document.year,
-  };
-  if (document.ledgerRecordNumber !== null) {
-    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first();
-    if (journal) result.ledgerTransaction = await readLedgerTransaction(trx, dialect, journal);
-  }
-  return result;
+async function existingResult(trx: Knex.Transaction, id: string): Promise<AllocationWriteResult> {
+  return readWriteResultOf(trx, ALLOCATION_SOURCE, await readAllocation(trx, id));
 }
 
 interface ResolvedLine {
@@ -331,24 +257,7 @@ async function resolve(ctx: PostingContext, input: AllocationInput, setup: { dir
       costType,
     });
   }
-  const codeRefs = lines.filter((r) => r.costCode !== null).map((r) => ({ field: `lines[${r.line.index}].costCode`, value: r.costCode!.toFixed(SCALE.costCode) }));
-  if (codeRefs.length > 0) {
-    const encoded = [...new Set(codeRefs.map((c) => dialect.encodeDecimal(new Dec(c.value), SCALE.costCode)))];
-    const rows = await trx('cstcde').whereIn('cstcde', encoded).select('cstcde', 'inactv');
-    const codes = new Map(rows.map((r: any) => [dialect.decodeDecimal(r.cstcde, SCALE.costCode)!.toFixed(SCALE.costCode), r]));
-    for (const ref of codeRefs) {
-      const code = codes.get(ref.value);
-      if (!code) check.notFound(ref.field, `cost code ${new Dec(ref.value).toFixed()}`);
-      else if (isTrue(code.inactv)) check.notPostable(ref.field, `cost code ${new Dec(ref.value).toFixed()} is inactive`, 'inactive');
-    }
-  }
-  const typeRefs = lines.filter((r) => r.costType !== null).map((r) => ({ field: `lines[${r.line.index}].costType`, value: r.costType! }));
-  const types = await loadReferenced(trx, 'csttyp', 'recnum', typeRefs, ['inactv']);
-  for (const ref of typeRefs) {
-    const type = types.get(String(ref.value));
-    if (!type) check.notFound(ref.field, `cost type ${ref.value}`);
-    else if (isTrue(type.inactv)) check.notPostable(ref.field, `cost type ${ref.value} is inactive`, 'inactive');
-  }
+  await checkCostCodesAndTypes(trx, dialect, check, lines);
 
   const resolved: Resolved = {
     lines,
@@ -407,9 +316,9 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
 
     // One allocation number is entered once: serialise, then look.
     await ctx.lockName(`invalc:${input.allocationNumber}`);
-    const already = await trx('invalc').where({ alcnum: input.allocationNumber }).orderBy('recnum').first();
+    const already = await trx('invalc').where({ alcnum: input.allocationNumber }).orderBy('recnum').first('_idnum');
     if (already) {
-      const existing = await existingResult(trx, dialect, already);
+      const existing = await existingResult(trx, String(already._idnum));
       const diff = differences(existing.document, input);
       if (diff.length === 0) return { result: existing, duplicate: true };
       throw new ApiProblem(
@@ -539,36 +448,8 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
       })),
     );
 
-    const document: PostedAllocation = {
-      id: allocationId,
-      recordNumber,
-      allocationNumber: input.allocationNumber,
-      transactionDate: input.allocationDate,
-      description: input.description,
-      purpose: input.purpose,
-      fromLocation: input.fromLocation,
-      toLocation: input.toLocation ?? null,
-      jobNumber: input.jobNumber ?? null,
-      phaseNumber: input.phaseNumber ?? null,
-      totalCost: decToJson(totalCost),
-      status: input.status,
-      enteredDate,
-      enteredBy: ctx.user,
-      period,
-      year,
-      ledgerRecordNumber: posts ? numbers.ledgerRecord : null,
-      lines: resolved.lines.map((r, i) => ({
-        id: lineIds[i]!,
-        lineNumber: r.line.lineNumber,
-        partNumber: r.line.partNumber,
-        description: r.description,
-        quantity: decToJson(r.line.quantity),
-        unitCost: decToJson(costs[i]!.unitCost),
-        extendedCost: decToJson(costs[i]!.extended),
-        costCode: r.costCode === null ? null : decToJson(r.costCode),
-        costType: r.costType,
-      })),
-    };
+    // The document as the query engine reads it (read-back.ts), not as built here.
+    const document = await readAllocation(trx, allocationId);
     const result: AllocationWriteResult = { document, jobCosts: [], inventory: stock.inventory, period, year };
     if (posts) {
       result.ledgerTransaction = await writeJournal(ctx, {

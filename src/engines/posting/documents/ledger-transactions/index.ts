@@ -6,6 +6,7 @@ import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
 import { journalTotals, readPostedLedgerTransaction, writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
+import { lineDifferences, periodDiffers } from '../../resend';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -128,23 +129,17 @@ function differences(existing: PostedLedgerTransaction, input: JournalInput): st
   const out: string[] = [];
   if (existing.sourceNumber !== input.sourceNumber) out.push('sourceNumber');
   if (existing.transactionDate !== input.transactionDate) out.push('transactionDate');
-  if (input.period !== undefined && input.year !== undefined && (existing.period !== input.period || existing.year !== input.year)) out.push('period');
+  if (periodDiffers(existing, input)) out.push('period');
+  // In line-number order (the stored lines' order), as the conflict has always named them.
   const mine = [...input.lines].sort((a, b) => a.lineNumber - b.lineNumber);
-  if (mine.length !== existing.lines.length) {
-    out.push('lines');
-    return out;
-  }
-  mine.forEach((line, i) => {
-    const other = existing.lines[i]!;
-    if (
-      other.lineNumber !== line.lineNumber ||
-      other.ledgerAccount !== line.ledgerAccount ||
-      !new Dec(other.debitAmount).equals(line.debit) ||
-      !new Dec(other.creditAmount).equals(line.credit)
-    ) {
-      out.push(`lines[${line.index}]`);
-    }
-  });
+  out.push(
+    ...lineDifferences(
+      existing.lines,
+      mine,
+      (other, line) =>
+        other.ledgerAccount !== line.ledgerAccount || !new Dec(other.debitAmount).equals(line.debit) || !new Dec(other.creditAmount).equals(line.credit),
+    ),
+  );
   return out;
 }
 

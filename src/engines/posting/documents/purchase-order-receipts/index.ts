@@ -1,14 +1,14 @@
 import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
-import { Dec, decToJson } from '../../../../storage/decimal';
-import type { Dialect } from '../../../../storage/dialect';
-import { toIsoDate } from '../../../../storage/db-time';
+import { Dec } from '../../../../storage/decimal';
 import type { NumberAllocator } from '../../../../storage/numbers';
+import type { components } from '../../../../../generated/api-types';
 import { SCALE } from '../../context';
+import { readRecord, type FullRecordWithLines, type WriteResult } from '../../read-back';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
-import { writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
-import { writeJobCosts, type PostedJobCost } from '../../ledger/job-costs';
-import { MOVEMENT, applyStockMovements, type PostedInventoryHistory } from '../../ledger/stock';
+import { writeJournal } from '../../ledger/journal';
+import { writeJobCosts } from '../../ledger/job-costs';
+import { MOVEMENT, applyStockMovements } from '../../ledger/stock';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -63,38 +63,8 @@ export interface ReceiptInput {
   lines: ReceiptLineInput[];
 }
 
-export interface PostedPurchaseOrder {
-  id: string;
-  recordNumber: number;
-  orderNumber: string;
-  orderDate: string;
-  vendorNumber: number;
-  jobNumber: number | null;
-  phaseNumber: number | null;
-  description: string;
-  orderType: number | null;
-  deliveryDate: string | null;
-  locationNumber: number | null;
-  orderTotal: number;
-  receivedTotal: number;
-  salesTax: number;
-  status: number;
-  lines: Array<{
-    id: string;
-    lineNumber: number;
-    partNumber: number | null;
-    description: string;
-    ledgerAccount: number | null;
-    costCode: number | null;
-    costType: number | null;
-    unit: string | null;
-    quantity: number;
-    unitPrice: number;
-    extendedTotal: number;
-    receivedToDate: number;
-    canceledQuantity: number;
-  }>;
-}
+/** A purchase order as POST /purchase-orders/query returns it with `children: ['lines']`. */
+export type PostedPurchaseOrder = FullRecordWithLines<components['schemas']['PurchaseOrder'], components['schemas']['PurchaseOrderLine']>;
 
 export interface PostedReceipt {
   orderNumber: string;
@@ -119,14 +89,7 @@ export interface PostedReceipt {
   payableInvoice: PostedApInvoice;
 }
 
-export interface ReceiptWriteResult {
-  document: PostedReceipt;
-  ledgerTransaction?: PostedLedgerTransaction;
-  jobCosts: PostedJobCost[];
-  inventory: PostedInventoryHistory[];
-  period: number;
-  year: number;
-}
+export type ReceiptWriteResult = WriteResult<PostedReceipt>;
 
 interface Numbers {
   invoiceRecord: number;
@@ -137,10 +100,15 @@ interface Numbers {
 
 const optInt = (v: unknown): number | undefined => (v === undefined || v === null ? undefined : Number(v));
 
+/** The request body, typed from the contract (generated/api-types.ts). */
+export type ReceiptBody = components['schemas']['PurchaseOrderReceiptInput'];
+export type ReceiptLineBody = components['schemas']['PurchaseOrderReceiptLineInput'];
+
 export function prepareReceipt(body: unknown): ReceiptInput {
-  const b = (body ?? {}) as Record<string, any>;
+  // The contract validator has checked the body against PurchaseOrderReceiptInput before dispatch.
+  const b = (body ?? {}) as ReceiptBody;
   const errors = new InputErrors();
-  const rawLines: any[] = Array.isArray(b.lines) ? b.lines : [];
+  const rawLines: ReceiptLineBody[] = Array.isArray(b.lines) ? b.lines : [];
   const lines: ReceiptLineInput[] = rawLines.map((l, i) => {
     const quantity = exactDecimal(l.updateQuantity, `lines[${i}].updateQuantity`, SCALE.quantity, errors);
     if (quantity && !quantity.greaterThan(0)) errors.add(`lines[${i}].updateQuantity`, 'minimum', 'must be greater than 0');
@@ -161,46 +129,11 @@ export function prepareReceipt(body: unknown): ReceiptInput {
   return input;
 }
 
-export async function readPurchaseOrder(db: Knex | Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<PostedPurchaseOrder> {
-  const lines = await db('pcorln').where({ _idref: header._idnum }).orderBy('linnum');
-  const dec = (raw: unknown, scale: number) => decToJson(dialect.decodeDecimal(raw, scale) ?? new Dec(0));
-  const decOrNull = (raw: unknown, scale: number) => {
-    const v = dialect.decodeDecimal(raw, scale);
-    return v === null ? null : decToJson(v);
-  };
-  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
-  return {
-    id: String(header._idnum),
-    recordNumber: Number(header.recnum),
-    orderNumber: String(header.ordnum),
-    orderDate: toIsoDate(header.orddte) ?? '',
-    vendorNumber: Number(header.vndnum),
-    jobNumber: int(header.jobnum),
-    phaseNumber: int(header.phsnum),
-    description: String(header.dscrpt ?? ''),
-    orderType: int(header.ordtyp),
-    deliveryDate: toIsoDate(header.deldte),
-    locationNumber: int(header.locnum),
-    orderTotal: dec(header.ordttl, SCALE.money),
-    receivedTotal: dec(header.rcvttl, SCALE.money),
-    salesTax: dec(header.taxamt, SCALE.money),
-    status: Number(header.status),
-    lines: lines.map((l: any) => ({
-      id: String(l._idnum),
-      lineNumber: Number(l.linnum),
-      partNumber: int(l.prtnum),
-      description: String(l.dscrpt ?? ''),
-      ledgerAccount: int(l.lgract),
-      costCode: decOrNull(l.cstcde, SCALE.costCode),
-      costType: int(l.csttyp),
-      unit: l.untdsc ?? null,
-      quantity: dec(l.linqty, SCALE.quantity),
-      unitPrice: dec(l.linprc, SCALE.price),
-      extendedTotal: dec(l.extttl, SCALE.money),
-      receivedToDate: dec(l.rcvdte, SCALE.quantity),
-      canceledQuantity: dec(l.cancel, SCALE.quantity),
-    })),
-  };
+/** A purchase order with its lines, read back through the catalog (read-back.ts). */
+export async function readPurchaseOrder(db: Knex | Knex.Transaction, id: string): Promise<PostedPurchaseOrder> {
+  const record = await readRecord(db, 'purchase-orders', id, { children: ['lines'] });
+  if (!record) throw new Error(`purchase order ${id} not found`);
+  return record as unknown as PostedPurchaseOrder;
 }
 
 /** A receipt line joined to its PO line. */
@@ -422,24 +355,31 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
     result.jobCosts = await writeJobCosts(ctx, costs.filter((c) => !c.costAmount.isZero()));
 
 
-    const purchaseOrder = await readPurchaseOrder(trx, dialect, { ...order, status: newStatus, rcvttl: (await trx('pchord').where({ _idnum: order._idnum }).first('rcvttl'))!.rcvttl });
-    const toDate = new Map(purchaseOrder.lines.map((l) => [l.lineNumber, l.receivedToDate]));
+    // The order and the invoice as the query engine reads them (read-back.ts); the receipt's own
+    // lines are the invoice lines it wrote (quantity, unit price, amount) next to the order line.
+    const purchaseOrder = await readPurchaseOrder(trx, String(order._idnum));
+    const orderLines = new Map(purchaseOrder.lines.map((l) => [l.lineNumber, l]));
+    const invoiceLines = new Map(payableInvoice.lines.map((l) => [l.lineNumber, l]));
     result.document = {
-      orderNumber: input.orderNumber,
-      receiptDate: input.receiptDate,
-      invoiceRecordNumber: numbers.invoiceRecord,
-      invoiceNumber,
-      receivedTotal: decToJson(invoiceTotal),
-      closedOrder: newStatus === PO_CLOSED,
-      lines: received.map((r) => ({
-        lineNumber: r.input.lineNumber,
-        partNumber: optInt(r.row.prtnum) ?? null,
-        updateQuantity: decToJson(r.input.updateQuantity),
-        unitCost: decToJson(r.unitCost),
-        extendedTotal: decToJson(r.extended),
-        receivedToDate: toDate.get(r.input.lineNumber)!,
-        intoStock: r.intoStock,
-      })),
+      orderNumber: purchaseOrder.orderNumber,
+      receiptDate: payableInvoice.invoiceDate,
+      invoiceRecordNumber: payableInvoice.recordNumber,
+      invoiceNumber: payableInvoice.invoiceNumber,
+      receivedTotal: payableInvoice.invoiceTotal,
+      closedOrder: purchaseOrder.status === PO_CLOSED,
+      lines: received.map((r) => {
+        const orderLine = orderLines.get(r.input.lineNumber)!;
+        const invoiceLine = invoiceLines.get(r.input.lineNumber)!;
+        return {
+          lineNumber: r.input.lineNumber,
+          partNumber: orderLine.partNumber,
+          updateQuantity: invoiceLine.quantity,
+          unitCost: invoiceLine.unitPrice,
+          extendedTotal: invoiceLine.extendedTotal,
+          receivedToDate: orderLine.receivedToDate,
+          intoStock: r.intoStock,
+        };
+      }),
       purchaseOrder,
       payableInvoice,
     };

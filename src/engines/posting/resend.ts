@@ -1,0 +1,29 @@
+/**
+ * A document sent again under a number already entered: which fields of the request differ from
+ * the stored document (read back through the catalog). Identical content replays the stored
+ * document; any difference is a 409 naming these fields (`period`, `lines`, `lines[i]`).
+ */
+
+/** An explicit period and year that differ from the stored ones (no explicit pair: nothing to compare). */
+export function periodDiffers(stored: { period: number; year: number }, sent: { period?: number; year?: number }): boolean {
+  return sent.period !== undefined && sent.year !== undefined && (stored.period !== sent.period || stored.year !== sent.year);
+}
+
+/**
+ * `['lines']` when the line counts differ, else `lines[i]` (i = the index in the request) for each
+ * sent line whose number the stored document lacks or whose content `differs`.
+ */
+export function lineDifferences<S extends { lineNumber: number }, I extends { lineNumber: number; index: number }>(
+  stored: readonly S[],
+  sent: readonly I[],
+  differs: (stored: S, sent: I) => boolean,
+): string[] {
+  if (stored.length !== sent.length) return ['lines'];
+  const byNumber = new Map(stored.map((l) => [l.lineNumber, l]));
+  return sent
+    .filter((line) => {
+      const other = byNumber.get(line.lineNumber);
+      return !other || differs(other, line);
+    })
+    .map((line) => `lines[${line.index}]`);
+}
