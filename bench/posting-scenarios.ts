@@ -125,7 +125,7 @@ const allocations: Scenario = {
   name: 'allocations',
   path: '/api/v3/inventory-allocations',
   key: 'optional',
-  rows: 'header, 2 lines, 2 stock histories, 2 stock UPDATEs, journal + 3 lines, 2 balance UPDATEs, 2 job costs, 2 inventory-consumed rows',
+  rows: 'header, 2 lines, history counter UPDATE + 2 stock histories, 2 stock UPDATEs, journal + 3 lines, 2 balance UPDATEs, 2 job costs, 2 inventory-consumed rows',
   async setup(ctx) {
     const { knex } = ctx;
     const ordnum = `BSTK-${ctx.runId}`;
@@ -151,7 +151,12 @@ const allocations: Scenario = {
     const tag = `RAW-${ctx.runId}-${recnum}`;
     await trx('invalc').insert({ _idnum: id, recnum, alcnum: tag, trndte: FX.openDate, dscrpt: 'raw', prpose: 2, frmloc: SEED.warehouse, tolocn: null, jobnum: SEED.job, phsnum: SEED.phase, ttlcst: money(trx, total), status: 4, entdte: FX.openDate, usrnme: 'raw', actprd: FX.openPeriod, postyr: FX.year, lgrrec: recnum });
     await trx('invaln').insert(ALLOCATED_PARTS.map((p, i) => ({ _idnum: randomUUID(), _idref: id, linnum: i + 1, prtnum: p.part, dscrpt: '', alcqty: scaled(trx, 1, 4), untcst: scaled(trx, p.average, 4), extcst: money(trx, p.value), cstcde: scaled(trx, 3, 3), csttyp: 1 })));
-    await trx('invhst').insert(ALLOCATED_PARTS.map((p, i) => ({ _idnum: randomUUID(), recnum: subRecnum(recnum, i), prtnum: p.part, locnum: SEED.warehouse, trndte: FX.openDate, mvttyp: 4, hstqty: scaled(trx, -1, 4), untcst: scaled(trx, p.average, 4), extcst: money(trx, `-${p.value}`), balqty: scaled(trx, 0, 4), srcnum: 23, srcrec: recnum, entdte: FX.openDate, usrnme: 'raw', actprd: FX.openPeriod, postyr: FX.year })));
+    // History numbers come from the counter inside the transaction, as the service takes them
+    // (it re-syncs that counter with max(recnum) on every posting, so a number range of our own
+    // would be overtaken).
+    const [counter] = await trx('numseq').where({ name: 'invhst' }).update({ next_value: trx.raw('next_value + ?', [ALLOCATED_PARTS.length]) }, ['next_value']);
+    const firstHistory = Number(counter.next_value) - ALLOCATED_PARTS.length;
+    await trx('invhst').insert(ALLOCATED_PARTS.map((p, i) => ({ _idnum: randomUUID(), recnum: firstHistory + i, prtnum: p.part, locnum: SEED.warehouse, trndte: FX.openDate, mvttyp: 4, hstqty: scaled(trx, -1, 4), untcst: scaled(trx, p.average, 4), extcst: money(trx, `-${p.value}`), balqty: scaled(trx, 0, 4), srcnum: 23, srcrec: recnum, entdte: FX.openDate, usrnme: 'raw', actprd: FX.openPeriod, postyr: FX.year })));
     for (const p of ALLOCATED_PARTS) {
       await trx('invqty')
         .where({ prtnum: p.part, locnum: SEED.warehouse })

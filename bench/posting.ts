@@ -132,7 +132,7 @@ async function main(): Promise<void> {
       for (const s of scenarios) {
         m.set(s.name, { raw: [], plain: [], keyed: [], replay: [], p99: 0, errors: 0, samples: [] });
         const n = (seq += 1);
-        const replay = { body: s.body(ctx, n, tagOf('BR', n)), key: `bench-replay-${s.name}-${runId}-${c}` };
+        const replay = { body: s.body(ctx, n, tagOf('BR', n)), key: `bench-replay-${s.name}-${runId}-${c}-${n}` };
         const first = await postJson(server.port, s.path, replay.body, { 'x-api-key': apiKey, 'Idempotency-Key': replay.key });
         if (first.status !== 200) throw new Error(`replay setup ${s.name}: ${first.status}`);
         replays.set(s.name, replay);
