@@ -81,7 +81,15 @@ export class NumberAllocator {
   /** Allocates inside `trx` (rolled back with it). */
   async allocateIn(trx: Knex.Transaction, name: string, count: number): Promise<NumberRange> {
     if (count <= 0) return { first: 0, count: 0 };
-    if (!this.synced.has(name)) await this.sync(trx, name);
+    if (!this.synced.has(name)) {
+      await this.sync(trx, name);
+      // Checked once per process like the other counters, but only once the check has committed:
+      // a rolled-back transaction (a dry run, a refusal) proves nothing about the counter.
+      trx.executionPromise.then(
+        () => this.synced.add(name),
+        () => undefined,
+      );
+    }
     return this.bump(trx, name, count);
   }
 
