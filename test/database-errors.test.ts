@@ -126,7 +126,14 @@ describe('SQL Server (mssql / tedious)', () => {
     for (const number of [8114, 8115, 220, 232, 241, 242, 245, 8152, 517, 8169]) assertValue(mssqlRequestError(number), 'mssql', `number ${number}`);
     const truncated = mssqlRequestError(2628, "String or binary data would be truncated in table 'books.dbo.lgrtrn', column 'dscrpt'. Truncated value: 'abc'.");
     assert.deepEqual(classifyDatabaseError(truncated, 'mssql'), { kind: 'value', table: 'lgrtrn', column: 'dscrpt' });
-    assert.deepEqual(problemOf(truncated, 'mssql', (c, t) => (t === 'lgrtrn' && c === 'dscrpt' ? 'description' : undefined))!.errors, [{ field: 'description', code: 'range' }]);
+    assert.deepEqual(problemOf(truncated, 'mssql', (c, t) => (t === 'lgrtrn' && c === 'dscrpt' ? 'memo' : undefined))!.errors, [{ field: 'memo', code: 'range' }]);
+    // Without a caller's mapping, the catalog names the published field of a header column...
+    assert.deepEqual(problemOf(truncated, 'mssql')!.errors, [{ field: 'description', code: 'range' }]);
+    // ...and guesses nothing for a line column (the line's index is unknown) or an unknown column.
+    const lineColumn = mssqlRequestError(2628, "String or binary data would be truncated in table 'books.dbo.lgtnln', column 'dscrpt'. Truncated value: 'abc'.");
+    assert.equal(problemOf(lineColumn, 'mssql')!.errors, undefined);
+    const unknown = mssqlRequestError(2628, "String or binary data would be truncated in table 'books.dbo.nosuch', column 'x'. Truncated value: 'abc'.");
+    assert.equal(problemOf(unknown, 'mssql')!.errors, undefined);
   });
 
   test('refusals, timeouts and bugs', () => {

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ApiProblem } from '../errors/problem';
 import type { Engine } from './database';
+import { publishedFieldOf } from './column-fields';
 
 /**
  * The on-premise boundary: every read and write of the books reaches the database through
@@ -265,7 +266,7 @@ export function toDatabaseProblem(err: unknown, engine: Engine, options: { field
     case 'timeout':
       return upstreamTimeout(options.what ?? 'the statement was cancelled', options.write === true);
     case 'value': {
-      const field = failure.column ? options.fieldOf?.(failure.column, failure.table) : undefined;
+      const field = failure.column ? (options.fieldOf ?? publishedFieldOf)(failure.column, failure.table) : undefined;
       return new ApiProblem(
         'VALUE_OUT_OF_RANGE',
         field
