@@ -56,5 +56,8 @@ test: install check-generated lint typecheck
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 
+# Posting throughput and the HTTP surface overhead (bench/README.md: how to run each benchmark,
+# including bench/query.ts and bench/fuzz.ts, and on PostgreSQL).
 bench: build
-	$(TSX) bench/run.ts
+	node --import tsx bench/posting.ts
+	$(TSX) bench/surface.ts

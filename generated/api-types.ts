@@ -2271,7 +2271,8 @@ export interface paths {
          * @description Locks the accounting database for maintenance. The lock is recorded against the calling API key
          *     and `userName`, every database connection of the service is dropped, and until it is released
          *     every read and write under /api/v3 answers 423 MAINTENANCE_LOCK naming the holder. The lock
-         *     survives a restart of the service. Requires an admin key.
+         *     survives a restart of the service. Any valid API key may lock; 403 FORBIDDEN only when the
+         *     operator restricted locking to admin keys (LOCK_ADMIN_ONLY).
          */
         post: operations["lockDatabase"];
         delete?: never;
@@ -2294,6 +2295,7 @@ export interface paths {
          * @description Runs a trivial statement against the accounting database behind the service and reports how
          *     long the round trip took. Needs only the API key; the body may be empty. While the database is
          *     locked for maintenance, ping answers 200 without touching the database and reports the lock.
+         *     A body, when sent, is an empty object: any field is unknown and answers 400 naming it.
          */
         post: operations["ping"];
         delete?: never;
@@ -2314,7 +2316,8 @@ export interface paths {
         /**
          * Release the maintenance lock
          * @description Releases the maintenance lock. The holder (same `userName`) unlocks; anyone else gets 409 LOCK_HELD
-         *     naming the holder unless `override` is true. Requires an admin key.
+         *     naming the holder unless `override` is true (then any caller unlocks). Any valid API key may
+         *     un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY).
          */
         post: operations["unlockDatabase"];
         delete?: never;
@@ -6803,6 +6806,8 @@ export interface components {
             data: components["schemas"]["PayrollRecord"][];
             page: components["schemas"]["PageInfo"];
         };
+        /** @description Ping takes no input; the body may be omitted or be an empty object. */
+        PingRequest: Record<string, never>;
         PingResult: {
             /** @description Wall-clock milliseconds for a trivial statement to reach the database and come back. */
             databaseRoundTripMs?: number;
@@ -8415,6 +8420,7 @@ export interface components {
         /** @description Unreadable body, unknown or misspelled field, missing required field, value outside its rule, invalid Idempotency-Key. */
         BadRequest: {
             headers: {
+                "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -8426,6 +8432,7 @@ export interface components {
         /** @description Idempotency-Key reused or in flight, transaction number already posted with different lines, un-lock by a non-holder. */
         Conflict: {
             headers: {
+                "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
                 "Retry-After": components["headers"]["RetryAfter"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
@@ -8435,7 +8442,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The key's role may not call this operation. */
+        /** @description The key's role may not call this operation (maintenance lock when the operator set LOCK_ADMIN_ONLY). */
         Forbidden: {
             headers: {
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
@@ -8574,7 +8581,8 @@ export interface components {
          */
         IdempotencyKeyRequired: string;
         /**
-         * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+         * @description W3C trace context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`). Propagated to the
+         *     logs; a request without one, or with one that is not valid, gets a new trace id (never a 400).
          * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
          */
         Traceparent: string;
@@ -8585,6 +8593,8 @@ export interface components {
         Allow: string;
         /** @description `applied` on a first write, `replayed` when the body is a recording of an earlier response, `unavailable` when the idempotency store could not answer and the write went ahead without deduplication. */
         IdempotencyStatus: "applied" | "replayed" | "unavailable";
+        /** @description Writes only (absent on reads and utility operations). `unavailable` on a 400 decided before the write ran and on 409 IDEMPOTENCY_KEY_REUSED / IDEMPOTENCY_KEY_IN_FLIGHT: nothing was applied and nothing is a recording, so no idempotent outcome exists for this request (docs/decisions.md, "Idempotency-Status of refused writes"). */
+        IdempotencyStatusOfWrite: "applied" | "replayed" | "unavailable";
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
         /** @description Identifies this request in the server's logs; equals `correlationId` in problem documents. */
@@ -8616,7 +8626,8 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /**
-                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @description W3C trace context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`). Propagated to the
+                 *     logs; a request without one, or with one that is not valid, gets a new trace id (never a 400).
                  * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
                  */
                 traceparent?: components["parameters"]["Traceparent"];
@@ -9934,7 +9945,8 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /**
-                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @description W3C trace context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`). Propagated to the
+                 *     logs; a request without one, or with one that is not valid, gets a new trace id (never a 400).
                  * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
                  */
                 traceparent?: components["parameters"]["Traceparent"];
@@ -10604,7 +10616,8 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /**
-                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @description W3C trace context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`). Propagated to the
+                 *     logs; a request without one, or with one that is not valid, gets a new trace id (never a 400).
                  * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
                  */
                 traceparent?: components["parameters"]["Traceparent"];
@@ -11022,7 +11035,8 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /**
-                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @description W3C trace context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`). Propagated to the
+                 *     logs; a request without one, or with one that is not valid, gets a new trace id (never a 400).
                  * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
                  */
                 traceparent?: components["parameters"]["Traceparent"];
@@ -11189,7 +11203,8 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKeyRequired"];
                 /**
-                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @description W3C trace context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`). Propagated to the
+                 *     logs; a request without one, or with one that is not valid, gets a new trace id (never a 400).
                  * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
                  */
                 traceparent?: components["parameters"]["Traceparent"];
@@ -11355,7 +11370,8 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /**
-                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @description W3C trace context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`). Propagated to the
+                 *     logs; a request without one, or with one that is not valid, gets a new trace id (never a 400).
                  * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
                  */
                 traceparent?: components["parameters"]["Traceparent"];
@@ -11449,7 +11465,8 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /**
-                 * @description W3C trace context. Propagated to the logs; requests without one get a new trace id.
+                 * @description W3C trace context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`). Propagated to the
+                 *     logs; a request without one, or with one that is not valid, gets a new trace id (never a 400).
                  * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
                  */
                 traceparent?: components["parameters"]["Traceparent"];
@@ -11959,7 +11976,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PingRequest"];
+            };
+        };
         responses: {
             /** @description The database answered (or is locked for maintenance, see `lock`). */
             200: {
@@ -11971,6 +11992,7 @@ export interface operations {
                     "application/json": components["schemas"]["PingResult"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -12,7 +12,7 @@ import { rateLimit, RateLimiter } from './http/middleware/rate-limit';
 import { opsRoutes, type OpsState } from './http/routes/ops';
 import { utilityRoutes } from './http/routes/utility';
 import { queryRoutes } from './http/routes/query';
-import { writeRoutes } from './http/routes/writes';
+import { defaultIdempotencyStatus, writeRoutes } from './http/routes/writes';
 import { lockGate } from './http/middleware/lock-gate';
 import { rejectV2Fields } from './http/middleware/v2-fields';
 
@@ -47,6 +47,7 @@ export function createApp(services: Services): express.Express {
   app.use(opsRoutes(services, metrics.registry, opsState, operations));
 
   const api = Router();
+  api.use(defaultIdempotencyStatus);
   api.use(authenticate(services.keys, services.boundary));
   api.use(rateLimit(new RateLimiter({ perMinute: services.config.rateLimitPerMinute })));
   // Maintenance lock: 423 for every read and write (memory only; ping/lock/un-lock pass).

@@ -25,6 +25,11 @@ export interface Config {
   seedOnStart: boolean;
   idempotencyTtlHours: number;
   shutdownGraceMs: number;
+  /**
+   * Operator opt-in: only admin keys may lock and un-lock (403 FORBIDDEN otherwise). Off by
+   * default because the spec's guard for both is "any" valid key.
+   */
+  lockAdminOnly: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -73,5 +78,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     seedOnStart: bool(env, 'SEED_ON_START', true),
     idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    lockAdminOnly: bool(env, 'LOCK_ADMIN_ONLY', false),
   };
 }

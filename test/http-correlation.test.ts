@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app';
 import { UUID_RE, rawRequest } from './support/http';
+import { countRows, installPostingFixture, journal } from './support/posting-fixture';
 
 let t: TestApp;
 before(async () => {
@@ -94,6 +95,23 @@ test('an invalid or missing traceparent gets a new trace id', async () => {
     traceIds.add(line.traceId);
   }
   assert.equal(traceIds.size, invalid.length + 1, 'a new trace id each time');
+});
+
+test('an invalid traceparent on a write and on a read starts a new trace, never a 400', async () => {
+  await installPostingFixture(t.knex);
+  const bad = '00-not-a-trace-context';
+  const write = await t.post('/api/v3/ledger-transactions', journal('TP-1')).set('traceparent', bad);
+  assert.equal(write.status, 200, write.text);
+  assert.equal(write.headers['idempotency-status'], 'applied');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'TP-1' }), 1, 'posted once');
+  const read = await t.post('/api/v3/ledger-accounts/query', {}).set('traceparent', 'garbage-' + 'f'.repeat(60));
+  assert.equal(read.status, 200, read.text);
+  assert.equal(read.headers['idempotency-status'], undefined, 'reads carry no Idempotency-Status');
+  for (const res of [write, read]) {
+    const line = requestLine(String(res.headers['x-correlation-id']));
+    assert.match(line.traceId, /^[0-9a-f]{32}$/);
+    assert.equal(line.traceparent, undefined);
+  }
 });
 
 test('one request log line: correlation id, trace id, method, route, operationId, status, duration, key id', async () => {

@@ -36,6 +36,14 @@ test('an unknown top-level field is named', async () => {
   assert.deepEqual(await culprits(QUERY, { select: ['partCode'], bogus: true }), [['bogus', 'unknown_field']]);
 });
 
+test('ping rejects unknown body fields like every other operation; no body or {} is fine', async () => {
+  assert.deepEqual(await culprits('/api/v3/utility/ping', { bogus: 1 }), [['bogus', 'unknown_field']]);
+  for (const res of [await t.post('/api/v3/utility/ping'), await t.post('/api/v3/utility/ping', {})]) {
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.status, 'ok');
+  }
+});
+
 test('a nested unknown field is named by its JSON path (page.extra)', async () => {
   assert.deepEqual(await culprits(QUERY, { page: { pageNumber: 1, extra: 1 } }), [['page.extra', 'unknown_field']]);
 });

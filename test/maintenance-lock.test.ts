@@ -35,10 +35,45 @@ async function lockRow(app: TestApp): Promise<Record<string, any> | undefined> {
   }
 }
 
-test('only an admin key may lock', async () => {
-  assertProblem(await t.post('/api/v3/utility/lock', { userName: 'jsmith' }), 'FORBIDDEN');
-  assertProblem(await t.post('/api/v3/utility/un-lock', { userName: 'jsmith' }), 'FORBIDDEN');
-  assertProblem(await t.post('/api/v3/utility/lock', {}, t.adminKey), 'VALIDATION_FAILED');
+test('any valid key may lock (spec guard "any"): an integration key locks, un-locks what it holds, and overrides', async () => {
+  assertProblem(await t.post('/api/v3/utility/lock', {}, t.apiKey), 'VALIDATION_FAILED');
+  const locked = await t.post('/api/v3/utility/lock', { userName: 'integrator' }, t.apiKey);
+  assert.equal(locked.status, 200, locked.text);
+  assert.equal(locked.body.lockUser, 'integrator');
+  assert.equal((await lockRow(t))?.user_name, 'integrator', 'persisted in mntlck');
+  // A non-holder (the admin key) without override: 409 naming the holder; the lock stays.
+  const held = assertProblem(await t.post('/api/v3/utility/un-lock', { userName: 'ops' }, t.adminKey), 'LOCK_HELD');
+  assert.equal(held.lockUser, 'integrator');
+  assert.equal(t.services.lock.current?.userName, 'integrator');
+  // The holder un-locks.
+  const unlocked = await t.post('/api/v3/utility/un-lock', { userName: 'integrator' }, t.apiKey);
+  assert.equal(unlocked.status, 200, unlocked.text);
+  assert.equal(unlocked.body.status, 'unlocked');
+  assert.equal((await lockRow(t))?.user_name ?? null, null, 'released in mntlck');
+  // Override by an integration key releases a lock the admin key holds.
+  assert.equal((await t.post('/api/v3/utility/lock', { userName: 'ops' }, t.adminKey)).status, 200);
+  assertProblem(await t.post('/api/v3/utility/un-lock', { userName: 'integrator' }, t.apiKey), 'LOCK_HELD');
+  const overridden = await t.post('/api/v3/utility/un-lock', { userName: 'integrator', override: true }, t.apiKey);
+  assert.equal(overridden.status, 200, overridden.text);
+  assert.equal(overridden.body.response.previousHolder, 'ops');
+  assert.equal(t.services.lock.current, null);
+  assert.equal((await t.post('/api/v3/ledger-transactions', journal('LK-ANY'))).status, 200, 'writes work again after un-lock');
+});
+
+test('LOCK_ADMIN_ONLY=true (operator opt-in): an integration key gets 403 on lock and un-lock; an admin key locks', async () => {
+  const strict = await startTestApp({ config: { lockAdminOnly: true } });
+  try {
+    assertProblem(await strict.post('/api/v3/utility/lock', { userName: 'jsmith' }, strict.apiKey), 'FORBIDDEN');
+    assertProblem(await strict.post('/api/v3/utility/un-lock', { userName: 'jsmith', override: true }, strict.apiKey), 'FORBIDDEN');
+    assert.equal(strict.services.lock.current, null, 'nothing locked by the refused call');
+    assert.equal((await lockRow(strict))?.user_name ?? null, null);
+    assert.equal((await strict.post('/api/v3/utility/lock', { userName: 'ops' }, strict.adminKey)).status, 200);
+    assertProblem(await strict.post('/api/v3/utility/un-lock', { userName: 'ops', override: true }, strict.apiKey), 'FORBIDDEN');
+    assert.equal(strict.services.lock.current!.userName as string | undefined, 'ops');
+    assert.equal((await strict.post('/api/v3/utility/un-lock', { userName: 'ops' }, strict.adminKey)).status, 200);
+  } finally {
+    await strict.close();
+  }
 });
 
 test('un-lock while unlocked answers unlocked', async () => {

@@ -68,8 +68,12 @@ test('re-serialising the same payload (key order, whitespace) is the same reques
 test('same key with another body or another route is 409 IDEMPOTENCY_KEY_REUSED', async () => {
   const key = `k-${randomUUID()}`;
   assert.equal((await keyed(PATH, journal('JI-3'), key)).status, 200);
-  assertProblem(await keyed(PATH, journal('JI-3', { description: 'other' }), key), 'IDEMPOTENCY_KEY_REUSED');
-  assertProblem(await keyed('/api/v3/ap-invoices', apInvoice('JI-3-INV'), key), 'IDEMPOTENCY_KEY_REUSED');
+  for (const res of [await keyed(PATH, journal('JI-3', { description: 'other' }), key), await keyed('/api/v3/ap-invoices', apInvoice('JI-3-INV'), key)]) {
+    assertProblem(res, 'IDEMPOTENCY_KEY_REUSED');
+    // Nothing applied, nothing replayed (docs/decisions.md, "Idempotency-Status of refused writes").
+    assert.equal(res.headers['idempotency-status'], 'unavailable');
+  }
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-3' }), 1);
   assert.equal(await countRows(t.knex, 'acpinv', { invnum: 'JI-3-INV' }), 0);
 });
 
@@ -89,6 +93,7 @@ test('an invalid key is 400 IDEMPOTENCY_KEY_INVALID (too long, not printable ASC
     const res = await keyed(PATH, journal('JI-5'), bad);
     const body = assertProblem(res, 'IDEMPOTENCY_KEY_INVALID');
     assert.equal(body.errors[0].field, 'Idempotency-Key');
+    assert.equal(res.headers['idempotency-status'], 'unavailable');
   }
   const ok = await keyed(PATH, journal('JI-5'), 'x'.repeat(128));
   assert.equal(ok.status, 200, ok.text);
@@ -99,8 +104,14 @@ test('failures decided before dispatch (400) do not consume the key', async () =
   const key = `k-${randomUUID()}`;
   const bad = await keyed(PATH, journal('JI-6', { bogus: true }), key);
   assertProblem(bad, 'VALIDATION_FAILED');
+  assert.equal(bad.headers['idempotency-status'], 'unavailable', 'every response of a write carries Idempotency-Status');
   const decimals = await keyed(PATH, journal('JI-6', { lines: [{ lineNumber: 1, ledgerAccount: FX.accounts.cash, debitAmount: 1.001 }] }), key);
   assertProblem(decimals, 'VALIDATION_FAILED');
+  assert.equal(decimals.headers['idempotency-status'], 'unavailable');
+  const malformed = await t.http.post(PATH).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send('{"transactionNumber":');
+  assertProblem(malformed, 'MALFORMED_JSON');
+  assert.equal(malformed.headers['idempotency-status'], 'unavailable');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-6' }), 0);
   assert.equal(await countRows(t.knex, 'idmkey', { idem_key: key }), 0);
   const good = await keyed(PATH, journal('JI-6'), key);
   assert.equal(good.status, 200);
@@ -179,6 +190,7 @@ test('a concurrent duplicate is 409 IDEMPOTENCY_KEY_IN_FLIGHT with a short Retry
     const second = await keyed(PATH, journal('JI-10'), key);
     const body = assertProblem(second, 'IDEMPOTENCY_KEY_IN_FLIGHT');
     assert.equal(second.headers['retry-after'], '1');
+    assert.equal(second.headers['idempotency-status'], 'unavailable');
     assert.match(body.detail, /still being processed/);
     assert.equal((await first).status, 200);
   } finally {

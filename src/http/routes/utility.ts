@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requireAdmin } from '../middleware/auth';
@@ -11,6 +11,8 @@ type UnlockResult = components['schemas']['UnlockResult'];
 
 export function utilityRoutes(services: Services): Router {
   const router = Router();
+  // The spec's guard for lock and un-lock is "any" valid key; LOCK_ADMIN_ONLY is an operator opt-in.
+  const lockGuard: RequestHandler = (req, res, next) => (services.config.lockAdminOnly ? requireAdmin(req, res, next) : next());
 
   // While locked, ping answers 200 with the lock and does not touch the database (its pool is gone).
   router.post('/utility/ping', async (_req, res, next) => {
@@ -36,7 +38,7 @@ export function utilityRoutes(services: Services): Router {
     }
   });
 
-  router.post('/utility/lock', requireAdmin, async (req, res, next) => {
+  router.post('/utility/lock', lockGuard, async (req, res, next) => {
     try {
       const apiKey = res.locals.apiKey;
       if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
@@ -54,7 +56,7 @@ export function utilityRoutes(services: Services): Router {
     }
   });
 
-  router.post('/utility/un-lock', requireAdmin, async (req, res, next) => {
+  router.post('/utility/un-lock', lockGuard, async (req, res, next) => {
     try {
       const apiKey = res.locals.apiKey;
       if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');

@@ -1,4 +1,4 @@
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { Services } from '../../services';
 import { ApiProblem } from '../../errors/problem';
 import type { WriteDefinition, WriteResponse } from '../../engines/posting/runner';
@@ -25,6 +25,19 @@ function idempotencyKey(req: Request): string | undefined {
   const value = Array.isArray(raw) ? raw[0] : raw;
   return value === undefined ? undefined : value;
 }
+
+const WRITE_ROUTES = new Set(WRITES.map((w) => w.route));
+
+/**
+ * Spec, Writes: every response of a write carries Idempotency-Status. Answers decided before the
+ * write ran (401/423/429, 400 from the body or contract checks, 409 IDEMPOTENCY_KEY_REUSED /
+ * IN_FLIGHT thrown by the key protocol) applied nothing and replay nothing: they say `unavailable`
+ * (docs/decisions.md, "Idempotency-Status of refused writes"). sendWriteResponse overwrites it.
+ */
+export const defaultIdempotencyStatus: RequestHandler = (req, res, next) => {
+  if (req.method === 'POST' && WRITE_ROUTES.has(req.path.replace(/\/+$/, ''))) res.setHeader('Idempotency-Status', 'unavailable');
+  next();
+};
 
 export function sendWriteResponse(res: Response, out: WriteResponse): void {
   res.setHeader('Idempotency-Status', out.idempotencyStatus);
