@@ -2,10 +2,9 @@ import type { components } from '../../../../../generated/api-types';
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
 import { toIsoDate } from '../../../../storage/db-time';
-import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors } from '../../input';
-import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import { allocateLedgerRecord, writeJournal, type JournalLine, type PostedLedgerTransaction, type LedgerRecordNumbers } from '../../ledger/journal';
 import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
 import { writeEquipmentCosts, type EquipmentCostToWrite, type PostedEquipmentCost } from '../../ledger/equipment-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
@@ -69,9 +68,7 @@ export interface PayrollPostInput {
   year?: number;
 }
 
-interface Numbers {
-  ledgerRecord: number;
-}
+type Numbers = LedgerRecordNumbers;
 
 /** A posted payroll record as POST /payroll-records/query returns it (the contract's PayrollRecord, without lines). */
 export type PostedPayrollRecord = FullRecord<Omit<components['schemas']['PayrollRecord'], 'lines'>>;
@@ -473,11 +470,7 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
   what: 'posting a payroll batch',
   prepare: preparePayrollPost,
 
-  async allocate(_input, numbers: NumberAllocator): Promise<Numbers> {
-    // Job and equipment cost numbers depend on the timecard lines: allocated in the transaction.
-    const got = await numbers.allocate('lgrtrn', 1);
-    return { ledgerRecord: got.first };
-  },
+  allocate: allocateLedgerRecord,
 
   async post(ctx, input, numbers): Promise<PostOutcome<PayrollPostResult>> {
     const { trx } = ctx;

@@ -3,10 +3,9 @@ import { ApiProblem } from '../../../../errors/problem';
 import type { components } from '../../../../../generated/api-types';
 import { Dec } from '../../../../storage/decimal';
 import { toIsoDate } from '../../../../storage/db-time';
-import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, calendarDate } from '../../input';
-import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import { allocateLedgerRecord, writeJournal, type JournalLine, type PostedLedgerTransaction, type LedgerRecordNumbers } from '../../ledger/journal';
 import type { PostedJobCost } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
@@ -63,9 +62,7 @@ export interface ServiceInvoicePostResult {
   year: number;
 }
 
-interface Numbers {
-  ledgerRecord: number;
-}
+type Numbers = LedgerRecordNumbers;
 
 const optInt = (v: unknown): number | undefined => (v === undefined || v === null ? undefined : Number(v));
 
@@ -114,11 +111,7 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
   what: 'posting a service work order',
   prepare: prepareServiceInvoicePost,
 
-  async allocate(_input, numbers: NumberAllocator): Promise<Numbers> {
-    // History rows are numbered inside the transaction (their count depends on the work order).
-    const got = await numbers.allocateMany({ lgrtrn: 1 });
-    return { ledgerRecord: got.lgrtrn!.first };
-  },
+  allocate: allocateLedgerRecord,
 
   async post(ctx, input, numbers): Promise<PostOutcome<ServiceInvoicePostResult>> {
     const { trx, dialect } = ctx;
