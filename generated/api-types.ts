@@ -6852,31 +6852,8 @@ export interface components {
             recordCount: number;
             records: components["schemas"]["PostedPayrollRecord"][];
         };
-        /** @description A payroll record of the batch as posted (payroll-records names; no names or pay rates). */
-        PostedPayrollRecord: {
-            /** Format: date */
-            checkDate: string;
-            checkNumber: string | null;
-            /** @description Withholdings and deductions. */
-            deductions: number;
-            employeeNumber: number;
-            /** @description Employer taxes, workers' compensation and benefits posted for the record. */
-            employerBurden: number;
-            grossPay: number;
-            /** Format: uuid */
-            id: string;
-            ledgerRecordNumber: number;
-            netPay: number;
-            period: number;
-            /** Format: date */
-            periodEnd: string;
-            /** Format: date */
-            periodStart: string | null;
-            recordNumber: number;
-            /** @description 3 Posted. */
-            status: number;
-            year: number;
-        };
+        /** @description A payroll record of the batch as posted: the payroll-records read model's record (without lines), as POST /payroll-records/query returns it. */
+        PostedPayrollRecord: components["schemas"]["PayrollRecord"] & Record<string, never>;
         /** @description A purchase order after the receipt (the read model's record, with its lines). */
         PostedPurchaseOrder: components["schemas"]["PurchaseOrder"] & Record<string, never>;
         /** @description The receipt, the order as it stands after it and the payable invoice it created (both exactly as their /query records). The receipt's own fields are taken from those records: `lines[]` joins each received order line (partNumber, receivedToDate) to the invoice line that records it (updateQuantity = quantity, unitCost = unitPrice, extendedTotal). */

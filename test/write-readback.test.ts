@@ -3,7 +3,8 @@
  * `jobCosts[]`, `inventory[]`, and the purchase order and payable invoice of a receipt) is the
  * record POST /{entity}/query returns for the same id (with its lines), field by field: on the
  * journal, the AP invoice (including the replayed duplicate, read back by the duplicate check),
- * inventory allocations (consumption on a job, transfer, replay) and PO receipts (job and stock orders).
+ * inventory allocations (consumption on a job, transfer, replay), PO receipts (job and stock orders),
+ * service work order posting, service inventory items and payroll batches (records, equipment costs).
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,7 +23,7 @@ after(async () => {
 });
 
 /** Entities whose records are read with their `lines`. */
-const WITH_LINES = new Set(['ledger-transactions', 'ap-invoices', 'inventory-allocations', 'purchase-orders']);
+const WITH_LINES = new Set(['ledger-transactions', 'ap-invoices', 'inventory-allocations', 'purchase-orders', 'service-invoices']);
 
 async function queried(entity: string, id: string): Promise<Record<string, unknown>> {
   const body: Record<string, unknown> = { filters: { match: { field: 'id', operator: '=', value: id } } };
@@ -196,4 +197,59 @@ test('a PO receipt of a stock order: inventory movements, purchaseOrder and paya
   assert.deepEqual([inventory[0].sourceNumber, inventory[0].sourceRecordNumber, inventory[0].quantity, inventory[0].locationNumber], [13, document.invoiceRecordNumber, 2, 1]);
   assert.deepEqual(jobCosts, []);
   assertReceiptLines(document, sent);
+});
+
+// Service: the seeded demo company's Open work orders (db/seed/ar.ts), parts from the truck location.
+const SERVICE = { truck: 3, receivable: 1120, costOfGoods: 5200, client: 12, site: 9 } as const;
+
+/** An Open (status 1), not yet posted service work order with a part line (the seed leaves some). */
+async function openWorkOrderWithParts(): Promise<number> {
+  const row = await t
+    .knex('srvinv')
+    .where({ status: 1 })
+    .whereNull('lgrrec')
+    .whereExists(t.knex('srvlin').whereRaw('srvlin._idref = srvinv._idnum').where({ lintyp: 2 }))
+    .orderBy('recnum')
+    .first('recnum');
+  assert.ok(row, 'the seed leaves an Open, unposted work order with parts');
+  return Number(row.recnum);
+}
+
+test('a service work order posted: document, ledgerTransaction and inventory equal their query records', async () => {
+  const recordNumber = await openWorkOrderWithParts();
+  const res = await t.post('/api/v3/service-invoices/post', { recordNumber, partsLocation: SERVICE.truck, receivableAccount: SERVICE.receivable, costOfGoodsAccount: SERVICE.costOfGoods });
+  assert.equal(res.status, 200, res.text);
+  const { document, ledgerTransaction, inventory, jobCosts } = res.body;
+  assertSameRecord(document, await queried('service-invoices', document.id), 'document');
+  assertSameRecord(ledgerTransaction, await queried('ledger-transactions', ledgerTransaction.id), 'ledgerTransaction');
+  assert.ok(inventory.length > 0, 'the parts moved');
+  await assertSameRecords(inventory, 'inventory-histories', 'inventory');
+  assert.deepEqual(jobCosts, []);
+  assert.deepEqual([document.recordNumber, document.ledgerRecordNumber, document.workStatus], [recordNumber, ledgerTransaction.recordNumber, 5]);
+  assert.ok(document.lines.some((l: any) => l.lineType === 2 && l.unitCost > 0), 'a part line carries its cost');
+});
+
+test('a service inventory item: document equals the service-inventories query record', async () => {
+  const res = await t.post('/api/v3/service-inventories', { clientNumber: SERVICE.client, serviceLocation: SERVICE.site, description: 'Read back unit', manufacturer: 'Rheem', serialNumber: 'RB-SN-1', installDate: '2026-03-01', warrantyEnds: '2028-03-01' });
+  assert.equal(res.status, 200, res.text);
+  assertSameRecord(res.body.document, await queried('service-inventories', res.body.document.id), 'document');
+  assert.deepEqual([res.body.document.serialNumber, res.body.document.warrantyEnds], ['RB-SN-1', '2028-03-01']);
+});
+
+test('a payroll batch: records, equipment costs, jobCosts and ledgerTransaction equal their query records', async () => {
+  const computed = await t.knex('payrec').where({ status: 2 }).orderBy('recnum').first('prdend');
+  assert.ok(computed, 'the seed leaves Computed payroll records');
+  const periodEndDate = typeof computed.prdend === 'string' ? computed.prdend.slice(0, 10) : new Date(computed.prdend).toISOString().slice(0, 10);
+  const res = await t.post('/api/v3/payroll-records/post', { periodEndDate });
+  assert.equal(res.status, 200, res.text);
+  const { document, ledgerTransaction, jobCosts } = res.body;
+  assert.ok(document.records.length > 0 && document.equipmentCosts.length > 0 && jobCosts.length > 0, 'records, shop and job lines');
+  await assertSameRecords(document.records, 'payroll-records', 'document.records');
+  await assertSameRecords(document.equipmentCosts, 'equipment-costs', 'document.equipmentCosts');
+  await assertSameRecords(jobCosts, 'job-costs', 'jobCosts');
+  assertSameRecord(ledgerTransaction, await queried('ledger-transactions', ledgerTransaction.id), 'ledgerTransaction');
+  assert.ok(document.records.every((r: any) => r.status === 3 && r.ledgerRecordNumber === ledgerTransaction.recordNumber));
+  // The batch totals stay the sums of its records.
+  const sum = (field: string) => document.records.reduce((s: number, r: any) => s + Math.round(r[field] * 100), 0) / 100;
+  assert.deepEqual([document.grossPay, document.deductions, document.netPay], [sum('grossPay'), sum('deductions'), sum('netPay')]);
 });

@@ -1,33 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { components } from '../../../../generated/api-types';
 import { Dec } from '../../../storage/decimal';
 import { SCALE, type PostingContext } from '../context';
-import { readAllRecords, readRecordsById } from '../read-back';
-import { insertChunked } from './journal';
+import { readAllRecords } from '../read-back';
+import { writeCostRecords, type CostRecordToWrite } from './cost-records';
 
 /** Job cost records (jobcst) created by a posting cascade. */
 
-export interface JobCostToWrite {
-  recordNumber: number;
+export interface JobCostToWrite extends CostRecordToWrite {
   jobNumber: number;
   phaseNumber: number | null;
   costCode: Dec;
   costType: number;
-  transactionDate: string;
-  description: string;
-  sourceNumber: number;
-  documentNumber: string | null;
-  sourceRecordNumber: number | null;
-  sourceLineNumber: number | null;
-  vendorNumber: number | null;
   employeeNumber?: number | null;
-  equipmentNumber: number | null;
-  costAmount: Dec;
-  costHours?: Dec;
-  enteredDate: string | null;
-  period: number;
-  year: number;
 }
 
 /** A job cost as POST /job-costs/query returns it (every field of the contract's JobCost). */
@@ -35,35 +20,14 @@ export type PostedJobCost = Required<components['schemas']['JobCost']>;
 
 /** Inserts the job costs and returns them read back through the catalog (read-back.ts), in input order. */
 export async function writeJobCosts(ctx: PostingContext, costs: JobCostToWrite[]): Promise<PostedJobCost[]> {
-  const { dialect } = ctx;
-  const rows = costs.map((c) => ({
-    _idnum: randomUUID(),
-    recnum: c.recordNumber,
+  const posted = await writeCostRecords(ctx, 'jobcst', 'job-costs', costs, (c) => ({
     jobnum: c.jobNumber,
     phsnum: c.phaseNumber,
-    cstcde: dialect.encodeDecimal(c.costCode, SCALE.costCode),
+    cstcde: ctx.dialect.encodeDecimal(c.costCode, SCALE.costCode),
     csttyp: c.costType,
-    trndte: c.transactionDate,
-    dscrpt: c.description,
-    srcnum: c.sourceNumber,
-    docnum: c.documentNumber,
-    srcrec: c.sourceRecordNumber,
-    srclin: c.sourceLineNumber,
-    vndnum: c.vendorNumber,
     empnum: c.employeeNumber ?? null,
-    eqpnum: c.equipmentNumber,
-    cstamt: dialect.encodeDecimal(c.costAmount, SCALE.money),
-    csthrs: dialect.encodeDecimal(c.costHours ?? new Dec(0), SCALE.hours),
-    status: 1,
-    entdte: c.enteredDate,
-    usrnme: ctx.user,
-    actprd: c.period,
-    postyr: c.year,
-    insusr: ctx.user,
-    updusr: ctx.user,
   }));
-  await insertChunked(ctx.trx, 'jobcst', rows);
-  return (await readRecordsById(ctx.trx, 'job-costs', rows.map((r) => r._idnum))) as unknown as PostedJobCost[];
+  return posted as unknown as PostedJobCost[];
 }
 
 /** Job costs a document created (by source and the document's record number), by line then record number. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { addToLedgerBalances } from '../../../storage/balances';
 import { Dec } from '../../../storage/decimal';
+import type { NumberAllocator } from '../../../storage/numbers';
 import { SCALE, type PostingContext } from '../context';
 import { readRecord } from '../read-back';
 
@@ -104,6 +105,20 @@ export function assertBalanced(journal: JournalToWrite): { debit: Dec; credit: D
     throw new JournalAssertionError(`debits ${totals.debit.toFixed(2)} != credits ${totals.credit.toFixed(2)}`);
   }
   return totals;
+}
+
+/** The numbers of a write whose only pre-allocated number is its journal's record number. */
+export interface LedgerRecordNumbers {
+  ledgerRecord: number;
+}
+
+/**
+ * `allocate` of such a write (journals, payroll batches, service work orders): one ledger
+ * transaction number; what depends on the stored document is numbered inside the transaction.
+ */
+export async function allocateLedgerRecord(_input: unknown, numbers: NumberAllocator): Promise<LedgerRecordNumbers> {
+  const range = await numbers.allocate('lgrtrn', 1);
+  return { ledgerRecord: range.first };
 }
 
 export async function writeJournal(ctx: PostingContext, journal: JournalToWrite): Promise<PostedLedgerTransaction> {

@@ -2,10 +2,9 @@ import type { Knex } from 'knex';
 import type { components } from '../../../../../generated/api-types';
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
-import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
-import { journalTotals, readPostedLedgerTransaction, writeJournal, type PostedLedgerTransaction } from '../../ledger/journal';
+import { allocateLedgerRecord, journalTotals, readPostedLedgerTransaction, writeJournal, type PostedLedgerTransaction, type LedgerRecordNumbers } from '../../ledger/journal';
 import { lineDifferences, periodDiffers } from '../../resend';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
@@ -58,9 +57,7 @@ export interface JournalWriteResult {
   year: number;
 }
 
-interface Numbers {
-  ledgerRecord: number;
-}
+type Numbers = LedgerRecordNumbers;
 
 export function prepareJournal(body: unknown): JournalInput {
   // The contract validator has checked the body against JournalInput before dispatch.
@@ -152,10 +149,7 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, Numbers, Jou
   what: 'posting a journal',
   prepare: prepareJournal,
 
-  async allocate(_input, numbers: NumberAllocator): Promise<Numbers> {
-    const range = await numbers.allocate('lgrtrn', 1);
-    return { ledgerRecord: range.first };
-  },
+  allocate: allocateLedgerRecord,
 
   async post(ctx, input, numbers): Promise<PostOutcome<JournalWriteResult>> {
     checkJournalLines(input);

@@ -1,14 +1,15 @@
+import type { components } from '../../../../../generated/api-types';
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec, decToJson } from '../../../../storage/decimal';
 import { toIsoDate } from '../../../../storage/db-time';
-import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors } from '../../input';
-import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import { allocateLedgerRecord, writeJournal, type JournalLine, type PostedLedgerTransaction, type LedgerRecordNumbers } from '../../ledger/journal';
 import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
 import { writeEquipmentCosts, type EquipmentCostToWrite, type PostedEquipmentCost } from '../../ledger/equipment-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { isTrue, loadReferenced } from '../../ledger/references';
+import { readRecordsById, type FullRecord } from '../../read-back';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -67,27 +68,10 @@ export interface PayrollPostInput {
   year?: number;
 }
 
-interface Numbers {
-  ledgerRecord: number;
-}
+type Numbers = LedgerRecordNumbers;
 
-export interface PostedPayrollRecord {
-  id: string;
-  recordNumber: number;
-  employeeNumber: number;
-  checkNumber: string | null;
-  checkDate: string;
-  periodStart: string | null;
-  periodEnd: string;
-  grossPay: number;
-  deductions: number;
-  netPay: number;
-  employerBurden: number;
-  status: number;
-  period: number;
-  year: number;
-  ledgerRecordNumber: number;
-}
+/** A posted payroll record as POST /payroll-records/query returns it (the contract's PayrollRecord, without lines). */
+export type PostedPayrollRecord = FullRecord<Omit<components['schemas']['PayrollRecord'], 'lines'>>;
 
 export interface PostedPayrollBatch {
   periodEndDate: string | null;
@@ -486,11 +470,7 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
   what: 'posting a payroll batch',
   prepare: preparePayrollPost,
 
-  async allocate(_input, numbers: NumberAllocator): Promise<Numbers> {
-    // Job and equipment cost numbers depend on the timecard lines: allocated in the transaction.
-    const got = await numbers.allocate('lgrtrn', 1);
-    return { ledgerRecord: got.first };
-  },
+  allocate: allocateLedgerRecord,
 
   async post(ctx, input, numbers): Promise<PostOutcome<PayrollPostResult>> {
     const { trx } = ctx;
@@ -582,7 +562,6 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
     let deductionTotal = new Dec(0);
     let netTotal = new Dec(0);
     let burdenTotal = new Dec(0);
-    const burdenOf = new Map<number, Dec>();
     for (const p of ready) {
       p.lines.forEach((l, i) => {
         const kind = l.jobNumber !== null ? 'Direct labor' : l.equipmentNumber !== null ? 'Shop labor' : 'Wages';
@@ -596,7 +575,6 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
       }
       for (const w of p.withheld) addCredit(w.creditAccount, w.description, w.amount);
       addCredit(cashAccount, 'Net pay', p.record.net);
-      burdenOf.set(p.record.recordNumber, burden);
       grossTotal = grossTotal.plus(p.record.gross);
       deductionTotal = deductionTotal.plus(p.record.deductions);
       netTotal = netTotal.plus(p.record.net);
@@ -679,23 +657,8 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
       deductions: decToJson(deductionTotal),
       netPay: decToJson(netTotal),
       employerBurden: decToJson(burdenTotal),
-      records: records.map((r) => ({
-        id: r.id,
-        recordNumber: r.recordNumber,
-        employeeNumber: r.employeeNumber,
-        checkNumber: r.checkNumber,
-        checkDate: r.checkDate,
-        periodStart: r.periodStart,
-        periodEnd: r.periodEnd,
-        grossPay: decToJson(r.gross),
-        deductions: decToJson(r.deductions),
-        netPay: decToJson(r.net),
-        employerBurden: decToJson(burdenOf.get(r.recordNumber) ?? new Dec(0)),
-        status: STATUS_POSTED,
-        period,
-        year,
-        ledgerRecordNumber: numbers.ledgerRecord,
-      })),
+      // The records as the payroll-records query returns them (read-back.ts), in batch order.
+      records: (await readRecordsById(trx, 'payroll-records', records.map((r) => r.id))) as unknown as PostedPayrollRecord[],
       equipmentCosts: postedEquipmentCosts,
     };
     return { result: { document, ledgerTransaction, jobCosts: postedJobCosts, inventory: [], period, year } };

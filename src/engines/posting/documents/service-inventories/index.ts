@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { toIsoDate } from '../../../../storage/db-time';
+import type { components } from '../../../../../generated/api-types';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { InputErrors, calendarDate } from '../../input';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
+import { readRecord, type FullRecord } from '../../read-back';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -31,20 +32,8 @@ export interface ServiceInventoryInput {
   status: number;
 }
 
-export interface PostedServiceInventory {
-  id: string;
-  recordNumber: number;
-  clientNumber: number | null;
-  serviceLocation: number | null;
-  description: string;
-  manufacturer: string | null;
-  model: string | null;
-  serialNumber: string | null;
-  partNumber: number | null;
-  installDate: string | null;
-  warrantyEnds: string | null;
-  status: number;
-}
+/** A service inventory item as POST /service-inventories/query returns it (the contract's ServiceInventory). */
+export type PostedServiceInventory = FullRecord<components['schemas']['ServiceInventory']>;
 
 /** No period, year or ledgerTransaction: the keys are absent, never null. */
 export interface ServiceInventoryWriteResult {
@@ -82,24 +71,6 @@ export function prepareServiceInventory(body: unknown): ServiceInventoryInput {
   }
   errors.throwIfAny();
   return input;
-}
-
-export function serviceInventoryFromRow(row: Record<string, any>): PostedServiceInventory {
-  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
-  return {
-    id: String(row._idnum),
-    recordNumber: Number(row.recnum),
-    clientNumber: int(row.clnnum),
-    serviceLocation: int(row.srvloc),
-    description: String(row.dscrpt ?? ''),
-    manufacturer: row.mannme ?? null,
-    model: row.modnum ?? null,
-    serialNumber: row.serial ?? null,
-    partNumber: int(row.prtnum),
-    installDate: toIsoDate(row.insdat),
-    warrantyEnds: toIsoDate(row.wrnend),
-    status: Number(row.status),
-  };
 }
 
 async function checkReferences(trx: Knex.Transaction, input: ServiceInventoryInput): Promise<void> {
@@ -154,7 +125,7 @@ export const serviceInventoriesWrite: WriteDefinition<ServiceInventoryInput, Num
       insusr: ctx.user,
       updusr: ctx.user,
     });
-    const row = await trx('srvivt').where({ _idnum: id }).first();
-    return { result: { document: serviceInventoryFromRow(row), jobCosts: [], inventory: [] } };
+    const document = (await readRecord(trx, 'service-inventories', id)) as unknown as PostedServiceInventory;
+    return { result: { document, jobCosts: [], inventory: [] } };
   },
 };

@@ -1,16 +1,16 @@
 import type { Knex } from 'knex';
 import { ApiProblem } from '../../../../errors/problem';
-import { Dec, decToJson } from '../../../../storage/decimal';
-import type { Dialect } from '../../../../storage/dialect';
+import type { components } from '../../../../../generated/api-types';
+import { Dec } from '../../../../storage/decimal';
 import { toIsoDate } from '../../../../storage/db-time';
-import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, calendarDate } from '../../input';
-import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import { allocateLedgerRecord, writeJournal, type JournalLine, type PostedLedgerTransaction, type LedgerRecordNumbers } from '../../ledger/journal';
 import type { PostedJobCost } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
 import { MOVEMENT, applyStockMovements, type PostedInventoryHistory, type StockMovement } from '../../ledger/stock';
+import { readRecord, type FullRecordWithLines } from '../../read-back';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -50,43 +50,8 @@ export interface ServiceInvoicePostInput {
   year?: number;
 }
 
-export interface PostedServiceInvoice {
-  id: string;
-  recordNumber: number;
-  invoiceNumber: string;
-  invoiceDate: string;
-  dueDate: string | null;
-  clientNumber: number;
-  serviceLocation: number | null;
-  serviceType: number | null;
-  contractNumber: number | null;
-  technicianNumber: number | null;
-  description: string;
-  workStatus: number;
-  invoiceTotal: number;
-  salesTax: number;
-  amountPaid: number;
-  invoiceBalance: number;
-  status: number;
-  enteredDate: string | null;
-  enteredBy: string | null;
-  period: number;
-  year: number;
-  ledgerRecordNumber: number | null;
-  lines: Array<{
-    id: string;
-    lineNumber: number;
-    lineType: number;
-    partNumber: number | null;
-    description: string;
-    quantity: number;
-    unitPrice: number;
-    unitCost: number;
-    extendedTotal: number;
-    taxable: boolean;
-    ledgerAccount: number | null;
-  }>;
-}
+/** A service invoice as POST /service-invoices/query returns it with its `lines` (the contract's ServiceInvoice). */
+export type PostedServiceInvoice = FullRecordWithLines<components['schemas']['ServiceInvoice'], components['schemas']['ServiceInvoiceLine']>;
 
 export interface ServiceInvoicePostResult {
   document: PostedServiceInvoice;
@@ -97,9 +62,7 @@ export interface ServiceInvoicePostResult {
   year: number;
 }
 
-interface Numbers {
-  ledgerRecord: number;
-}
+type Numbers = LedgerRecordNumbers;
 
 const optInt = (v: unknown): number | undefined => (v === undefined || v === null ? undefined : Number(v));
 
@@ -122,47 +85,9 @@ export function prepareServiceInvoicePost(body: unknown): ServiceInvoicePostInpu
   return input;
 }
 
-export async function readServiceInvoice(db: Knex | Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<PostedServiceInvoice> {
-  const lines = await db('srvlin').where({ _idref: header._idnum }).orderBy('linnum');
-  const dec = (raw: unknown, scale: number) => decToJson(dialect.decodeDecimal(raw, scale) ?? new Dec(0));
-  const int = (raw: unknown) => (raw === null || raw === undefined ? null : Number(raw));
-  return {
-    id: String(header._idnum),
-    recordNumber: Number(header.recnum),
-    invoiceNumber: String(header.invnum ?? ''),
-    invoiceDate: toIsoDate(header.invdte) ?? '',
-    dueDate: toIsoDate(header.duedte),
-    clientNumber: Number(header.clnnum),
-    serviceLocation: int(header.srvloc),
-    serviceType: int(header.srvtyp),
-    contractNumber: int(header.srvcon),
-    technicianNumber: int(header.empnum),
-    description: String(header.dscrpt ?? ''),
-    workStatus: Number(header.wrksts),
-    invoiceTotal: dec(header.invttl, SCALE.money),
-    salesTax: dec(header.taxamt, SCALE.money),
-    amountPaid: dec(header.amtpad, SCALE.money),
-    invoiceBalance: dec(header.invbal, SCALE.money),
-    status: Number(header.status),
-    enteredDate: toIsoDate(header.entdte),
-    enteredBy: header.usrnme ?? null,
-    period: Number(header.actprd),
-    year: Number(header.postyr),
-    ledgerRecordNumber: int(header.lgrrec),
-    lines: lines.map((l: any) => ({
-      id: String(l._idnum),
-      lineNumber: Number(l.linnum),
-      lineType: Number(l.lintyp),
-      partNumber: int(l.prtnum),
-      description: String(l.dscrpt ?? ''),
-      quantity: dec(l.linqty, SCALE.quantity),
-      unitPrice: dec(l.linprc, SCALE.price),
-      unitCost: dec(l.untcst, SCALE.price),
-      extendedTotal: dec(l.extttl, SCALE.money),
-      taxable: isTrue(l.taxabl),
-      ledgerAccount: int(l.lgract),
-    })),
-  };
+/** The work order as the service-invoices query returns it, with its lines (read-back.ts). */
+export async function readServiceInvoice(db: Knex | Knex.Transaction, id: string): Promise<PostedServiceInvoice> {
+  return (await readRecord(db, 'service-invoices', id, { children: ['lines'] })) as unknown as PostedServiceInvoice;
 }
 
 function addDays(date: string, days: number): string {
@@ -186,11 +111,7 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
   what: 'posting a service work order',
   prepare: prepareServiceInvoicePost,
 
-  async allocate(_input, numbers: NumberAllocator): Promise<Numbers> {
-    // History rows are numbered inside the transaction (their count depends on the work order).
-    const got = await numbers.allocateMany({ lgrtrn: 1 });
-    return { ledgerRecord: got.lgrtrn!.first };
-  },
+  allocate: allocateLedgerRecord,
 
   async post(ctx, input, numbers): Promise<PostOutcome<ServiceInvoicePostResult>> {
     const { trx, dialect } = ctx;
@@ -401,8 +322,7 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
         .where({ _idnum: l.row._idnum })
         .update({ ...change, upddte: ctx.now, updusr: ctx.user });
     }
-    const after = await trx('srvinv').where({ _idnum: header._idnum }).first();
-    const document = await readServiceInvoice(trx, dialect, after);
+    const document = await readServiceInvoice(trx, String(header._idnum));
     return { result: { document, ledgerTransaction, jobCosts: [], inventory: stock.inventory, period, year } };
   },
 };
