@@ -234,4 +234,193 @@ const receipts: Scenario = {
   },
 };
 
-export const SCENARIOS: readonly Scenario[] = [journals, invoices, allocations, receipts];
+// ---------------------------------------------------------------------------------------------
+// Payroll records and service work orders post once each: the setup copies a seeded document
+// (with its lines) many times under new record numbers, and each request posts one copy. The
+// raw loop writes the rows one posting wrote: the setup posts one copy through the service and
+// keeps its journal, lines and cost rows as a template (the values stay encoded for the engine);
+// the document UPDATE goes to a small pool of copies of its own, in turn.
+
+/** Copies for the HTTP requests (each posts one) and for the raw loop's document UPDATEs. */
+const DOCUMENT_COPIES = Number(process.env.BENCH_DOCUMENT_COPIES ?? 20_000);
+const RAW_POOL = 50;
+const COPY_BASE = 2_000_000;
+const INSERT_CHUNK = 30;
+
+async function insertInChunks(trx: Knex.Transaction, table: string, rows: Array<Record<string, unknown>>): Promise<void> {
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx(table).insert(rows.slice(i, i + INSERT_CHUNK));
+}
+
+/** `count` copies of a header row and its lines, record numbers base, base + 1, ... */
+async function copyDocument(knex: Knex, header: string, lines: string, source: Record<string, any>, base: number, count: number, change: (recnum: number) => Record<string, unknown>): Promise<void> {
+  const sourceLines: Array<Record<string, any>> = await knex(lines).where({ _idref: source._idnum });
+  await knex.transaction(async (trx) => {
+    for (let start = 0; start < count; start += 1000) {
+      const heads: Array<Record<string, unknown>> = [];
+      const children: Array<Record<string, unknown>> = [];
+      for (let i = start; i < Math.min(count, start + 1000); i += 1) {
+        const id = randomUUID();
+        heads.push({ ...source, _idnum: id, recnum: base + i, ...change(base + i) });
+        for (const l of sourceLines) children.push({ ...l, _idnum: randomUUID(), _idref: id });
+      }
+      await insertInChunks(trx, header, heads);
+      await insertInChunks(trx, lines, children);
+    }
+  });
+}
+
+/** Like subRecnum, for up to 40 rows per document (a payroll record has 15 job timecard lines), in a range of its own. */
+const wideSubRecnum = (recnum: number, i: number) => {
+  if (i >= 40) throw new Error('wideSubRecnum: more than 40 rows per document');
+  return 1_500_000_000 + (recnum - 50_000_000) * 40 + i;
+};
+
+/** The rows one posting wrote: journal header and lines, job costs, equipment costs. */
+interface PostedTemplate {
+  journal: Record<string, any>;
+  lines: Array<Record<string, any>>;
+  jobCosts: Array<Record<string, any>>;
+  equipmentCosts: Array<Record<string, any>>;
+  /** Debit and credit per account (encoded), as the service adds them to lgrbal: one row each. */
+  balances: Array<{ account: number; debit: ReturnType<typeof money>; credit: ReturnType<typeof money> }>;
+}
+
+async function templateOf(knex: Knex, ledgerRecord: number, source: number, documentRecord: number): Promise<PostedTemplate> {
+  const journal = await knex('lgrtrn').where({ recnum: ledgerRecord }).first();
+  const lines: Array<Record<string, any>> = await knex('lgtnln').where({ _idref: journal._idnum }).orderBy('linnum');
+  const dialect = dialectFor(engineOf(knex));
+  const sums = new Map<number, { debit: Dec; credit: Dec }>();
+  for (const l of lines) {
+    const s = sums.get(Number(l.lgract)) ?? { debit: new Dec(0), credit: new Dec(0) };
+    s.debit = s.debit.plus(dialect.decodeDecimal(l.dbtamt, 2) ?? new Dec(0));
+    s.credit = s.credit.plus(dialect.decodeDecimal(l.crdamt, 2) ?? new Dec(0));
+    sums.set(Number(l.lgract), s);
+  }
+  return {
+    journal,
+    lines,
+    balances: [...sums].map(([account, s]) => ({ account, debit: money(knex, s.debit), credit: money(knex, s.credit) })),
+    jobCosts: await knex('jobcst').where({ srcnum: source, srcrec: documentRecord }).orderBy('recnum'),
+    equipmentCosts: await knex('eqpcst').where({ srcnum: source, srcrec: documentRecord }).orderBy('recnum'),
+  };
+}
+
+/** The template's rows again under `recnum` (journal) and sub-numbers (costs), balances added per account. */
+async function rawFromTemplate(trx: Knex.Transaction, t: PostedTemplate, runId: string, recnum: number, documentRecord: number): Promise<void> {
+  const id = randomUUID();
+  const { _idnum: _a, recnum: _b, trnnum: _c, ...journal } = t.journal;
+  await trx('lgrtrn').insert({ ...journal, _idnum: id, recnum, trnnum: `RAW-${runId}-${recnum}`.slice(-20) });
+  await trx('lgtnln').insert(t.lines.map((l) => ({ ...l, _idnum: randomUUID(), _idref: id })));
+  for (const b of t.balances) {
+    await trx('lgrbal')
+      .where({ lgract: b.account, postyr: journal.postyr, actprd: journal.actprd })
+      .update({ dbttot: trx.raw('dbttot + ?', [b.debit]), crdtot: trx.raw('crdtot + ?', [b.credit]) });
+  }
+  if (t.jobCosts.length > 0) await insertInChunks(trx, 'jobcst', t.jobCosts.map((c, i) => ({ ...c, _idnum: randomUUID(), recnum: wideSubRecnum(recnum, i), srcrec: documentRecord })));
+  if (t.equipmentCosts.length > 0) await insertInChunks(trx, 'eqpcst', t.equipmentCosts.map((c, i) => ({ ...c, _idnum: randomUUID(), recnum: wideSubRecnum(recnum, i), srcrec: documentRecord })));
+}
+
+function describeTemplate(name: string, what: string, t: PostedTemplate): void {
+  process.stderr.write(`${name}: ${what} copied ${DOCUMENT_COPIES} + ${RAW_POOL} times; one posting wrote journal + ${t.lines.length} lines (${new Set(t.lines.map((l) => l.lgract)).size} accounts), ${t.jobCosts.length} job costs, ${t.equipmentCosts.length} equipment costs\n`);
+}
+
+/** Hands out the copies in order: one per request, never twice in a run. */
+class CopyCounter {
+  private next = 0;
+  take(): number {
+    if (this.next >= DOCUMENT_COPIES) throw new Error(`all ${DOCUMENT_COPIES} copies posted: raise BENCH_DOCUMENT_COPIES`);
+    return COPY_BASE + this.next++;
+  }
+}
+
+const PAYROLL_PERIOD_END = '2026-11-22';
+const PAYROLL_SOURCE = 16;
+const payrollCopies = new CopyCounter();
+let payrollTemplate: PostedTemplate | undefined;
+
+const payrolls: Scenario = {
+  name: 'payrolls',
+  path: '/api/v3/payroll-records/post',
+  key: 'optional',
+  rows: 'payroll record UPDATE, journal + lines (wages, burden, withholdings, net pay), a balance UPDATE per journal line, a job cost per job timecard line',
+  async setup(ctx) {
+    const { knex } = ctx;
+    // The seed's Computed record for the period with the most job timecard lines (job costs too).
+    const candidates: Array<Record<string, any>> = await knex('payrec').where({ status: 2, prdend: PAYROLL_PERIOD_END }).orderBy('recnum');
+    if (candidates.length === 0) throw new Error(`payrolls: no Computed payroll record for ${PAYROLL_PERIOD_END} in the seed`);
+    let source = candidates[0]!;
+    let most = -1;
+    for (const c of candidates) {
+      const jobs = Number((await knex('tmcdln').where({ _idref: c._idnum }).whereNotNull('jobnum').count({ n: '*' }).first())!.n);
+      if (jobs > most) [source, most] = [c, jobs];
+    }
+    await copyDocument(knex, 'payrec', 'tmcdln', source, COPY_BASE, DOCUMENT_COPIES, () => ({ chknum: null }));
+    await copyDocument(knex, 'payrec', 'tmcdln', source, COPY_BASE + DOCUMENT_COPIES, RAW_POOL, () => ({ chknum: null }));
+    const first = payrollCopies.take();
+    const res = await postJson(ctx.port, '/api/v3/payroll-records/post', { recordNumbers: [first] }, { 'x-api-key': ctx.apiKey, 'Idempotency-Key': `bench-payroll-${ctx.runId}` });
+    if (res.status !== 200) throw new Error(`payroll template: ${res.status} ${JSON.stringify(res.body).slice(0, 500)}`);
+    const posted = await knex('payrec').where({ recnum: first }).first('lgrrec');
+    payrollTemplate = await templateOf(knex, Number(posted.lgrrec), PAYROLL_SOURCE, first);
+    describeTemplate('payrolls', `payroll record ${Number(source.recnum)}`, payrollTemplate);
+  },
+  body: () => ({ recordNumbers: [payrollCopies.take()] }),
+  async raw(trx, ctx, recnum) {
+    const t = payrollTemplate!;
+    const record = COPY_BASE + DOCUMENT_COPIES + (recnum % RAW_POOL);
+    await trx('payrec').where({ recnum: record }).update({ status: 3, lgrrec: recnum, actprd: t.journal.actprd, postyr: t.journal.postyr, upddte: t.journal.entdte, updusr: 'raw' });
+    await rawFromTemplate(trx, t, ctx.runId, recnum, record);
+  },
+};
+
+/** Seeded Open work order S26-000317 (client 3, site 1): labor 230.00 + trip charge 85.00, no parts, no tax. */
+const WORK_ORDER = 317;
+const SERVICE_SOURCE = 22;
+const workOrderCopies = new CopyCounter();
+let serviceTemplate: PostedTemplate | undefined;
+
+const serviceInvoices: Scenario = {
+  name: 'serviceInvoices',
+  path: '/api/v3/service-invoices/post',
+  key: 'optional',
+  rows: 'work order UPDATE, journal + 2 lines (receivable, income), 2 balance UPDATEs',
+  async setup(ctx) {
+    const { knex } = ctx;
+    const source = await knex('srvinv').where({ recnum: WORK_ORDER }).first();
+    if (!source || Number(source.status) !== 1 || source.lgrrec !== null) throw new Error(`serviceInvoices: seeded work order ${WORK_ORDER} is not Open and unposted`);
+    const copy = (recnum: number) => ({ invnum: `BW${recnum}` });
+    await copyDocument(knex, 'srvinv', 'srvlin', source, COPY_BASE, DOCUMENT_COPIES, copy);
+    await copyDocument(knex, 'srvinv', 'srvlin', source, COPY_BASE + DOCUMENT_COPIES, RAW_POOL, copy);
+    const first = workOrderCopies.take();
+    const res = await postJson(ctx.port, '/api/v3/service-invoices/post', { recordNumber: first }, { 'x-api-key': ctx.apiKey, 'Idempotency-Key': `bench-service-${ctx.runId}` });
+    if (res.status !== 200) throw new Error(`service invoice template: ${res.status} ${JSON.stringify(res.body).slice(0, 500)}`);
+    const posted = await knex('srvinv').where({ recnum: first }).first('lgrrec');
+    serviceTemplate = await templateOf(knex, Number(posted.lgrrec), SERVICE_SOURCE, first);
+    describeTemplate('serviceInvoices', `work order ${WORK_ORDER}`, serviceTemplate);
+  },
+  body: () => ({ recordNumber: workOrderCopies.take() }),
+  async raw(trx, ctx, recnum) {
+    const t = serviceTemplate!;
+    const record = COPY_BASE + DOCUMENT_COPIES + (recnum % RAW_POOL);
+    await trx('srvinv').where({ recnum: record }).update({ wrksts: 5, invttl: t.journal.dbttot, invbal: t.journal.dbttot, lgrrec: recnum, actprd: t.journal.actprd, postyr: t.journal.postyr, upddte: t.journal.entdte, updusr: 'raw' });
+    await rawFromTemplate(trx, t, ctx.runId, recnum, record);
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Service inventories: stored only (one srvivt row, no journal), at the site of work order 317.
+
+const SERVICE_CLIENT = 3;
+const SERVICE_SITE = 1;
+
+const serviceInventories: Scenario = {
+  name: 'serviceInventories',
+  path: '/api/v3/service-inventories',
+  key: 'optional',
+  rows: 'one service inventory row',
+  body: (_ctx, _n, tag) => ({ clientNumber: SERVICE_CLIENT, serviceLocation: SERVICE_SITE, description: 'Bench rooftop unit', manufacturer: 'Bench', model: 'RTU-4', serialNumber: tag, installDate: FX.openDate }),
+  async raw(trx, ctx, recnum) {
+    await trx('srvivt').insert({ _idnum: randomUUID(), recnum, clnnum: SERVICE_CLIENT, srvloc: SERVICE_SITE, dscrpt: 'Bench rooftop unit', mannme: 'Bench', modnum: 'RTU-4', serial: `RAW-${ctx.runId}-${recnum}`, prtnum: null, insdat: FX.openDate, wrnend: null, status: 1, insusr: 'raw', updusr: 'raw' });
+  },
+};
+
+export const SCENARIOS: readonly Scenario[] = [journals, invoices, allocations, receipts, payrolls, serviceInvoices, serviceInventories];

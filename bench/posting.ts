@@ -1,7 +1,8 @@
 /**
  * Posting benchmark: documents per second through HTTP for each write of bench/posting-scenarios.ts
  * (journals of 3 lines, AP invoices of 10 lines, inventory allocations of 2 lines, PO receipts of
- * 2 lines), with and without an Idempotency-Key (with only, where the write requires one),
+ * 2 lines, payroll records of 15 job timecard lines, service work orders, service inventories),
+ * with and without an Idempotency-Key (with only, where the write requires one),
  * replays per second, and the same rows written by a raw knex transaction loop in the same run
  * (the floor the HTTP path is compared with).
  *
@@ -10,7 +11,8 @@
  *
  *   BENCH_SECONDS (default 8) per measurement, BENCH_REPEAT (default 3, median reported),
  *   BENCH_CONNECTIONS (default 1,8) HTTP connections, BENCH_WRITES (default all:
- *   journals,invoices,allocations,receipts) the scenarios to run;
+ *   journals,invoices,allocations,receipts,payrolls,serviceInvoices,serviceInventories) the scenarios
+ *   to run; BENCH_DOCUMENT_COPIES (default 20,000) payroll records and work orders copied for the run;
  *   the raw loop runs with as many concurrent transactions (up to the pool, 1 on SQLite).
  *
  * The service runs in a child process (test/support/server-process.ts: the production wiring,
