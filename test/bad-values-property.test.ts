@@ -19,7 +19,9 @@ const BASE = '/api/v3';
 
 let t: TestApp;
 before(async () => {
-  t = await startTestApp({ config: { rateLimitPerMinute: 0 } });
+  // Admin-only locking (the operator opt-in): a value the lock accepts would otherwise lock the
+  // database mid-run (any key may lock by default) and every later case would answer 423.
+  t = await startTestApp({ config: { rateLimitPerMinute: 0, lockAdminOnly: true } });
   await installPostingFixture(t.knex);
 });
 after(async () => {
