@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Dec } from '../../../../storage/decimal';
-import { SCALE, type PostingContext } from '../../context';
+import type { PostingContext } from '../../context';
 import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
 import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
 import type { LedgerSetup } from '../../ledger/period';
 import { AP_SOURCE, type ApInvoiceInput } from './input';
 import type { ResolvedLine } from './references';
+import { childRow, childTableOf, recordRow, tableOf } from '../../write-rows';
 
 /**
  * POST /ap-invoices, the cascade (domain notes, "How it posts", source 11), inside the posting
@@ -32,57 +33,66 @@ export interface InvoiceToWrite {
 
 /** Inserts the invoice and its lines; returns the invoice's id. */
 export async function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite): Promise<string> {
-  const { trx, dialect } = ctx;
+  const { trx } = ctx;
   const { input, lines } = invoice;
-  const money = (v: Dec) => dialect.encodeDecimal(v, SCALE.money);
   const invoiceId = randomUUID();
   const salesTax = lines.reduce((sum, r) => sum.plus(r.line.salesTax), new Dec(0));
-  await trx('acpinv').insert({
-    _idnum: invoiceId,
-    recnum: invoice.recordNumber,
-    vndnum: input.vendorNumber,
-    invnum: input.invoiceNumber,
-    invdte: input.invoiceDate,
-    duedte: invoice.dueDate,
-    dscrpt: input.description,
-    jobnum: input.jobNumber ?? null,
-    phsnum: input.phaseNumber ?? null,
-    ordnum: input.orderNumber ?? null,
-    invttl: money(input.invoiceTotal),
-    amtpad: money(new Dec(0)),
-    invbal: money(input.invoiceTotal),
-    retain: money(input.retainage),
-    taxamt: money(salesTax),
-    status: input.status,
-    entdte: invoice.enteredDate,
-    usrnme: ctx.user,
-    actprd: invoice.period,
-    postyr: invoice.year,
-    lgrrec: invoice.ledgerRecord,
-    insusr: ctx.user,
-    updusr: ctx.user,
-  });
+  await trx(tableOf('ap-invoices')).insert(
+    recordRow(
+      ctx,
+      'ap-invoices',
+      {
+        id: invoiceId,
+        recordNumber: invoice.recordNumber,
+        vendorNumber: input.vendorNumber,
+        invoiceNumber: input.invoiceNumber,
+        invoiceDate: input.invoiceDate,
+        dueDate: invoice.dueDate,
+        description: input.description,
+        jobNumber: input.jobNumber ?? null,
+        phaseNumber: input.phaseNumber ?? null,
+        orderNumber: input.orderNumber ?? null,
+        invoiceTotal: input.invoiceTotal,
+        amountPaid: new Dec(0),
+        invoiceBalance: input.invoiceTotal,
+        retainage: input.retainage,
+        salesTax,
+        status: input.status,
+        enteredDate: invoice.enteredDate,
+        enteredBy: ctx.user,
+        period: invoice.period,
+        year: invoice.year,
+        ledgerRecordNumber: invoice.ledgerRecord,
+      },
+    ),
+  );
+  const lineTable = childTableOf('ap-invoices', 'lines');
   await insertChunked(
     trx,
-    'apivln',
-    lines.map((r) => ({
-      _idnum: randomUUID(),
-      _idref: invoiceId,
-      linnum: r.line.lineNumber,
-      lgract: r.ledgerAccount,
-      dscrpt: r.line.description,
-      jobnum: r.jobNumber,
-      phsnum: r.phaseNumber,
-      cstcde: r.costCode === null ? null : dialect.encodeDecimal(r.costCode, SCALE.costCode),
-      csttyp: r.costType,
-      eqpnum: r.line.equipmentNumber ?? null,
-      linqty: dialect.encodeDecimal(r.line.quantity ?? new Dec(0), SCALE.quantity),
-      linprc: dialect.encodeDecimal(r.line.unitPrice ?? new Dec(0), SCALE.price),
-      extttl: money(r.line.extendedTotal),
-      taxamt: money(r.line.salesTax),
-      insusr: ctx.user,
-      updusr: ctx.user,
-    })),
+    lineTable.table,
+    lines.map((r) =>
+      childRow(
+        ctx,
+        'ap-invoices',
+        'lines',
+        {
+          id: randomUUID(),
+          lineNumber: r.line.lineNumber,
+          ledgerAccount: r.ledgerAccount,
+          description: r.line.description,
+          jobNumber: r.jobNumber,
+          phaseNumber: r.phaseNumber,
+          costCode: r.costCode,
+          costType: r.costType,
+          equipmentNumber: r.line.equipmentNumber ?? null,
+          quantity: r.line.quantity ?? new Dec(0),
+          unitPrice: r.line.unitPrice ?? new Dec(0),
+          extendedTotal: r.line.extendedTotal,
+          salesTax: r.line.salesTax,
+        },
+        { [lineTable.parentColumn]: invoiceId },
+      ),
+    ),
   );
   return invoiceId;
 }
