@@ -5,6 +5,7 @@ import { Dec } from '../../../storage/decimal';
 import type { NumberAllocator } from '../../../storage/numbers';
 import { SCALE, type PostingContext } from '../context';
 import { readRecord } from '../read-back';
+import { childRow, childTableOf, recordRow, tableOf } from '../write-rows';
 
 /**
  * Writes a ledger transaction (lgrtrn + lgtnln) and the ledger balances it moves (lgrbal), for
@@ -123,42 +124,46 @@ export async function allocateLedgerRecord(_input: unknown, numbers: NumberAlloc
 
 export async function writeJournal(ctx: PostingContext, journal: JournalToWrite): Promise<PostedLedgerTransaction> {
   const totals = assertBalanced(journal);
-  const { trx, dialect } = ctx;
-  const money = (v: Dec) => dialect.encodeDecimal(v, SCALE.money);
+  const { trx } = ctx;
   const id = randomUUID();
-  await trx('lgrtrn').insert({
-    _idnum: id,
-    recnum: journal.recordNumber,
-    trnnum: journal.transactionNumber,
-    trndte: journal.transactionDate,
-    dscrpt: journal.description,
-    srcnum: journal.sourceNumber,
-    status: 1,
-    dbttot: money(totals.debit),
-    crdtot: money(totals.credit),
-    entdte: journal.enteredDate,
-    usrnme: ctx.user,
-    actprd: journal.period,
-    postyr: journal.year,
-    insusr: ctx.user,
-    updusr: ctx.user,
-  });
-  const lineIds = journal.lines.map(() => randomUUID());
-  const lineRows = journal.lines.map((line, i) => ({
-    _idnum: lineIds[i],
-    _idref: id,
-    linnum: line.lineNumber,
-    lgract: line.ledgerAccount,
-    dscrpt: line.description,
-    dbtamt: money(line.debit),
-    crdamt: money(line.credit),
-    jobnum: line.jobNumber ?? null,
-    eqpnum: line.equipmentNumber ?? null,
-    dptmnt: line.departmentNumber ?? null,
-    insusr: ctx.user,
-    updusr: ctx.user,
-  }));
-  await insertChunked(trx, 'lgtnln', lineRows);
+  await trx(tableOf('ledger-transactions')).insert(
+    recordRow(ctx, 'ledger-transactions', {
+      id,
+      recordNumber: journal.recordNumber,
+      transactionNumber: journal.transactionNumber,
+      transactionDate: journal.transactionDate,
+      description: journal.description,
+      sourceNumber: journal.sourceNumber,
+      status: 1,
+      debitTotal: totals.debit,
+      creditTotal: totals.credit,
+      enteredDate: journal.enteredDate,
+      enteredBy: ctx.user,
+      period: journal.period,
+      year: journal.year,
+    }),
+  );
+  const lineTable = childTableOf('ledger-transactions', 'lines');
+  const lineRows = journal.lines.map((line) =>
+    childRow(
+      ctx,
+      'ledger-transactions',
+      'lines',
+      {
+        id: randomUUID(),
+        lineNumber: line.lineNumber,
+        ledgerAccount: line.ledgerAccount,
+        description: line.description,
+        debitAmount: line.debit,
+        creditAmount: line.credit,
+        jobNumber: line.jobNumber ?? null,
+        equipmentNumber: line.equipmentNumber ?? null,
+        departmentNumber: line.departmentNumber ?? null,
+      },
+      { [lineTable.parentColumn]: id },
+    ),
+  );
+  await insertChunked(trx, lineTable.table, lineRows);
   await applyToBalances(ctx, journal);
 
   return readPostedLedgerTransaction(trx, id);
