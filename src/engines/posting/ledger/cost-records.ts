@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Dec } from '../../../storage/decimal';
-import { SCALE, type PostingContext } from '../context';
+import type { PostingContext } from '../context';
 import { readRecordsById } from '../read-back';
 import type { PublishedRecord } from '../../query/envelope';
 import { insertChunked } from './journal';
+import { recordRow, tableOf, type PublishedValue } from '../write-rows';
 
 /**
  * The one writer shape of the cost records a posting cascade creates (job costs, jobcst, and
- * equipment costs, eqpcst): the columns both tables share, the insert, and the read-back through
+ * equipment costs, eqpcst): the fields both tables share, the insert, and the read-back through
  * the catalog (read-back.ts) in input order. Each kind adds only its own columns.
  */
 
@@ -29,37 +30,39 @@ export interface CostRecordToWrite {
   year: number;
 }
 
-/** Inserts one row per cost (the shared columns plus `own(cost)`) and returns them read back via `entityName`. */
+/**
+ * Inserts one row per cost (the shared fields plus `own(cost)`, all in published names, into the
+ * entity's table through the catalog: write-rows.ts) and returns them read back via `entityName`.
+ */
 export async function writeCostRecords<C extends CostRecordToWrite>(
   ctx: PostingContext,
-  table: string,
   entityName: string,
   costs: C[],
-  own: (cost: C) => Record<string, unknown>,
+  own: (cost: C) => Record<string, PublishedValue>,
 ): Promise<PublishedRecord[]> {
-  const { dialect } = ctx;
-  const rows = costs.map((c) => ({
-    _idnum: randomUUID(),
-    recnum: c.recordNumber,
-    trndte: c.transactionDate,
-    dscrpt: c.description,
-    srcnum: c.sourceNumber,
-    docnum: c.documentNumber,
-    srcrec: c.sourceRecordNumber,
-    srclin: c.sourceLineNumber,
-    vndnum: c.vendorNumber,
-    eqpnum: c.equipmentNumber,
-    cstamt: dialect.encodeDecimal(c.costAmount, SCALE.money),
-    csthrs: dialect.encodeDecimal(c.costHours ?? new Dec(0), SCALE.hours),
-    status: 1,
-    entdte: c.enteredDate,
-    usrnme: ctx.user,
-    actprd: c.period,
-    postyr: c.year,
-    insusr: ctx.user,
-    updusr: ctx.user,
-    ...own(c),
-  }));
-  await insertChunked(ctx.trx, table, rows);
-  return readRecordsById(ctx.trx, entityName, rows.map((r) => r._idnum));
+  const ids = costs.map(() => randomUUID());
+  const rows = costs.map((c, i) =>
+    recordRow(ctx, entityName, {
+      id: ids[i]!,
+      recordNumber: c.recordNumber,
+      transactionDate: c.transactionDate,
+      description: c.description,
+      sourceNumber: c.sourceNumber,
+      documentNumber: c.documentNumber,
+      sourceRecordNumber: c.sourceRecordNumber,
+      sourceLineNumber: c.sourceLineNumber,
+      vendorNumber: c.vendorNumber,
+      equipmentNumber: c.equipmentNumber,
+      costAmount: c.costAmount,
+      costHours: c.costHours ?? new Dec(0),
+      status: 1,
+      enteredDate: c.enteredDate,
+      enteredBy: ctx.user,
+      period: c.period,
+      year: c.year,
+      ...own(c),
+    }),
+  );
+  await insertChunked(ctx.trx, tableOf(entityName), rows);
+  return readRecordsById(ctx.trx, entityName, ids);
 }

@@ -17,6 +17,6 @@ export type PostedEquipmentCost = Required<components['schemas']['EquipmentCost'
 
 /** Inserts the equipment costs and returns them read back through the catalog (read-back.ts), in input order. */
 export async function writeEquipmentCosts(ctx: PostingContext, costs: EquipmentCostToWrite[]): Promise<PostedEquipmentCost[]> {
-  const posted = await writeCostRecords(ctx, 'eqpcst', 'equipment-costs', costs, (c) => ({ cstcat: c.costCategory, lgract: c.ledgerAccount }));
+  const posted = await writeCostRecords(ctx, 'equipment-costs', costs, (c) => ({ costCategory: c.costCategory, ledgerAccount: c.ledgerAccount }));
   return posted as unknown as PostedEquipmentCost[];
 }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { components } from '../../../../generated/api-types';
 import { Dec } from '../../../storage/decimal';
-import { SCALE, type PostingContext } from '../context';
+import type { PostingContext } from '../context';
 import { readAllRecords } from '../read-back';
 import { writeCostRecords, type CostRecordToWrite } from './cost-records';
 
@@ -20,12 +20,12 @@ export type PostedJobCost = Required<components['schemas']['JobCost']>;
 
 /** Inserts the job costs and returns them read back through the catalog (read-back.ts), in input order. */
 export async function writeJobCosts(ctx: PostingContext, costs: JobCostToWrite[]): Promise<PostedJobCost[]> {
-  const posted = await writeCostRecords(ctx, 'jobcst', 'job-costs', costs, (c) => ({
-    jobnum: c.jobNumber,
-    phsnum: c.phaseNumber,
-    cstcde: ctx.dialect.encodeDecimal(c.costCode, SCALE.costCode),
-    csttyp: c.costType,
-    empnum: c.employeeNumber ?? null,
+  const posted = await writeCostRecords(ctx, 'job-costs', costs, (c) => ({
+    jobNumber: c.jobNumber,
+    phaseNumber: c.phaseNumber,
+    costCode: c.costCode,
+    costType: c.costType,
+    employeeNumber: c.employeeNumber ?? null,
   }));
   return posted as unknown as PostedJobCost[];
 }
