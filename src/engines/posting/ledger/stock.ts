@@ -6,6 +6,7 @@ import { Dec, decToJson } from '../../../storage/decimal';
 import { SCALE, type PostingContext } from '../context';
 import { readAllRecords, readRecordsById } from '../read-back';
 import { insertChunked } from './journal';
+import { recordRow, tableOf } from '../write-rows';
 
 /**
  * Stock movements shared by every write that moves inventory (inventory allocations, source 23;
@@ -249,34 +250,32 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   // commit: stock postings serialise on it, after their part locks.
   const numbers = rangeOf(await ctx.numbers.allocateIn(trx, 'invhst', histories.length));
   const enc = dialect.encodeDecimal.bind(dialect);
+  const historyIds = histories.map(() => randomUUID());
   const rows = histories.map((h, i) => {
     const m = h.movement;
-    const id = randomUUID();
     const entered = m.enteredDate === undefined ? ctx.today : m.enteredDate;
-    return {
-      _idnum: id,
-      recnum: numbers[i]!,
-      prtnum: m.partNumber,
-      locnum: m.locationNumber,
-      trndte: m.transactionDate,
-      mvttyp: m.movementType,
-      hstqty: enc(m.quantity, SCALE.quantity),
-      untcst: enc(r4(h.unitCost), SCALE.price),
-      extcst: enc(h.value, SCALE.money),
-      balqty: enc(h.after, SCALE.quantity),
-      srcnum: m.sourceNumber,
-      srcrec: m.sourceRecordNumber,
-      entdte: entered,
-      usrnme: ctx.user,
-      actprd: m.period,
-      postyr: m.year,
-      insusr: ctx.user,
-      updusr: ctx.user,
-    };
+    return recordRow(ctx, 'inventory-histories', {
+      id: historyIds[i]!,
+      recordNumber: numbers[i]!,
+      partNumber: m.partNumber,
+      locationNumber: m.locationNumber,
+      transactionDate: m.transactionDate,
+      movementType: m.movementType,
+      quantity: m.quantity,
+      unitCost: r4(h.unitCost),
+      extendedCost: h.value,
+      quantityAfter: h.after,
+      sourceNumber: m.sourceNumber,
+      sourceRecordNumber: m.sourceRecordNumber,
+      enteredDate: entered,
+      enteredBy: ctx.user,
+      period: m.period,
+      year: m.year,
+    });
   });
-  await insertChunked(trx, 'invhst', rows);
+  await insertChunked(trx, tableOf('inventory-histories'), rows);
   // What was written, as the query engine reads it (read-back.ts): the result is the record.
-  const posted = (await readRecordsById(trx, 'inventory-histories', rows.map((r) => r._idnum))) as unknown as PostedInventoryHistory[];
+  const posted = (await readRecordsById(trx, 'inventory-histories', historyIds)) as unknown as PostedInventoryHistory[];
   let h = 0;
   movements.forEach((m, i) => {
     if (m.onHand) applied[i]!.history = posted[h++]!;
@@ -286,20 +285,18 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   const newNumbers = rangeOf(await ctx.numbers.allocateIn(trx, 'invqty', missing.length));
   await insertChunked(
     trx,
-    'invqty',
+    tableOf('inventory-quantities'),
     missing.map(([key, c], i) => {
       const [part, location] = key.split('/').map(Number) as [number, number];
-      return {
-        _idnum: randomUUID(),
-        recnum: newNumbers[i]!,
-        prtnum: part,
-        locnum: location,
-        qtyohn: enc(c.onHand, SCALE.quantity),
-        qtyavl: enc(c.available, SCALE.quantity),
-        avgcst: enc(state.get(part)!.average, SCALE.price),
-        insusr: ctx.user,
-        updusr: ctx.user,
-      };
+      return recordRow(ctx, 'inventory-quantities', {
+        id: randomUUID(),
+        recordNumber: newNumbers[i]!,
+        partNumber: part,
+        locationNumber: location,
+        quantityOnHand: c.onHand,
+        quantityAvailable: c.available,
+        averageCost: state.get(part)!.average,
+      });
     }),
   );
   for (const [, c] of cells) {
@@ -322,23 +319,21 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   }
   await insertChunked(
     trx,
-    'hstavg',
+    tableOf('historical-average-costs'),
     averageChanges.map((p, i) => {
       const s = state.get(p)!;
       const by = s.changedBy!;
-      return {
-        _idnum: randomUUID(),
-        recnum: hstNumbers[i]!,
-        prtnum: p,
-        chgdte: by.transactionDate,
-        prvavg: enc(s.storedAverage, SCALE.price),
-        newavg: enc(s.average, SCALE.price),
-        qtyohn: enc(s.quantity, SCALE.quantity),
-        srcnum: by.sourceNumber,
-        srcrec: by.sourceRecordNumber,
-        insusr: ctx.user,
-        updusr: ctx.user,
-      };
+      return recordRow(ctx, 'historical-average-costs', {
+        id: randomUUID(),
+        recordNumber: hstNumbers[i]!,
+        partNumber: p,
+        changeDate: by.transactionDate,
+        previousAverageCost: s.storedAverage,
+        newAverageCost: s.average,
+        quantityOnHand: s.quantity,
+        sourceNumber: by.sourceNumber,
+        sourceRecordNumber: by.sourceRecordNumber,
+      });
     }),
   );
   return { applied, inventory: posted };
