@@ -7,6 +7,7 @@ import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
 import type { components } from '../../../../../generated/api-types';
 import { insertChunked, writeJournal, type JournalLine } from '../../ledger/journal';
+import { childRow, childTableOf, recordRow, tableOf } from '../../write-rows';
 import { writeJobCosts, type JobCostToWrite } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { readWriteResultOf } from '../../ledger/posted-result';
@@ -311,8 +312,7 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
   },
 
   async post(ctx, input, numbers): Promise<PostOutcome<AllocationWriteResult>> {
-    const { trx, dialect } = ctx;
-    const enc = (v: Dec, scale: number) => dialect.encodeDecimal(v, scale);
+    const { trx } = ctx;
 
     // One allocation number is entered once: serialise, then look.
     await ctx.lockName(`invalc:${input.allocationNumber}`);
@@ -407,45 +407,50 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
     const posts = journalLines.length > 0;
 
     const allocationId = randomUUID();
-    await trx('invalc').insert({
-      _idnum: allocationId,
-      recnum: recordNumber,
-      alcnum: input.allocationNumber,
-      trndte: input.allocationDate,
-      dscrpt: input.description,
-      prpose: input.purpose,
-      frmloc: input.fromLocation,
-      tolocn: input.toLocation ?? null,
-      jobnum: input.jobNumber ?? null,
-      phsnum: input.phaseNumber ?? null,
-      ttlcst: enc(totalCost, SCALE.money),
-      status: input.status,
-      entdte: enteredDate,
-      usrnme: ctx.user,
-      actprd: period,
-      postyr: year,
-      lgrrec: posts ? numbers.ledgerRecord : null,
-      insusr: ctx.user,
-      updusr: ctx.user,
-    });
-    const lineIds = resolved.lines.map(() => randomUUID());
+    await trx(tableOf('inventory-allocations')).insert(
+      recordRow(ctx, 'inventory-allocations', {
+        id: allocationId,
+        recordNumber,
+        allocationNumber: input.allocationNumber,
+        transactionDate: input.allocationDate,
+        description: input.description,
+        purpose: input.purpose,
+        fromLocation: input.fromLocation,
+        toLocation: input.toLocation ?? null,
+        jobNumber: input.jobNumber ?? null,
+        phaseNumber: input.phaseNumber ?? null,
+        totalCost,
+        status: input.status,
+        enteredDate,
+        enteredBy: ctx.user,
+        period,
+        year,
+        ledgerRecordNumber: posts ? numbers.ledgerRecord : null,
+      }),
+    );
+    const lineTable = childTableOf('inventory-allocations', 'lines');
     await insertChunked(
       trx,
-      'invaln',
-      resolved.lines.map((r, i) => ({
-        _idnum: lineIds[i],
-        _idref: allocationId,
-        linnum: r.line.lineNumber,
-        prtnum: r.line.partNumber,
-        dscrpt: r.description,
-        alcqty: enc(r.line.quantity, SCALE.quantity),
-        untcst: enc(costs[i]!.unitCost, SCALE.price),
-        extcst: enc(costs[i]!.extended, SCALE.money),
-        cstcde: r.costCode === null ? null : enc(r.costCode, SCALE.costCode),
-        csttyp: r.costType,
-        insusr: ctx.user,
-        updusr: ctx.user,
-      })),
+      lineTable.table,
+      resolved.lines.map((r, i) =>
+        childRow(
+          ctx,
+          'inventory-allocations',
+          'lines',
+          {
+            id: randomUUID(),
+            lineNumber: r.line.lineNumber,
+            partNumber: r.line.partNumber,
+            description: r.description,
+            quantity: r.line.quantity,
+            unitCost: costs[i]!.unitCost,
+            extendedCost: costs[i]!.extended,
+            costCode: r.costCode,
+            costType: r.costType,
+          },
+          { [lineTable.parentColumn]: allocationId },
+        ),
+      ),
     );
 
     // The document as the query engine reads it (read-back.ts), not as built here.
@@ -491,29 +496,29 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
       if (posts) result.jobCosts = await writeJobCosts(ctx, jobCosts);
       await insertChunked(
         trx,
-        'invcsm',
-        resolved.lines.map((r, i) => ({
-          _idnum: randomUUID(),
-          recnum: numbers.consumedRecords[i]!,
-          prtnum: r.line.partNumber,
-          locnum: input.fromLocation,
-          jobnum: input.jobNumber!,
-          phsnum: input.phaseNumber ?? null,
-          cstcde: enc(r.costCode!, SCALE.costCode),
-          csttyp: r.costType,
-          trndte: input.allocationDate,
-          csmqty: enc(r.line.quantity, SCALE.quantity),
-          untcst: enc(costs[i]!.unitCost, SCALE.price),
-          extcst: enc(costs[i]!.extended, SCALE.money),
-          alcrec: recordNumber,
-          jcsrec: posts ? numbers.jobCostRecords[i]! : null,
-          entdte: enteredDate,
-          usrnme: ctx.user,
-          actprd: period,
-          postyr: year,
-          insusr: ctx.user,
-          updusr: ctx.user,
-        })),
+        tableOf('inventory-consumed'),
+        resolved.lines.map((r, i) =>
+          recordRow(ctx, 'inventory-consumed', {
+            id: randomUUID(),
+            recordNumber: numbers.consumedRecords[i]!,
+            partNumber: r.line.partNumber,
+            locationNumber: input.fromLocation,
+            jobNumber: input.jobNumber!,
+            phaseNumber: input.phaseNumber ?? null,
+            costCode: r.costCode!,
+            costType: r.costType,
+            transactionDate: input.allocationDate,
+            quantity: r.line.quantity,
+            unitCost: costs[i]!.unitCost,
+            extendedCost: costs[i]!.extended,
+            allocationRecordNumber: recordNumber,
+            jobCostRecordNumber: posts ? numbers.jobCostRecords[i]! : null,
+            enteredDate,
+            enteredBy: ctx.user,
+            period,
+            year,
+          }),
+        ),
       );
     }
     return { result };
