@@ -6,6 +6,7 @@ import { InputErrors, calendarDate } from '../../input';
 import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
 import { readRecord, type FullRecord } from '../../read-back';
 import type { PostOutcome, WriteDefinition } from '../../runner';
+import { recordRow, tableOf } from '../../write-rows';
 
 /**
  * POST /service-inventories: records a piece of serviced equipment at a client site (srvivt, the
@@ -109,22 +110,22 @@ export const serviceInventoriesWrite: WriteDefinition<ServiceInventoryInput, Num
     const { trx } = ctx;
     await checkReferences(trx, input);
     const id = randomUUID();
-    await trx('srvivt').insert({
-      _idnum: id,
-      recnum: numbers.record,
-      clnnum: input.clientNumber,
-      srvloc: input.serviceLocation,
-      dscrpt: input.description,
-      mannme: input.manufacturer,
-      modnum: input.model,
-      serial: input.serialNumber,
-      prtnum: input.partNumber,
-      insdat: input.installDate,
-      wrnend: input.warrantyEnds,
-      status: input.status,
-      insusr: ctx.user,
-      updusr: ctx.user,
-    });
+    await trx(tableOf('service-inventories')).insert(
+      recordRow(ctx, 'service-inventories', {
+        id,
+        recordNumber: numbers.record,
+        clientNumber: input.clientNumber,
+        serviceLocation: input.serviceLocation,
+        description: input.description,
+        manufacturer: input.manufacturer,
+        model: input.model,
+        serialNumber: input.serialNumber,
+        partNumber: input.partNumber,
+        installDate: input.installDate,
+        warrantyEnds: input.warrantyEnds,
+        status: input.status,
+      }),
+    );
     const document = (await readRecord(trx, 'service-inventories', id)) as unknown as PostedServiceInventory;
     return { result: { document, jobCosts: [], inventory: [] } };
   },
