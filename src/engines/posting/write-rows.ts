@@ -60,7 +60,7 @@ export function recordRow(ctx: WriteContext, entityName: string, values: Record<
   return buildRow(ctx, entityName, entity.fields, values, extra);
 }
 
-/** The storage row of one element of a child collection (e.g. `lines`); the parent key goes in `extra` under `parentColumnOf`. */
+/** The storage row of one element of a child collection (e.g. `lines`); the parent key goes in `extra` under `childTableOf(...).parentColumn`. */
 export function childRow(ctx: WriteContext, entityName: string, collection: string, values: Record<string, PublishedValue>, extra: StorageRow = {}): StorageRow {
   const entity = entityOf(entityName);
   const child = Object.hasOwn(entity.children, collection) ? entity.children[collection] : undefined;
