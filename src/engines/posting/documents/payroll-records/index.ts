@@ -94,8 +94,12 @@ export interface PayrollPostResult {
   year: number;
 }
 
+/** The request body as the contract defines it (generated/api-types.ts). */
+type PayrollPostBody = components['schemas']['PayrollPostInput'];
+
 export function preparePayrollPost(body: unknown): PayrollPostInput {
-  const b = (body ?? {}) as Record<string, any>;
+  // The contract validator has checked the body against PayrollPostInput before dispatch.
+  const b = (body ?? {}) as PayrollPostBody;
   const errors = new InputErrors();
   const byDate = b.periodEndDate !== undefined;
   const byNumbers = b.recordNumbers !== undefined;

@@ -49,9 +49,13 @@ interface Numbers {
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
+/** The request body as the contract defines it (generated/api-types.ts). */
+type ServiceInventoryBody = components['schemas']['ServiceInventoryInput'];
+
 export function prepareServiceInventory(body: unknown): ServiceInventoryInput {
   // Shapes, types and ranges were checked by the contract validator (400 naming the field).
-  const b = (body ?? {}) as Record<string, any>;
+  // The contract validator has checked the body against ServiceInventoryInput before dispatch.
+  const b = (body ?? {}) as ServiceInventoryBody;
   const input: ServiceInventoryInput = {
     clientNumber: Number(b.clientNumber),
     serviceLocation: Number(b.serviceLocation),

@@ -66,9 +66,13 @@ type Numbers = LedgerRecordNumbers;
 
 const optInt = (v: unknown): number | undefined => (v === undefined || v === null ? undefined : Number(v));
 
+/** The request body as the contract defines it (generated/api-types.ts). */
+type ServiceWorkOrderPostBody = components['schemas']['ServiceWorkOrderPostInput'];
+
 export function prepareServiceInvoicePost(body: unknown): ServiceInvoicePostInput {
   // Shapes, types and ranges were checked by the contract validator (400 naming the field).
-  const b = (body ?? {}) as Record<string, any>;
+  // The contract validator has checked the body against ServiceWorkOrderPostInput before dispatch.
+  const b = (body ?? {}) as ServiceWorkOrderPostBody;
   const errors = new InputErrors();
   const input: ServiceInvoicePostInput = { recordNumber: Number(b.recordNumber) };
   const invoiceDate = calendarDate(b.invoiceDate, 'invoiceDate', errors);
