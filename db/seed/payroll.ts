@@ -44,6 +44,27 @@ export interface EarningsTotals {
   net: Dec;
 }
 
+/** A timecard line row of payroll record `id` (posted and Computed records alike). */
+function timecardRow(ctx: Ctx, id: string, k: number, l: TimeLine, e: Employee, audit: Record<string, unknown>): Record<string, unknown> {
+  return {
+    _idnum: ctx.uuid(),
+    _idref: id,
+    linnum: k + 1,
+    wrkdte: l.workDate,
+    jobnum: l.job?.num ?? null,
+    phsnum: l.phase,
+    cstcde: l.code ? code(l.code) : null,
+    eqpnum: l.equipment,
+    paytyp: l.payType,
+    hrswrk: hours(l.hours),
+    payrte: price(l.rate),
+    amount: money(l.amount),
+    wkrcmp: e.workersComp,
+    dscrpt: l.description,
+    ...audit,
+  };
+}
+
 export class Payroll {
   /** Year-to-date per employee and paycheck line description. */
   private readonly ytd = new Map<number, Map<string, Dec>>();
@@ -169,23 +190,7 @@ export class Payroll {
         ...ctx.txn(checkDate, addDays(weekEnd, 2), user, 9 * 60 + (recnum % 400), checkDate),
       });
       lines.forEach((l, k) => {
-        ctx.add('tmcdln', {
-          _idnum: ctx.uuid(),
-          _idref: id,
-          linnum: k + 1,
-          wrkdte: l.workDate,
-          jobnum: l.job?.num ?? null,
-          phsnum: l.phase,
-          cstcde: l.code ? code(l.code) : null,
-          eqpnum: l.equipment,
-          paytyp: l.payType,
-          hrswrk: hours(l.hours),
-          payrte: price(l.rate),
-          amount: money(l.amount),
-          wkrcmp: e.workersComp,
-          dscrpt: l.description,
-          ...ctx.audit(addDays(weekEnd, 2), 9 * 60, user),
-        });
+        ctx.add('tmcdln', timecardRow(ctx, id, k, l, e, ctx.audit(addDays(weekEnd, 2), 9 * 60, user)));
         if (l.job) {
           sim.jobCost({
             job: l.job.num,
@@ -414,23 +419,7 @@ export class Payroll {
         ...ctx.txn(checkDate, CUTOFF_DATE, user, 15 * 60 + (recnum % 120)),
       });
       lines.forEach((l, k) => {
-        ctx.add('tmcdln', {
-          _idnum: ctx.uuid(),
-          _idref: id,
-          linnum: k + 1,
-          wrkdte: l.workDate,
-          jobnum: l.job?.num ?? null,
-          phsnum: l.phase,
-          cstcde: l.code ? code(l.code) : null,
-          eqpnum: l.equipment,
-          paytyp: l.payType,
-          hrswrk: hours(l.hours),
-          payrte: price(l.rate),
-          amount: money(l.amount),
-          wkrcmp: e.workersComp,
-          dscrpt: l.description,
-          ...ctx.audit(CUTOFF_DATE, 15 * 60, user),
-        });
+        ctx.add('tmcdln', timecardRow(ctx, id, k, l, e, ctx.audit(CUTOFF_DATE, 15 * 60, user)));
       });
     }
   }
