@@ -2,7 +2,7 @@ import express, { Router } from 'express';
 import type { Services } from './services';
 import { correlation } from './http/middleware/correlation';
 import { requestLog } from './http/middleware/request-log';
-import { authenticate } from './http/middleware/auth';
+import { authenticate, requireScope } from './http/middleware/auth';
 import { filterDepthGuard, jsonBody } from './http/middleware/body';
 import { errorHandler, notFound } from './http/errors/handler';
 import { contractValidator } from './http/contract-validator';
@@ -21,7 +21,7 @@ export const API_BASE = '/api/v3';
 /**
  * The request pipeline, in order:
  *   correlation id + trace -> operation label, metrics, request log -> ops routes (/healthz, /readyz,
- *   /metrics, /openapi.*, /docs) -> [/api/v3: auth -> rate limit -> body (415/413/400) -> filter
+ *   /metrics, /openapi.*, /docs) -> [/api/v3: auth -> scope -> rate limit -> body (415/413/400) -> filter
  *   depth bound -> contract validation -> handler] -> problem documents for everything that failed.
  */
 export function createApp(services: Services): express.Express {
@@ -49,6 +49,8 @@ export function createApp(services: Services): express.Express {
   const api = Router();
   api.use(defaultIdempotencyStatus);
   api.use(authenticate(services.keys, services.boundary));
+  // Scoped keys only (src/auth/scopes.ts): 403 SCOPE_MISSING before any other work.
+  api.use(requireScope);
   api.use(rateLimit(new RateLimiter({ perMinute: services.config.rateLimitPerMinute })));
   // Maintenance lock: 423 for every read and write (memory only; ping/lock/un-lock pass).
   api.use(lockGate(services.lock));

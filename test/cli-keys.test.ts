@@ -52,8 +52,8 @@ test('create prints the new key alone on the last line; list shows it without ke
 
   const list = keys('list');
   assert.equal(list.code, 0, list.stderr);
-  assert.match(list.stdout, /^ID\s+NAME\s+ROLE\s+STATE\s+CREATED/m);
-  assert.match(list.stdout, /Nightly sync\s+integration\s+active/);
+  assert.match(list.stdout, /^ID\s+NAME\s+ROLE\s+STATE\s+SCOPES\s+CREATED/m);
+  assert.match(list.stdout, /Nightly sync\s+integration\s+active\s+all\s/, 'a key created without --scopes is unscoped');
   assert.match(list.stdout, /Ops\s+admin\s+active/);
   assert.ok(!list.stdout.includes(key) && !list.stdout.includes(adminKey), 'list never shows a key');
   assert.doesNotMatch(list.stdout, /[0-9a-f]{64}/, 'list never shows a hash');
@@ -116,4 +116,29 @@ test('the key is stored hashed by the CLI too', async () => {
   const raw = fs.readFileSync(path.join(dir, 'books.sqlite'));
   const wal = fs.existsSync(path.join(dir, 'books.sqlite-wal')) ? fs.readFileSync(path.join(dir, 'books.sqlite-wal')) : Buffer.alloc(0);
   assert.ok(!raw.includes(key) && !wal.includes(key), 'the key is nowhere in the database file');
+});
+
+test('create --scopes stores the scopes with the hashed key; list shows them; the server enforces them', async () => {
+  const created = keys('create', '--name', 'Reader', '--scopes', 'read, pii,read');
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(created.stdout, /scopes read,pii/);
+  const key = lastLine(created.stdout);
+  assert.match(keys('list').stdout, /Reader\s+integration\s+active\s+read,pii\s/);
+
+  const bad = keys('create', '--name', 'Typo', '--scopes', 'read,wrte');
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /unknown scope "wrte"/);
+  assert.doesNotMatch(keys('list').stdout, /Typo/, 'nothing is created on a usage error');
+
+  let app: TestApp | undefined;
+  try {
+    app = await startTestApp({ databaseUrl });
+    assert.equal((await app.post('/api/v3/vendors/query', { page: { pageSize: 1 } }, key)).status, 200);
+    const refused = await app.post('/api/v3/utility/lock', { userName: 'reader' }, key);
+    const body = assertProblem(refused, 'SCOPE_MISSING');
+    assert.equal(refused.status, 403);
+    assert.equal(body.requiredScope, 'lock');
+  } finally {
+    await app?.close();
+  }
 });

@@ -71,6 +71,8 @@ export interface EntityDef {
   matchFields: string[];
   /** Entity-specific request fields (empty for BaseQueryRequest), by request property name. */
   requestExtras: Record<string, RequestExtra>;
+  /** Fields withheld from this view of the entity (src/catalog/pii.ts); naming one is 400, not "unknown". */
+  withheld?: readonly string[];
 }
 
 export type Catalog = Record<string, EntityDef>;

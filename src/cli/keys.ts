@@ -1,8 +1,9 @@
 /**
  * API keys, from the project directory, against the same DATABASE_URL as the server:
  *
- *   npm run keys -- create --name NAME [--admin]     the new key alone on the last line of stdout
- *   npm run keys -- list                             id, name, role, state, created (never a key or hash)
+ *   npm run keys -- create --name NAME [--admin] [--scopes read,write,...]
+ *                                                    the new key alone on the last line of stdout
+ *   npm run keys -- list                             id, name, role, state, scopes, created (never a key or hash)
  *   npm run keys -- disable KEY --reason "TEXT"      requests get 503 with TEXT and Retry-After 300
  *   npm run keys -- enable KEY
  *   npm run keys -- revoke KEY                       permanent: requests get 401
@@ -14,11 +15,15 @@ import type { Knex } from 'knex';
 import { ConfigError, loadConfig } from '../config';
 import { openDatabase, parseDatabaseUrl } from '../storage/database';
 import { ApiKeyRepository, type ApiKeyRecord } from '../storage/api-keys';
+import { parseScopes, SCOPES, type Scope } from '../auth/scopes';
 import { migrateLatest } from '../../db/migrate';
 
 const USAGE = `usage: npm run keys -- <command>
-  create --name NAME [--admin]    create a key (role integration, or admin with --admin); prints the key last
-  list                            list keys: id, name, role, state, created, reason
+  create --name NAME [--admin] [--scopes LIST]
+                                  create a key (role integration, or admin with --admin); prints the key last.
+                                  Without --scopes the key may do everything the spec allows (PII included);
+                                  with --scopes (comma-separated: ${SCOPES.join(', ')}) only that.
+  list                            list keys: id, name, role, state, scopes, created, reason
   disable KEY --reason "TEXT"     switch the service off for a key (503 with the reason, Retry-After 300)
   enable KEY                      switch it back on
   revoke KEY                      revoke for good (401 from then on)
@@ -70,12 +75,29 @@ function textFlag(p: Parsed, name: string, max: number): string {
   return value.trim();
 }
 
+/** `all` for an unscoped key (the spec's key), `none` for a key created with an empty list. */
+function scopeText(k: ApiKeyRecord): string {
+  if (k.scopes === null) return 'all';
+  return k.scopes.length === 0 ? 'none' : k.scopes.join(',');
+}
+
 function describe(k: ApiKeyRecord): string {
-  return `${k.id}  ${k.name}  role=${k.role}  state=${k.state}${k.reason ? `  reason="${k.reason}"` : ''}`;
+  return `${k.id}  ${k.name}  role=${k.role}  state=${k.state}  scopes=${scopeText(k)}${k.reason ? `  reason="${k.reason}"` : ''}`;
+}
+
+function scopesFlag(p: Parsed): Scope[] | null {
+  const value = p.flags.get('scopes');
+  if (value === undefined) return null;
+  if (typeof value !== 'string') throw new UsageError('--scopes needs a comma-separated list');
+  try {
+    return parseScopes(value);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }
 
 function table(keys: ApiKeyRecord[]): string {
-  const rows = [['ID', 'NAME', 'ROLE', 'STATE', 'CREATED', 'REASON'], ...keys.map((k) => [k.id, k.name, k.role, k.state, k.createdAt, k.reason ?? ''])];
+  const rows = [['ID', 'NAME', 'ROLE', 'STATE', 'SCOPES', 'CREATED', 'REASON'], ...keys.map((k) => [k.id, k.name, k.role, k.state, scopeText(k), k.createdAt, k.reason ?? ''])];
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
 }
@@ -89,11 +111,12 @@ async function find(repo: ApiKeyRepository, value: string): Promise<ApiKeyRecord
 async function run(p: Parsed, repo: ApiKeyRepository, out: (line: string) => void): Promise<void> {
   switch (p.command) {
     case 'create': {
-      allowOnly(p, ['name', 'admin'], 0);
+      allowOnly(p, ['name', 'admin', 'scopes'], 0);
       const name = textFlag(p, 'name', 100);
       const role = p.flags.get('admin') === true ? 'admin' : 'integration';
-      const { key, record } = await repo.create(name, role);
-      out(`created ${role} key "${record.name}" (id ${record.id}); it is stored hashed and cannot be shown again:`);
+      const scopes = scopesFlag(p);
+      const { key, record } = await repo.create(name, role, undefined, scopes);
+      out(`created ${role} key "${record.name}" (id ${record.id}, scopes ${scopeText(record)}); it is stored hashed and cannot be shown again:`);
       out(key);
       return;
     }

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { Scope } from '../auth/scopes';
 
 export type KeyRole = 'integration' | 'admin';
 export type KeyState = 'active' | 'disabled' | 'revoked';
@@ -11,6 +12,8 @@ export interface ApiKeyRecord {
   state: KeyState;
   reason: string | null;
   createdAt: string;
+  /** null: an unscoped key (everything the spec grants). Stored space-separated in `apikey.scopes`. */
+  scopes: Scope[] | null;
 }
 
 const TABLE = 'apikey';
@@ -24,6 +27,11 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key.trim().toLowerCase()).digest('hex');
 }
 
+/** `apikey.scopes` (space-separated, NULL for an unscoped key) as the record holds it. */
+export function scopesFromColumn(value: unknown): Scope[] | null {
+  return value == null ? null : (String(value).split(' ').filter(Boolean) as Scope[]);
+}
+
 function toRecord(row: any): ApiKeyRecord {
   return {
     id: row.id,
@@ -32,6 +40,7 @@ function toRecord(row: any): ApiKeyRecord {
     state: row.state,
     reason: row.reason ?? null,
     createdAt: row.created_at instanceof Date ? row.created_at.toISOString() : String(row.created_at),
+    scopes: scopesFromColumn(row.scopes),
   };
 }
 
@@ -43,7 +52,8 @@ export class ApiKeyRepository {
     return row ? toRecord(row) : undefined;
   }
 
-  async create(name: string, role: KeyRole, key: string = randomUUID()): Promise<{ key: string; record: ApiKeyRecord }> {
+  /** `scopes` null (the default): an unscoped key. An empty list is a key that may only ping. */
+  async create(name: string, role: KeyRole, key: string = randomUUID(), scopes: readonly Scope[] | null = null): Promise<{ key: string; record: ApiKeyRecord }> {
     const id = randomUUID();
     await this.knex(TABLE).insert({
       id,
@@ -53,6 +63,7 @@ export class ApiKeyRepository {
       state: 'active',
       reason: null,
       created_at: new Date().toISOString(),
+      scopes: scopes === null ? null : scopes.join(' '),
     });
     const record = await this.knex(TABLE).where({ id }).first();
     return { key, record: toRecord(record) };

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ApiProblem } from '../errors/problem';
-import { ApiKeyRepository, hashApiKey, type ApiKeyRecord } from './api-keys';
+import { ApiKeyRepository, hashApiKey, scopesFromColumn, type ApiKeyRecord } from './api-keys';
 import type { Engine } from './database';
 import { fromDbTime, toDbTime } from './db-time';
 
@@ -188,7 +188,7 @@ export class MaintenanceLock {
   }
 
   private async takeSnapshot(): Promise<void> {
-    const rows = await this.knex('apikey').select('id', 'key_hash', 'name', 'role', 'state', 'reason', 'created_at');
+    const rows = await this.knex('apikey').select('id', 'key_hash', 'name', 'role', 'state', 'reason', 'created_at', 'scopes');
     const map = new Map<string, ApiKeyRecord>();
     for (const row of rows) {
       map.set(String(row.key_hash), {
@@ -198,6 +198,7 @@ export class MaintenanceLock {
         state: row.state,
         reason: row.reason ?? null,
         createdAt: (fromDbTime(row.created_at) ?? new Date(0)).toISOString(),
+        scopes: scopesFromColumn(row.scopes),
       });
     }
     this.keySnapshot = map;

@@ -18,6 +18,7 @@ import { ApiProblem } from '../../errors/problem';
 import { isStorableText } from '../../catalog/bounds';
 import type { QueryDialect, SnapshotReader } from '../../storage/dialect';
 import { Issues } from '../query/issues';
+import { withheldIssue } from '../../catalog/pii';
 import { filterDepth, resolveFilter } from '../query/filters';
 import { recordDecoder } from '../query/envelope';
 import { applyCondition, BASE, col, INLINE_PARAM_BUDGET } from '../query/sql';
@@ -64,6 +65,7 @@ export function planMatch(entity: EntityDef, body: MatchRequest, options: PlanOp
     body.matchFields.forEach((name, i) => {
       const field = typeof name === 'string' && entity.matchFields.includes(name) ? entity.fields[name] : undefined;
       if (!field) {
+        if (withheldIssue(entity, name, `matchFields[${i}]`, issues)) return;
         issues.add('UNKNOWN_FIELD', `matchFields[${i}]`, 'unknown_field', `"${String(name)}" is not a match field of ${entity.entity} (match fields: ${entity.matchFields.join(', ')})`);
       } else if (!matchFields.includes(field)) matchFields.push(field);
     });
@@ -72,6 +74,7 @@ export function planMatch(entity: EntityDef, body: MatchRequest, options: PlanOp
   if (Array.isArray(body.select)) {
     body.select.forEach((name, i) => {
       const field = typeof name === 'string' && Object.prototype.hasOwnProperty.call(entity.fields, name) ? entity.fields[name] : undefined;
+      if (!field && withheldIssue(entity, name, `select[${i}]`, issues)) return;
       if (!field) issues.add('UNKNOWN_FIELD', `select[${i}]`, 'unknown_field', `"${String(name)}" is not a field of ${entity.entity}`);
       else if (!select.includes(field)) select.push(field);
     });

@@ -7,6 +7,7 @@
 import type { ChildDef, EntityDef, FieldDef } from '../../catalog/types';
 import { ApiProblem } from '../../errors/problem';
 import { Issues } from './issues';
+import { withheldIssue } from '../../catalog/pii';
 import { filterDepth, resolveFieldName, resolveFilter } from './filters';
 import type { Condition, FilterNode, FilterValue, MatchLeaf, OrderTerm, QueryPlan, QueryRequest } from './types';
 import { isCalendarDate } from './values';
@@ -123,6 +124,7 @@ function resolveSelect(entity: EntityDef, names: unknown, children: ChildDef[], 
     const collection = dot > 0 ? name.slice(0, dot) : name;
     const child = Object.prototype.hasOwnProperty.call(entity.children, collection) ? entity.children[collection] : undefined;
     if (!child) {
+      if (withheldIssue(entity, name, path, issues)) return;
       issues.add('UNKNOWN_FIELD', path, 'unknown_field', `"${name}" is not a field of ${entity.entity}`);
       return;
     }

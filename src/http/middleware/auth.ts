@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import { ApiProblem } from '../../errors/problem';
 import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
 import type { Boundary } from '../../storage/boundary';
+import { holdsScope, OPERATION_SCOPES } from '../../auth/scopes';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -56,4 +57,23 @@ export const requireAdmin: RequestHandler = (_req, res, next) => {
     return;
   }
   next();
+};
+
+/**
+ * Scoped keys (src/auth/scopes.ts): 403 SCOPE_MISSING when the key was created with scopes that
+ * do not include the one the operation needs. Unscoped keys pass (the spec's behaviour); requests
+ * that match no operation pass on to their 404/405.
+ */
+export const requireScope: RequestHandler = (_req, res, next) => {
+  const key = res.locals.apiKey;
+  const needed = OPERATION_SCOPES.get(String(res.locals.operationId));
+  if (!key || !needed || holdsScope(key.scopes, needed)) {
+    next();
+    return;
+  }
+  next(
+    new ApiProblem('SCOPE_MISSING', `This API key was created without the ${needed} scope, which this operation needs.`, {
+      extensions: { requiredScope: needed },
+    }),
+  );
 };

@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../services';
 import type { Catalog, EntityDef } from '../../catalog/types';
 import { CATALOG } from '../../../generated/catalog';
@@ -9,6 +9,8 @@ import { planQuery } from '../../engines/query/plan';
 import { executeMatch, planMatch } from '../../engines/match/run';
 import type { QueryRequest } from '../../engines/query/types';
 import type { MatchRequest } from '../../engines/match/types';
+import { withoutPii } from '../../catalog/pii';
+import { holdsScope } from '../../auth/scopes';
 
 /**
  * POST /{entity}/query and /{entity}/match: one generic handler each over the catalog.
@@ -19,17 +21,18 @@ export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Rou
   const router = Router();
   const qd = queryDialectFor(services.engine);
 
-  const entityOf = (req: Request, operation: 'query' | 'match'): EntityDef => {
+  /** The entity as the calling key sees it: without employee PII unless the key holds `pii`. */
+  const entityOf = (req: Request, res: Response, operation: 'query' | 'match'): EntityDef => {
     const name = String(req.params.entity);
     const entity = Object.prototype.hasOwnProperty.call(catalog, name) ? catalog[name] : undefined;
     if (!entity || (operation === 'match' && entity.matchFields.length === 0)) {
       throw new ApiProblem('UNKNOWN_ENTITY', `There is no ${operation} operation for entity "${name}".`);
     }
-    return entity;
+    return holdsScope(res.locals.apiKey?.scopes, 'pii') ? entity : withoutPii(entity);
   };
 
   router.post('/:entity/query', async (req, res) => {
-    const entity = entityOf(req, 'query');
+    const entity = entityOf(req, res, 'query');
     const plan = planQuery(entity, (req.body ?? {}) as QueryRequest, { maxFilterDepth: services.config.maxFilterDepth });
     // Through the on-premise boundary: deadline (504) and driver errors (502).
     const envelope = await services.boundary.read((db) => executePlan(db, qd, plan), { what: `reading ${entity.entity}` });
@@ -37,7 +40,7 @@ export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Rou
   });
 
   router.post('/:entity/match', async (req, res) => {
-    const entity = entityOf(req, 'match');
+    const entity = entityOf(req, res, 'match');
     const plan = planMatch(entity, (req.body ?? {}) as MatchRequest, { maxFilterDepth: services.config.maxFilterDepth });
     const result = await services.boundary.read((db) => executeMatch(db, qd, plan), { what: `matching ${entity.entity}` });
     res.json(result);

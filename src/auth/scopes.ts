@@ -1,0 +1,63 @@
+/**
+ * Scoped API keys, beyond the spec and off by default (docs/decisions.md, "Integrator's toolkit").
+ *
+ * A key created without scopes is the spec's key: it may call every operation and reads employee
+ * PII. A key created with scopes may call only the operations whose scope it holds, and reads
+ * employee PII only with `pii`. This file is the one place that says which scope an operation
+ * needs: a new operation (for example the webhook routes) is covered by the first rule its path
+ * matches, so it gets a scope without anyone remembering to add one.
+ */
+import { OPERATIONS } from '../../generated/operations';
+import type { OperationInfo } from '../catalog/types';
+
+export const SCOPES = ['read', 'write', 'lock', 'events:manage', 'pii'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** What each scope grants, for `keys create --help` and the README. */
+export const SCOPE_MEANING: Record<Scope, string> = {
+  read: 'POST /{entity}/query and /{entity}/match',
+  write: 'the posting operations (ledger transactions, AP invoices, ...)',
+  lock: 'POST /utility/lock and /utility/un-lock (override included)',
+  'events:manage': 'the webhook endpoint and delivery operations',
+  pii: 'employee personal data in reads and matches (without it the fields are removed, and naming them is 400)',
+};
+
+/**
+ * Path rules, first match wins. `null`: any valid key (ping measures reachability only).
+ * The last rule makes every other operation (the writes) need `write`.
+ */
+const RULES: ReadonlyArray<readonly [RegExp, Scope | null]> = [
+  [/^\/utility\/ping$/, null],
+  [/^\/utility\/(lock|un-lock)$/, 'lock'],
+  [/^\/[^/]+\/(query|match)$/, 'read'],
+  [/^\/webhook-(endpoints|deliveries)(\/|$)/, 'events:manage'],
+  [/./, 'write'],
+];
+
+export function scopeForPath(path: string): Scope | null {
+  for (const [pattern, scope] of RULES) if (pattern.test(path)) return scope;
+  return 'write';
+}
+
+function buildTable(operations: readonly OperationInfo[]): Map<string, Scope | null> {
+  return new Map(operations.map((op) => [op.operationId, scopeForPath(op.path)]));
+}
+
+/** operationId -> the scope it needs (null: none), for every operation of openapi.yaml. */
+export const OPERATION_SCOPES: ReadonlyMap<string, Scope | null> = buildTable(OPERATIONS);
+
+/** Parses `read,write` or `read write`; throws naming the first unknown scope. */
+export function parseScopes(text: string): Scope[] {
+  const names = text.split(/[\s,]+/).filter(Boolean);
+  const out: Scope[] = [];
+  for (const name of names) {
+    if (!(SCOPES as readonly string[]).includes(name)) throw new Error(`unknown scope "${name}" (scopes: ${SCOPES.join(', ')})`);
+    if (!out.includes(name as Scope)) out.push(name as Scope);
+  }
+  return out;
+}
+
+/** `scopes` undefined or null: an unscoped key, which holds every scope (the spec's behaviour). */
+export function holdsScope(scopes: readonly Scope[] | null | undefined, scope: Scope): boolean {
+  return scopes == null || scopes.includes(scope);
+}
