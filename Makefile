@@ -43,13 +43,17 @@ run: build
 seed: install
 	$(TSX) db/seed/cli.ts
 
+# STATUS_LOG collects every (operation, status) pair the suite answered; scripts/check-statuses.ts
+# then fails on any status its operation does not declare in openapi.yaml.
 test-sqlite: install
-	TEST_ENGINE=sqlite node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES)
+	@log=$$(mktemp); TEST_ENGINE=sqlite STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
+	rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc
 
 # Runs the same suite on PostgreSQL when TEST_POSTGRES_URL is set (CI sets it).
 test-postgres: install
 	@if [ -n "$$TEST_POSTGRES_URL" ]; then \
-	  TEST_ENGINE=postgres node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
+	  log=$$(mktemp); TEST_ENGINE=postgres STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
+	  rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc; \
 	else echo "TEST_POSTGRES_URL not set: PostgreSQL suite skipped"; fi
 
 test: install check-generated lint typecheck

@@ -20,6 +20,7 @@ import { createApp } from '../../src/app';
 import { parseDatabaseUrl, openDatabase, type Engine } from '../../src/storage/database';
 import { migrateLatest } from '../../db/migrate';
 import { seedDemoCompany } from '../../db/seed';
+import { recordStatuses } from './statuses';
 
 export interface TestApp {
   app: express.Express;
@@ -216,6 +217,8 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
       return body === undefined ? req : req.set('Content-Type', 'application/json').send(body as object);
     },
     async close() {
+      // STATUS_LOG set (make test): the (operation, status) pairs this app answered, for scripts/check-statuses.ts.
+      await recordStatuses(app.locals.metrics?.registry);
       await knex.destroy();
       await db.drop();
     },
