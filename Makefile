@@ -5,7 +5,7 @@ NODE_BIN := node_modules/.bin
 TSX := $(NODE_BIN)/tsx
 TEST_FILES = $(shell find test -name '*.test.ts' | sort)
 
-.PHONY: help install generate check-generated lint typecheck build run test test-sqlite test-postgres bench seed
+.PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed
 
 help:
 	@echo "make run     install, build, migrate + seed the embedded database, start the server"
@@ -30,6 +30,10 @@ check-generated: install
 
 lint: install
 	$(NODE_BIN)/redocly lint openapi.yaml --config .redocly.yaml --format stylish
+
+# The breaking-change gate: the public document against the published 3.0.0 baseline (Optic).
+check-breaking: install
+	$(TSX) scripts/check-breaking.ts
 
 typecheck: install
 	$(NODE_BIN)/tsc -p tsconfig.json --noEmit
@@ -56,7 +60,7 @@ test-postgres: install
 	  rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc; \
 	else echo "TEST_POSTGRES_URL not set: PostgreSQL suite skipped"; fi
 
-test: install check-generated lint typecheck
+test: install check-generated lint check-breaking typecheck
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 
