@@ -1,6 +1,8 @@
 import express, { Router } from 'express';
 import type { Services } from './services';
 import { correlation } from './http/middleware/correlation';
+import { traceSpan } from './http/middleware/trace-span';
+import { ensureTraceContext } from './telemetry/tracing';
 import { requestLog } from './http/middleware/request-log';
 import { authenticate, requireScope } from './http/middleware/auth';
 import { filterDepthGuard, jsonBody } from './http/middleware/body';
@@ -40,6 +42,9 @@ export function createApp(services: Services): express.Express {
   app.locals.opsState = opsState;
 
   app.use(correlation);
+  // OpenTelemetry: the request's span; everything after runs in its context (telemetry/tracing.ts).
+  ensureTraceContext();
+  app.use(traceSpan);
   app.use(operationLabel(operations));
   app.use(metrics.observe);
   app.use(requestLog(services.logger));

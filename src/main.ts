@@ -6,6 +6,7 @@
 import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
 import { startServer, type RunningServer } from './server';
+import { startTracing } from './telemetry/tracing';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -20,6 +21,11 @@ async function main(): Promise<void> {
   }
 
   const logger = pino({ level: config.logLevel });
+  // OpenTelemetry: the SDK and OTLP exporter load only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  const stopTracing = await startTracing(process.env).catch((err: unknown) => {
+    logger.warn({ err }, 'tracing not started');
+    return async () => {};
+  });
   let running: RunningServer;
   try {
     running = await startServer(config, { logger });
@@ -37,7 +43,10 @@ async function main(): Promise<void> {
     }
     stopping = true;
     logger.info({ signal }, 'signal received');
-    running.close().then(
+    running
+      .close()
+      .then(() => stopTracing().catch(() => undefined))
+      .then(
       () => process.exit(0),
       (err) => {
         logger.error({ err }, 'shutdown failed');

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { traceStatements } from './telemetry/tracing';
 import type { Config } from './config';
 import type { Engine } from './storage/database';
 import { dialectFor, type Dialect } from './storage/dialect';
@@ -32,6 +33,8 @@ export interface Services {
 }
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
+  // A span per statement while a request's span records (nothing to do otherwise).
+  traceStatements(knex, engine);
   const dialect = dialectFor(engine);
   const lock = new MaintenanceLock(knex, engine, logger);
   const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });

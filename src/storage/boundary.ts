@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import { ApiProblem } from '../errors/problem';
 import type { Engine } from './database';
 import { publishedFieldOf } from './column-fields';
+import { currentTraceId, inSpan } from '../telemetry/tracing';
+import { traceSessionStatement } from './trace-session';
 
 /**
  * The on-premise boundary: every read and write of the books reaches the database through
@@ -391,7 +393,8 @@ export class Boundary {
   /** A read (or any statement outside a posting transaction) under the deadline; a timeout is 504. */
   async read<T>(fn: (db: Knex) => Promise<T>, call: BoundaryCall<T> = {}): Promise<T> {
     try {
-      return await this.within(() => fn(this.deps.knex), call);
+      // The engine step's span (its statements are its children: telemetry/tracing.ts).
+      return await inSpan(`read ${call.what ?? ''}`.trim(), { 'db.system': this.deps.engine }, () => this.within(() => fn(this.deps.knex), call));
     } catch (err) {
       if (err instanceof DeadlineExceeded) throw upstreamTimeout(err.what, false);
       throw err;
@@ -404,10 +407,14 @@ export class Boundary {
    * OutcomeUnknown, a failure before it with the (mapped) driver error: nothing committed.
    */
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>, call: BoundaryCall<T> = {}): Promise<T> {
-    return this.within(async () => {
+    return inSpan(`transaction ${call.what ?? ''}`.trim(), { 'db.system': this.deps.engine }, () => this.within(async () => {
       let commitSent = false;
       try {
         return await this.deps.knex.transaction(async (trx) => {
+          // The request's trace id on the database session, for the database administrator.
+          const traceId = currentTraceId();
+          const label = traceId ? traceSessionStatement(trx, this.deps.engine, traceId) : undefined;
+          if (label) await label;
           const value = await fn(trx);
           commitSent = true;
           return value;
@@ -419,7 +426,7 @@ export class Boundary {
         }
         throw err;
       }
-    }, call);
+    }, call));
   }
 
   /** Driver error -> ApiProblem (502/400/504); ApiProblem, DeadlineExceeded and unexpected errors unchanged. */
