@@ -2272,7 +2272,8 @@ export interface paths {
          *     and `userName`, every database connection of the service is dropped, and until it is released
          *     every read and write under /api/v3 answers 423 MAINTENANCE_LOCK naming the holder. The lock
          *     survives a restart of the service. Any valid API key may lock; 403 FORBIDDEN only when the
-         *     operator restricted locking to admin keys (LOCK_ADMIN_ONLY).
+         *     operator restricted locking to admin keys (LOCK_ADMIN_ONLY), 403 SCOPE_MISSING for a key created
+         *     with scopes that do not include `lock`.
          */
         post: operations["lockDatabase"];
         delete?: never;
@@ -2317,7 +2318,8 @@ export interface paths {
          * Release the maintenance lock
          * @description Releases the maintenance lock. The holder (same `userName`) unlocks; anyone else gets 409 LOCK_HELD
          *     naming the holder unless `override` is true (then any caller unlocks). Any valid API key may
-         *     un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY).
+         *     un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY),
+         *     403 SCOPE_MISSING for a key created with scopes that do not include `lock`.
          */
         post: operations["unlockDatabase"];
         delete?: never;
