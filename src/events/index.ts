@@ -44,8 +44,8 @@ export class Events {
   readonly delivery: DeliveryWorker;
   readonly policy: TargetPolicy;
   readonly clock: () => Date;
-  private timers: NodeJS.Timeout[] = [];
-  private running: Promise<unknown> = Promise.resolve();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly running = new Set<Promise<unknown>>();
   private stopped = false;
   private readonly holder = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
@@ -94,13 +94,15 @@ export class Events {
     const loop = (name: string, everyMs: number, run: () => Promise<unknown>) => {
       const tick = () => {
         if (this.stopped) return;
-        this.running = (this.o.isLocked?.() ? Promise.resolve() : run())
+        const cycle: Promise<unknown> = (this.o.isLocked?.() ? Promise.resolve() : run())
           .catch((err) => this.o.logger.warn({ err, worker: name }, 'events worker cycle failed'))
           .finally(() => {
-            if (!this.stopped) this.timers.push(setTimeout(tick, everyMs).unref());
+            this.running.delete(cycle);
+            if (!this.stopped) this.timers.set(name, setTimeout(tick, everyMs).unref());
           });
+        this.running.add(cycle);
       };
-      this.timers.push(setTimeout(tick, Math.min(everyMs, 1000)).unref());
+      this.timers.set(name, setTimeout(tick, Math.min(everyMs, 1000)).unref());
     };
     loop('detector', this.o.config.eventDetectionIntervalSeconds * 1000, () => this.detectNow());
     loop('delivery', 1000, async () => {
@@ -112,8 +114,8 @@ export class Events {
   /** Stops the timers and waits for the cycle in flight; lets another process take the detection lease at once. */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const t of this.timers) clearTimeout(t);
-    await this.running.catch(() => undefined);
+    for (const t of this.timers.values()) clearTimeout(t);
+    await Promise.all([...this.running]);
     await this.store.releaseLease('detector', this.holder).catch(() => undefined);
   }
 
