@@ -10,6 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import YAML from 'yaml';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
 import { startTestApp, type TestApp } from './support/app';
 import { installEvents, type EventsHarness } from './support/events';
@@ -85,8 +87,22 @@ function signedWith(secret: string, r: Received): boolean {
   return String(r.headers['webhook-signature']).split(' ').includes(expected);
 }
 
+const DOC = YAML.parse(fs.readFileSync(path.join(__dirname, '..', 'generated', 'openapi.public.yaml'), 'utf8'));
+const ajv = new Ajv2020({ strict: false, validateFormats: true });
+addFormats(ajv);
+ajv.addSchema({ ...DOC, $id: 'contract' });
+
+/** The body matches the webhooks section of the contract (the payload schema of its type). */
+function assertContractPayload(r: Received): void {
+  const hook = DOC.webhooks[r.json.type];
+  assert.ok(hook, `the contract documents ${r.json.type}`);
+  const ref: string = hook.post.requestBody.content['application/json'].schema.$ref;
+  const validate = ajv.getSchema(`contract${ref}`)!;
+  assert.ok(validate(r.json), `${r.json.type}: ${ajv.errorsText(validate.errors)}`);
+}
+
 function exampleBody(operationId: string): any {
-  const doc = YAML.parse(fs.readFileSync(path.join(__dirname, '..', 'generated', 'openapi.public.yaml'), 'utf8'));
+  const doc = DOC;
   for (const item of Object.values<any>(doc.paths)) {
     const op = item.post;
     if (op?.operationId === operationId) return Object.values<any>(op.requestBody.content['application/json'].examples)[0].value;
@@ -108,6 +124,7 @@ test('a row changed directly in the database is delivered signed, as accounting_
   assert.equal(received.length, 1);
   const r = received[0]!;
   const body = verify(ep.secret, r);
+  assertContractPayload(r);
   assert.equal(body.type, 'payable_invoice.updated');
   assert.equal(body.data.entity, 'payable_invoice');
   assert.equal(body.data.source, 'accounting_system');
@@ -138,6 +155,7 @@ test('a row inserted directly is a created event; a kind nobody subscribes to is
   await h.events.deliverNow();
   assert.equal(received.length, 1);
   assert.equal(received[0]!.json.type, 'purchase_order.created');
+  assertContractPayload(received[0]!);
   assert.equal(received[0]!.json.data.changedBy, 'MARY');
   assert.equal(received[0]!.json.data.record.orderNumber, 'DESK-1');
 });
@@ -154,6 +172,7 @@ test('a change made through the API is delivered with source api; ids are stable
   assert.deepEqual(types, ['ledger_transaction.created', 'payable_invoice.created']);
   for (const r of received) {
     verify(ep.secret, r);
+    assertContractPayload(r);
     assert.equal(r.json.data.source, 'api');
     assert.match(r.json.data.changedBy, /^api:/);
   }
@@ -262,6 +281,7 @@ test('during a rotation both secrets sign; after 24 hours only the new one', asy
   assert.equal(String(r.headers['webhook-signature']).split(' ').length, 2);
   verify(ep.secret, r);
   verify(rot.secret, r);
+  assertContractPayload(r);
   h.clock.advance(24 * 3_600_000 + 1);
   await t.post(`/api/v3/webhook-endpoints/${ep.id}/test`, {}, t.adminKey);
   await h.events.deliverNow();
