@@ -337,3 +337,42 @@ test('one detector at a time: a second process does not get the lease until it e
   await other.stop();
   assert.equal((await h.events.detectNow()).ran, true);
 });
+
+test('a restart neither loses nor repeats a window; a cycle that fails half-way leaves the cursor and the outbox as they were', async () => {
+  await endpoint(['payable_invoice.updated']);
+  const rows = await t.knex('acpinv').orderBy('recnum').limit(3);
+  const change = async (i: number, text: string) => {
+    await t.knex('acpinv').where({ _idnum: rows[i]._idnum }).update({ dscrpt: text, updusr: 'JSMITH', upddte: h.events.store.t(new Date(Date.now() - 1_000 + i)) });
+  };
+  await change(0, 'first');
+  catchUp();
+  assert.equal((await h.events.detectNow()).queued, 1);
+
+  // A change while the process is down; then a new process (new holder, lease released by stop).
+  await h.events.stop();
+  await change(1, 'while down');
+  h.clock.advance(1_000);
+  await t.knex('acpinv').where({ _idnum: rows[1]._idnum }).update({ upddte: h.events.store.t(new Date(h.clock.now.getTime() - 500)) });
+  const restarted = installEvents(t, { allowPrivate: true, start: h.clock.now });
+  const second = await restarted.events.detectNow();
+  assert.equal(second.ran, true);
+  assert.equal(second.queued, 1, 'the change made while down, not the first one again');
+
+  // A cycle that fails half-way (the outbox insert throws) moves nothing; the next one queues it.
+  await t.knex('acpinv').where({ _idnum: rows[2]._idnum }).update({ dscrpt: 'crash', updusr: 'JSMITH', upddte: restarted.events.store.t(new Date(restarted.clock.now.getTime() + 500)) });
+  restarted.clock.advance(1_000);
+  const cursorBefore = (await restarted.events.store.cursors()).get('payable_invoice')!.getTime();
+  const store = restarted.events.store;
+  const enqueue = store.enqueue.bind(store);
+  store.enqueue = async () => {
+    throw new Error('process killed');
+  };
+  await assert.rejects(restarted.events.detectNow(), /process killed/);
+  store.enqueue = enqueue;
+  assert.equal((await store.cursors()).get('payable_invoice')!.getTime(), cursorBefore);
+  assert.equal((await t.knex('whkdlv')).length, 2);
+  const third = await restarted.events.detectNow();
+  assert.equal(third.queued, 1);
+  await restarted.events.deliverNow();
+  assert.deepEqual(received.map((r) => r.json.data.record.description).sort(), ['crash', 'first', 'while down']);
+});
