@@ -310,7 +310,7 @@ test('when the owner key is disabled or revoked its endpoints are paused and not
   assert.ok((await h.events.store.auditLog(ep.id)).some((a) => a.action === 'paused'));
 });
 
-test('the delivery log is purged after 30 days (attempts too); pending and younger rows stay', async () => {
+test('the delivery log is purged after 30 days (attempts too): younger rows stay, a month-old pending one of a paused endpoint goes', async () => {
   const ep = await endpoint(['payable_invoice.updated']);
   await t.post(`/api/v3/webhook-endpoints/${ep.id}/test`, {}, t.adminKey);
   await h.events.deliverNow();
@@ -318,12 +318,19 @@ test('the delivery log is purged after 30 days (attempts too); pending and young
   h.clock.advance(20 * 24 * 3_600_000);
   await t.post(`/api/v3/webhook-endpoints/${ep.id}/test`, {}, t.adminKey);
   await h.events.deliverNow();
+  // A delivery of an endpoint paused for the whole month is purged too.
+  await t.post(`/api/v3/webhook-endpoints/${ep.id}/update`, { paused: true }, t.adminKey);
+  await t.post(`/api/v3/webhook-endpoints/${ep.id}/test`, {}, t.adminKey);
+  const stuck = (await t.knex('whkdlv').where({ status: 'pending' }).first()).id;
   h.clock.advance(10 * 24 * 3_600_000 + 1_000);
   const purged = await h.events.delivery.purge(h.clock.now);
   assert.equal(purged, 1);
+  h.clock.advance(20 * 24 * 3_600_000);
+  assert.equal(await h.events.delivery.purge(h.clock.now), 2, 'the younger one and the pending one, now both past 30 days');
+  assert.equal(await t.knex('whkdlv').where({ id: stuck }).first(), undefined);
+  h.clock.advance(-20 * 24 * 3_600_000);
   assert.equal(await t.knex('whkdlv').where({ id: old }).first(), undefined);
   assert.equal((await t.knex('whkatt').where({ delivery_id: old })).length, 0);
-  assert.equal((await t.knex('whkdlv')).length, 1);
 });
 
 test('one detector at a time: a second process does not get the lease until it expires or is released', async () => {

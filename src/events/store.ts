@@ -341,13 +341,20 @@ export class EventStore {
     return Number(n);
   }
 
-  /** Deletes deliveries (and their attempts) created before `before` that are no longer pending. */
+  /**
+   * Deletes deliveries (and their attempts) created before `before`: finished ones, and pending
+   * ones whose retry window also started before it (an endpoint paused or deleted for a month).
+   * A delivery resent lately keeps its log until its window is over.
+   */
   async purge(before: Date): Promise<number> {
-    const old = this.knex('whkdlv').where('created_at', '<', this.t(before)).whereNot({ status: 'pending' }).select('id');
+    const cutoff = this.t(before);
+    const old = (db: Knex | Knex.Transaction) =>
+      db('whkdlv')
+        .where('created_at', '<', cutoff)
+        .andWhere((q) => q.whereNot({ status: 'pending' }).orWhere('window_start', '<', cutoff));
     return this.knex.transaction(async (trx) => {
-      await trx('whkatt').whereIn('delivery_id', old.clone().transacting(trx)).delete();
-      const n = await trx('whkdlv').where('created_at', '<', this.t(before)).whereNot({ status: 'pending' }).delete();
-      return Number(n);
+      await trx('whkatt').whereIn('delivery_id', old(trx).select('id')).delete();
+      return Number(await old(trx).delete());
     });
   }
 }
