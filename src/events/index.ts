@@ -121,6 +121,12 @@ export class Events {
 
   // ------------------------------------------------------------------ management
 
+  /** Every change of a subscription: a row of the audit log (whkaud) and a log line. */
+  private async audit(endpointId: string, keyId: string | null, action: string, detail: Record<string, unknown>, at: Date): Promise<void> {
+    await this.store.audit(endpointId, keyId, action, detail, at);
+    this.o.logger.info({ endpointId, keyId, action, detail }, 'webhook endpoint changed');
+  }
+
   private async targetOrProblem(url: string): Promise<string> {
     try {
       return (await checkTarget(url, this.policy)).toString();
@@ -152,7 +158,7 @@ export class Events {
     const at = this.clock();
     const e = await this.store.createEndpoint({ url, description: input.description ?? null, eventTypes, ownerKeyId: keyId, secret: newSecret() }, at);
     await this.startCursors(eventTypes);
-    await this.store.audit(e.id, keyId, 'created', { url, eventTypes, description: e.description }, at);
+    await this.audit(e.id, keyId, 'created', { url, eventTypes, description: e.description }, at);
     return e;
   }
 
@@ -175,7 +181,7 @@ export class Events {
     const at = this.clock();
     await this.store.updateEndpoint(e.id, change, at);
     if (change.eventTypes) await this.startCursors(change.eventTypes);
-    await this.store.audit(e.id, keyId, 'updated', { ...input, ...(change.url ? { url: change.url } : {}) }, at);
+    await this.audit(e.id, keyId, 'updated', { ...input, ...(change.url ? { url: change.url } : {}) }, at);
     return (await this.store.endpoint(e.id))!;
   }
 
@@ -183,7 +189,7 @@ export class Events {
     const e = await this.endpointOrProblem(id);
     const at = this.clock();
     await this.store.updateEndpoint(e.id, { state: 'deleted', stateReason: 'deleted' }, at);
-    await this.store.audit(e.id, keyId, 'deleted', {}, at);
+    await this.audit(e.id, keyId, 'deleted', {}, at);
     return { ...e, state: 'deleted' };
   }
 
@@ -193,18 +199,18 @@ export class Events {
     const secret = newSecret();
     const until = new Date(at.getTime() + ROTATION_OVERLAP_MS);
     await this.store.updateEndpoint(e.id, { secret, previousSecret: e.secret, previousSecretUntil: until }, at);
-    await this.store.audit(e.id, keyId, 'secret-rotated', { previousSecretExpiresAt: until.toISOString() }, at);
+    await this.audit(e.id, keyId, 'secret-rotated', { previousSecretExpiresAt: until.toISOString() }, at);
     return { endpoint: (await this.store.endpoint(e.id))!, secret, previousSecretExpiresAt: until };
   }
 
   /** Queues a test event for the endpoint (sent by the delivery worker like any other). */
-  async sendTest(keyId: string, id: string): Promise<DeliveryRow> {
+  async sendTest(keyId: string, id: string, keyName = keyId): Promise<DeliveryRow> {
     const e = await this.endpointOrProblem(id);
     const at = this.clock();
     const eventId = `evt_test_${randomUUID().replace(/-/g, '')}`;
-    const payload = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: at.toISOString(), data: { entity: 'webhook_endpoint', source: 'test', changedAt: at.toISOString(), changedBy: `api:${keyId}`.slice(0, 30), record: { endpointId: e.id } } });
+    const payload = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: at.toISOString(), data: { entity: 'webhook_endpoint', source: 'test', changedAt: at.toISOString(), changedBy: `api:${keyName}`.slice(0, 30), record: { endpointId: e.id } } });
     const deliveryId = (await this.store.enqueue(this.store.knex, { endpointId: e.id, eventId, eventType: TEST_EVENT_TYPE, payload }, at))!;
-    await this.store.audit(e.id, keyId, 'test-sent', { eventId }, at);
+    await this.audit(e.id, keyId, 'test-sent', { eventId }, at);
     return (await this.store.delivery(deliveryId))!;
   }
 
@@ -218,7 +224,7 @@ export class Events {
     const d = await this.deliveryOrProblem(id);
     const at = this.clock();
     await this.store.resend(d.id, at);
-    await this.store.audit(d.endpointId, keyId, 'delivery-resent', { deliveryId: d.id, eventId: d.eventId }, at);
+    await this.audit(d.endpointId, keyId, 'delivery-resent', { deliveryId: d.id, eventId: d.eventId }, at);
     return (await this.store.delivery(d.id))!;
   }
 
@@ -226,7 +232,7 @@ export class Events {
     if (endpointId) await this.endpointOrProblem(endpointId);
     const at = this.clock();
     const n = await this.store.resendFailed(since, endpointId?.toLowerCase(), at);
-    if (endpointId) await this.store.audit(endpointId.toLowerCase(), keyId, 'failed-deliveries-resent', { since: since.toISOString(), count: n }, at);
+    if (endpointId) await this.audit(endpointId.toLowerCase(), keyId, 'failed-deliveries-resent', { since: since.toISOString(), count: n }, at);
     return n;
   }
 

@@ -134,7 +134,7 @@ export function eventsRoutes(services: Services): Router {
     ),
   );
 
-  router.post('/webhook-endpoints/:id/test', requireAdmin, wrap(run(async (req, res) => withAttempts(await services.events.sendTest(keyId(res), String(req.params.id))))));
+  router.post('/webhook-endpoints/:id/test', requireAdmin, wrap(run(async (req, res) => withAttempts(await services.events.sendTest(keyId(res), String(req.params.id), res.locals.apiKey?.name)))));
 
   router.post(
     '/webhook-deliveries/query',
