@@ -383,3 +383,21 @@ test('a restart neither loses nor repeats a window; a cycle that fails half-way 
   await restarted.events.deliverNow();
   assert.deepEqual(received.map((r) => r.json.data.record.description).sort(), ['crash', 'first', 'while down']);
 });
+
+test('an owner key disabled after an event was queued: the delivery worker pauses the endpoint and sends nothing', async () => {
+  const { key, record } = await t.services.keys.create('events owner 2', 'admin');
+  const ep = await endpoint(['payable_invoice.updated'], key);
+  await t.post(`/api/v3/webhook-endpoints/${ep.id}/test`, {}, key);
+  await t.services.keys.setStateById(record.id, 'disabled', 'holiday');
+  await h.events.deliverNow();
+  assert.equal(received.length, 0);
+  assert.equal((await t.knex('whkept').where({ id: ep.id }).first()).state, 'paused');
+  const d = await t.knex('whkdlv').where({ endpoint_id: ep.id }).first();
+  assert.equal(d.status, 'pending', 'kept for when the endpoint is resumed');
+  assert.equal(Number(d.attempts), 0);
+  // Re-enabled and resumed: sent.
+  await t.services.keys.setStateById(record.id, 'active', null);
+  await t.post(`/api/v3/webhook-endpoints/${ep.id}/update`, { paused: false }, t.adminKey);
+  await h.events.deliverNow();
+  assert.equal(received.length, 1);
+});

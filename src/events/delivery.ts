@@ -97,9 +97,14 @@ export class DeliveryWorker {
     // The claim outlives one attempt's timeout with room to record it.
     const claims = await store.claimDue(this.o.worker, at, new Date(at.getTime() + 2 * this.o.timeoutMs + 30_000), this.o.batchSize);
     cycle.claimed = claims.length;
-    const endpoints = new Map<string, EndpointRow | undefined>();
-    for (const d of claims) if (!endpoints.has(d.endpointId)) endpoints.set(d.endpointId, await store.endpoint(d.endpointId));
-    const outcomes = await Promise.all(claims.map((d) => this.attempt(d, endpoints.get(d.endpointId))));
+    // Each endpoint and its owner's key are read once per cycle.
+    const endpoints = new Map<string, { endpoint: EndpointRow | undefined; ownerActive: boolean }>();
+    for (const d of claims) {
+      if (endpoints.has(d.endpointId)) continue;
+      const endpoint = await store.endpoint(d.endpointId);
+      endpoints.set(d.endpointId, { endpoint, ownerActive: endpoint !== undefined && ownerMayReceive(await this.o.keys.findById(endpoint.ownerKeyId)) });
+    }
+    const outcomes = await Promise.all(claims.map((d) => this.attempt(d, endpoints.get(d.endpointId)!)));
     for (const o of outcomes) cycle[o]++;
     return cycle;
   }
@@ -109,7 +114,8 @@ export class DeliveryWorker {
     return this.o.store.purge(new Date(at.getTime() - this.o.retentionMs));
   }
 
-  private async attempt(d: DeliveryRow, endpoint: EndpointRow | undefined): Promise<'succeeded' | 'retried' | 'failed'> {
+  private async attempt(d: DeliveryRow, target: { endpoint: EndpointRow | undefined; ownerActive: boolean }): Promise<'succeeded' | 'retried' | 'failed'> {
+    const { endpoint } = target;
     const { store, clock } = this.o;
     const at = clock();
     const attempt = d.attempts + 1;
@@ -120,7 +126,7 @@ export class DeliveryWorker {
     let gone = false;
     if (!endpoint || endpoint.state !== 'active') {
       error = 'endpoint is not active';
-    } else if (!ownerMayReceive(await this.o.keys.findById(endpoint.ownerKeyId))) {
+    } else if (!target.ownerActive) {
       await store.pauseEndpointsOf(endpoint.ownerKeyId, 'owner key no longer active', at);
       await store.knex('whkdlv').where({ id: d.id }).update({ claimed_by: null, claimed_until: null });
       return 'retried';

@@ -278,15 +278,16 @@ export class EventStore {
       .orderBy('d.next_attempt_at')
       .limit(limit)
       .select('d.id', 'd.attempts');
-    const claimed: DeliveryRow[] = [];
+    const claimed: string[] = [];
     for (const c of candidates) {
       const n = await this.knex('whkdlv')
         .where({ id: c.id, status: 'pending', attempts: c.attempts })
         .andWhere((q) => q.whereNull('claimed_until').orWhere('claimed_until', '<', now))
         .update({ claimed_by: worker, claimed_until: this.t(until) });
-      if (Number(n) === 1) claimed.push((await this.delivery(c.id))!);
+      if (Number(n) === 1) claimed.push(c.id);
     }
-    return claimed;
+    if (claimed.length === 0) return [];
+    return (await this.knex('whkdlv').whereIn('id', claimed).orderBy('next_attempt_at')).map(deliveryOf);
   }
 
   /** Records one attempt and the delivery's next state; false if another worker recorded this attempt. */
