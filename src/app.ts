@@ -15,6 +15,7 @@ import { queryRoutes } from './http/routes/query';
 import { defaultIdempotencyStatus, writeRoutes } from './http/routes/writes';
 import { lockGate } from './http/middleware/lock-gate';
 import { rejectV2Fields } from './http/middleware/v2-fields';
+import { eventsRoutes } from './http/routes/events';
 
 export const API_BASE = '/api/v3';
 
@@ -58,6 +59,8 @@ export function createApp(services: Services): express.Express {
   app.use(API_BASE, api);
 
   app.use(...validator.middleware);
+  // Before the query routes: /webhook-endpoints/query is not an entity's /{entity}/query.
+  app.use(API_BASE, eventsRoutes(services));
   app.use(API_BASE, utilityRoutes(services));
   app.use(API_BASE, queryRoutes(services));
   app.use(API_BASE, writeRoutes(services));

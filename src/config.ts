@@ -30,6 +30,14 @@ export interface Config {
    * default because the spec's guard for both is "any" valid key.
    */
   lockAdminOnly: boolean;
+  /** Change detection cycle (the spec's five minutes). */
+  eventDetectionIntervalSeconds: number;
+  /** Changes younger than this wait for the next cycle (transactions stamp rows before they commit). */
+  eventDetectionLagSeconds: number;
+  /** Development only: webhooks may go over http and to private and loopback addresses. */
+  webhookAllowPrivateTargets: boolean;
+  /** Timeout of one webhook delivery attempt. */
+  webhookTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -79,5 +87,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     lockAdminOnly: bool(env, 'LOCK_ADMIN_ONLY', false),
+    eventDetectionIntervalSeconds: int(env, 'EVENT_DETECTION_INTERVAL_SECONDS', 300, 1, 86_400),
+    eventDetectionLagSeconds: int(env, 'EVENT_DETECTION_LAG_SECONDS', 30, 0, 3_600),
+    webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
   };
 }

@@ -156,6 +156,9 @@ export async function startServer(config: Config, options: StartServerOptions = 
     },
   );
 
+  // Change detection and webhook delivery (one detector across instances: a lease in the database).
+  services.events.start();
+
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
@@ -179,6 +182,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
         for (const socket of sockets) socket.destroy();
         await closed;
       }
+      await services.events.stop();
       await services.knex.destroy();
       logger.info({ ms: Date.now() - started, outcome }, 'stopped');
     })();

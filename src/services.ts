@@ -9,6 +9,7 @@ import { NumberAllocator } from './storage/numbers';
 import { LockAwareApiKeys, MaintenanceLock } from './storage/lock-store';
 import { KnexIdempotencyStore } from './engines/idempotency/store';
 import { WriteRunner } from './engines/posting/runner';
+import { Events } from './events';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -29,6 +30,8 @@ export interface Services {
   numbers: NumberAllocator;
   /** The shared write rules (idempotency, dry run, deadline, numbers) around every posting engine. */
   writes: WriteRunner;
+  /** Change events: webhook endpoints, detector and delivery (started by the server, not by the app). */
+  events: Events;
 }
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
@@ -49,5 +52,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     purgeEveryMs: 10 * 60_000,
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });
-  return { config, logger, knex, engine, dialect, keys: new LockAwareApiKeys(knex, lock), lock, boundary, numbers, writes };
+  const keys = new LockAwareApiKeys(knex, lock);
+  const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
+  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events };
 }
