@@ -119,8 +119,8 @@ export function v2Api(services: Services, guards: RequestHandler[]): Router {
         body: req.body,
       });
       if (out.status >= 400) {
-        const b = out.body as { code?: string; detail?: string; errors?: [] };
-        sendLegacyFailure(res, { status: out.status, code: String(b.code ?? out.headers['X-Error-Code'] ?? 'INTERNAL_ERROR'), detail: String(b.detail ?? ''), errors: b.errors, headers: out.headers });
+        const b = out.body as { detail?: string; errors?: [] };
+        sendLegacyFailure(res, { status: out.status, code: String(out.headers['X-Error-Code'] ?? 'INTERNAL_ERROR'), detail: String(b.detail ?? ''), errors: b.errors, headers: out.headers });
         return;
       }
       const { dryRun: _dryRun, ...response } = out.body;
