@@ -102,7 +102,12 @@ export function v2Api(services: Services, guards: RequestHandler[]): Router {
 
   for (const [v2Path, v3Route] of Object.entries(V2_WRITES)) {
     const entry = WRITES.find((w) => w.route === v3Route);
-    if (!entry?.definition) throw new Error(`v2 write ${v2Path}: no v3 write ${v3Route}`);
+    if (!entry) throw new Error(`v2 write ${v2Path}: no v3 write ${v3Route} in the table of writes`);
+    if (!entry.definition) {
+      // Listed but not wired up: 501 as on v3 (src/http/routes/writes.ts).
+      router.post(v2Path, (_req, _res, next) => next(new ApiProblem('NOT_IMPLEMENTED', `POST ${v2Path} is in the contract but its posting path is not wired up in this build.`)));
+      continue;
+    }
     // v2 had no Idempotency-Key: a write that requires one in v3 (receipts) runs without it here.
     const definition = { ...entry.definition, requireKey: false };
     router.post(v2Path, async (req, res) => {
