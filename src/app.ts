@@ -65,7 +65,7 @@ export function createApp(services: Services): express.Express {
   api.use(rejectV2Fields);
   app.use(API_BASE, api);
   // The frozen v2 surface: a thin adapter over the same engines, behind the same guards (src/v2/).
-  app.use(V2_BASE, v2Api(services, guards('filter')));
+  app.use(V2_BASE, v2Api(services, guards('filter'), operations));
 
   app.use(...validator.middleware);
   app.use(API_BASE, utilityRoutes(services));

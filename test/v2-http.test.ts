@@ -66,6 +66,7 @@ test('unknown request fields are ignored (v2 never rejected them) and logged; v3
   assert.equal(res.body.page.count, all.body.page.count);
   const line = t.logs.find((l) => l.msg === 'request' && l.correlationId === res.headers['x-correlation-id']);
   assert.deepEqual(line?.v2, { contextId: 'ctx-42', integrationId: 'erp-7', ignoredFields: ['filters', 'bogus'] });
+  assert.equal(line?.operationId, 'v2Query');
   // v3 keeps not knowing those headers.
   const v3 = await t.post('/api/v3/parts/query', { page: { pageSize: 1 } }).set('x-context-id', 'ctx-43');
   const v3line = t.logs.find((l) => l.msg === 'request' && l.correlationId === v3.headers['x-correlation-id']);

@@ -9,6 +9,7 @@ import { executePlan } from '../engines/query/run';
 import { executeMatch, planMatch } from '../engines/match/run';
 import { WRITES } from '../engines/posting/writes';
 import { contractValidator } from '../http/contract-validator';
+import type { OperationMap } from '../http/operations';
 import { toProblem } from '../http/errors/handler';
 import { utilityRoutes } from '../http/routes/utility';
 import { v2Document, v2Entities, v2NameOf } from './document';
@@ -53,8 +54,12 @@ function noteIgnored(res: Response, ignored: string[]): void {
  * v3 (passed in), then v2's own request validator (its own document, never v3's), then the v3
  * engines (query plan, match, posting runner, lock), with v2 shapes in and legacy bodies out.
  */
-export function v2Api(services: Services, guards: RequestHandler[]): Router {
+export function v2Api(services: Services, guards: RequestHandler[], operations?: OperationMap): Router {
   const router = Router();
+  // Labels in the request log and metrics: the operationIds of openapi-v2.yaml.
+  for (const [p, item] of Object.entries(v2Document().paths as Record<string, { post: { operationId: string } }>)) {
+    operations?.addRoute('POST', V2_BASE + p, item.post.operationId);
+  }
   const qd = queryDialectFor(services.engine);
   const validator = contractValidator({ base: V2_BASE, validateResponses: false, document: v2Document });
   const depth = { maxFilterDepth: services.config.maxFilterDepth };
