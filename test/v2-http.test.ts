@@ -201,3 +201,18 @@ test('v3 keeps refusing v2 fields with V2_FIELD_REJECTED', async () => {
   assert.equal(res.status, 400);
   assert.equal(res.headers['x-error-code'], 'V2_FIELD_REJECTED');
 });
+
+test('post/purchase-order-receipt: no Idempotency-Key in v2 (v3 requires one); an unknown order is 200 responseType Error', async () => {
+  const body = { orderNumber: 'PO26-000065', receiptDate: '2026-11-20', vendorInvoiceNumber: 'INV-V2-1', lines: [{ lineNumber: 1, updateQuantity: 2 }] };
+  const v3 = await t.post('/api/v3/purchase-order-receipts', body);
+  assert.equal(v3.status, 400);
+  assert.equal(v3.headers['x-error-code'], 'IDEMPOTENCY_KEY_INVALID');
+  const v2 = await t.post('/api/v2/post/purchase-order-receipt', body);
+  assert.equal(v2.status, 200, v2.text);
+  assert.equal(v2.body.responseType, 'Success');
+  assert.equal(v2.body.response.document.orderNumber, 'PO26-000065');
+  assert.equal(v2.body.response.document.lines[0].receivedToDate >= 2, true);
+  const unknown = await t.post('/api/v2/post/purchase-order-receipt', { ...body, orderNumber: 'PO-NOPE' });
+  assert.equal(unknown.status, 200, unknown.text);
+  assert.equal(unknown.body.responseType, 'Error');
+});
