@@ -53,11 +53,11 @@ export interface ContractValidator {
   warm(): Promise<{ operations: number; ms: number }>;
 }
 
-export function contractValidator(options: { base: string; validateResponses: boolean }): ContractValidator {
+export function contractValidator(options: { base: string; validateResponses: boolean; document?: () => Record<string, any> }): ContractValidator {
   // Built on first use (warm-up or first request): loading the document takes seconds of CPU,
   // which would otherwise hold up the server's listen.
   const build = () => OpenApiValidator.middleware({
-    apiSpec: contractDocument() as any,
+    apiSpec: (options.document ?? contractDocument)() as any,
     // allErrors: one entry per culprit, not just the first one ajv meets. coerceTypes false: body
     // values must have their declared type ("5" is not a number); query parameters are always
     // coerced by the validator (?dryRun=true).
