@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { DEFAULT_DATABASE_URL } from './storage/database';
 
 /**
@@ -30,6 +31,18 @@ export interface Config {
    * default because the spec's guard for both is "any" valid key.
    */
   lockAdminOnly: boolean;
+  /** Server processes on the one port (node:cluster); 1 runs in the started process itself. */
+  workers: number;
+  /**
+   * This process's name among the instances on one database: its idempotency claims carry it
+   * (with a boot id), and a restart under the same name frees the previous boot's claims at once.
+   * Must be unique per live process; a worker appends `/w<n>`.
+   */
+  instanceId: string;
+  /** How often the maintenance lock re-reads the shared state (locks taken through other processes). */
+  lockPollMs: number;
+  /** How often this process records that it is alive; its claims are free to take over after 3 missed beats. */
+  heartbeatMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -79,5 +92,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     lockAdminOnly: bool(env, 'LOCK_ADMIN_ONLY', false),
+    workers: int(env, 'WORKERS', Math.max(1, Math.min(64, os.availableParallelism())), 1, 64),
+    instanceId: instanceId(env),
+    lockPollMs: int(env, 'LOCK_POLL_MS', 500, 20, 900),
+    heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
   };
+}
+
+function instanceId(env: NodeJS.ProcessEnv): string {
+  const raw = (env.INSTANCE_ID || os.hostname() || 'instance').trim();
+  if (!/^[\w.:@-]{1,80}$/.test(raw)) throw new ConfigError(`INSTANCE_ID must be 1 to 80 letters, digits or . _ : @ - (got "${raw}")`);
+  return raw;
 }

@@ -179,6 +179,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
         for (const socket of sockets) socket.destroy();
         await closed;
       }
+      services.lock.stop();
       await services.knex.destroy();
       logger.info({ ms: Date.now() - started, outcome }, 'stopped');
     })();

@@ -33,7 +33,7 @@ export interface Services {
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
   const dialect = dialectFor(engine);
-  const lock = new MaintenanceLock(knex, engine, logger);
+  const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs });
   const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
   const numbers = new NumberAllocator(knex, engine);
   const writes = new WriteRunner({
