@@ -94,7 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     lockAdminOnly: bool(env, 'LOCK_ADMIN_ONLY', false),
     workers: int(env, 'WORKERS', Math.max(1, Math.min(64, os.availableParallelism())), 1, 64),
     instanceId: instanceId(env),
-    lockPollMs: int(env, 'LOCK_POLL_MS', 500, 20, 900),
+    lockPollMs: int(env, 'LOCK_POLL_MS', 250, 20, 900),
     heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
   };
 }

@@ -9,6 +9,7 @@ import { NumberAllocator } from './storage/numbers';
 import { LockAwareApiKeys, MaintenanceLock } from './storage/lock-store';
 import { KnexIdempotencyStore } from './engines/idempotency/store';
 import { WriteRunner } from './engines/posting/runner';
+import { InstanceHeartbeat } from './storage/instance-heartbeat';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -29,6 +30,8 @@ export interface Services {
   numbers: NumberAllocator;
   /** The shared write rules (idempotency, dry run, deadline, numbers) around every posting engine. */
   writes: WriteRunner;
+  /** This process among those on the database (instance + boot); owner of its idempotency claims. Started by the server. */
+  heartbeat: InstanceHeartbeat;
 }
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
@@ -36,12 +39,13 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs });
   const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
   const numbers = new NumberAllocator(knex, engine);
+  const heartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: () => lock.isLocked() });
   const writes = new WriteRunner({
     boundary,
     dialect,
     numbers,
     // The lease outlives the deadline: an in-flight record past it belongs to a dead owner.
-    store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1 }),
+    store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1, owner: heartbeat.identity }),
     logger,
     hooks: {},
     inFlightRetryAfterSeconds: 1,
@@ -49,5 +53,5 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     purgeEveryMs: 10 * 60_000,
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });
-  return { config, logger, knex, engine, dialect, keys: new LockAwareApiKeys(knex, lock), lock, boundary, numbers, writes };
+  return { config, logger, knex, engine, dialect, keys: new LockAwareApiKeys(knex, lock), lock, boundary, numbers, writes, heartbeat };
 }

@@ -28,8 +28,8 @@ before(async () => {
   db = await createTestDatabase();
   knex = knexFactory(parseDatabaseUrl(db.url, { min: 0, max: 2 }).config);
   await installPostingFixture(knex);
-  a = await spawnServer({ databaseUrl: db.url, adminKey, apiKey });
-  b = await spawnServer({ databaseUrl: db.url, adminKey, apiKey });
+  a = await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: { INSTANCE_ID: 'node-a' } });
+  b = await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: { INSTANCE_ID: 'node-b' } });
 });
 after(async () => {
   await a?.kill();
@@ -116,4 +116,40 @@ test('idempotency across two processes: the same keys sent to both at once post 
     assert.ok(statuses.includes('replayed'), `${k.number}: one of the two is a replay (${statuses})`);
   }
   await assertBooksInvariants(knex);
+});
+
+test('a key claimed by a process that died (no restart) is free on another process within 5 s, not after the lease', async (t) => {
+  // C holds its posting transaction open for 20 s; the lease (2 x DB_DEADLINE_MS 15 s) would be 30 s.
+  const c = await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: { INSTANCE_ID: 'node-c', POSTING_DELAY_MS: '20000' } });
+  try {
+    const key = `dies-${randomUUID()}`;
+    const body = journal('2P-DIES');
+    const pending = postJson(c.port, '/api/v3/ledger-transactions', body, { 'x-api-key': apiKey, 'Idempotency-Key': key }).catch(() => undefined);
+    let claim: Record<string, any> | undefined;
+    for (let i = 0; i < 200 && !claim; i += 1) {
+      claim = await knex('idmkey').where({ idem_key: key, state: 'in_flight' }).first();
+      if (!claim) await sleep(25);
+    }
+    assert.ok(claim, 'C claimed the key');
+    assert.equal(claim.owner_instance, 'node-c');
+    const retry = () => postJson(a.port, '/api/v3/ledger-transactions', body, { 'x-api-key': apiKey, 'Idempotency-Key': key });
+    if (!db.url.startsWith('sqlite')) {
+      // (On SQLite C's open transaction holds the file's write lock: A could not even claim; 502 busy after 5 s.)
+      const whileAlive = await retry();
+      assert.equal(whileAlive.status, 409, 'while C beats, its claim is in flight');
+      assert.equal(whileAlive.headers['x-error-code'], 'IDEMPOTENCY_KEY_IN_FLIGHT');
+    }
+    await c.kill('SIGKILL');
+    await pending;
+    const killedAt = Date.now();
+    const freedAfter = await within(5000, retry, (r) => r.status === 200, 'the retry on A posts');
+    t.diagnostic(`the dead process's claim was taken over ${freedAfter} ms after the kill`);
+    assert.ok(Date.now() - killedAt < 5000);
+    assert.equal(await countRows(knex, 'lgrtrn', { trnnum: '2P-DIES' }), 1, 'posted exactly once');
+    const row = await knex('idmkey').where({ idem_key: key }).first();
+    assert.equal(row.state, 'completed');
+    assert.equal(row.owner_instance, 'node-a');
+  } finally {
+    await c.kill();
+  }
 });
