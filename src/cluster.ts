@@ -83,7 +83,10 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       workers.delete(index);
       listening.delete(index);
       if (stopping) {
-        if (code !== 0) exitCode = 1;
+        log.info({ worker: index, code, signal }, 'worker stopped');
+        // A worker still loading when the SIGTERM came dies by it: it had nothing to drain.
+        const clean = code === 0 || (!listened && signal === 'SIGTERM');
+        if (!clean) exitCode = 1;
         if (workers.size === 0) {
           log.info({ exitCode }, 'every worker stopped');
           process.exit(exitCode);

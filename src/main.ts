@@ -41,16 +41,9 @@ async function main(): Promise<void> {
     Object.assign(options, { logger, prepared: setup.boot, banner: false });
   }
 
-  let running: RunningServer;
-  try {
-    running = await startServer(config, options);
-  } catch (err) {
-    logger.fatal({ err }, 'start failed');
-    process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  }
-  if (cluster.isWorker) process.send?.({ type: 'listening', port: running.port });
-
+  // Signals are handled from here on, also while starting: a worker that the primary stops while
+  // it is still starting (a quick SIGTERM after a deploy) stops cleanly instead of dying by signal.
+  let running: RunningServer | undefined;
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -59,6 +52,7 @@ async function main(): Promise<void> {
     }
     stopping = true;
     logger.info({ signal }, 'signal received');
+    if (!running) return; // still starting: closed as soon as it has started
     running.close().then(
       () => process.exit(0),
       (err) => {
@@ -71,6 +65,19 @@ async function main(): Promise<void> {
   // A worker drains on the primary's SIGTERM; Ctrl-C reaches the whole process group, the primary relays it.
   if (cluster.isWorker) process.on('SIGINT', () => undefined);
   else process.on('SIGINT', stop);
+
+  try {
+    running = await startServer(config, options);
+  } catch (err) {
+    logger.fatal({ err }, 'start failed');
+    process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+  if (cluster.isWorker) process.send?.({ type: 'listening', port: running.port });
+  if (stopping) {
+    stopping = false;
+    stop('SIGTERM');
+  }
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
 }
 
