@@ -130,16 +130,22 @@ test('concurrent keyed postings over both workers: each exactly once, no 5xx, bo
 
 test(`a key's rate limit holds for the instance as a whole: ${RATE}/min split between the workers`, async (t) => {
   const answers: HttpResult[] = [];
+  const started = Date.now();
   for (let batch = 0; batch < 15; batch += 1) {
     answers.push(...(await Promise.all(Array.from({ length: 20 }, () => postJson(port, '/api/v3/utility/ping', {}, { 'x-api-key': rateKey })))));
   }
   const allowed = answers.filter((r) => r.status === 200).length;
   const limited = answers.filter((r) => r.status === 429);
-  t.diagnostic(`${allowed} of ${answers.length} allowed`);
+  // The buckets refill at RATE/min while the requests run (slow on a busy machine).
+  const refill = Math.ceil(((Date.now() - started) / 60_000) * RATE);
+  t.diagnostic(`${allowed} of ${answers.length} allowed in ${Date.now() - started} ms (refill ${refill})`);
   assert.equal(allowed + limited.length, answers.length, 'only 200 and 429');
-  // The burst is one minute's worth; the refill while the test runs adds a few.
-  assert.ok(allowed <= RATE + 15, `at most about ${RATE} allowed (got ${allowed})`);
-  assert.ok(allowed >= RATE - 10, `about ${RATE} allowed: both workers' shares are used (got ${allowed})`);
+  // The burst is one minute's worth (each worker's share), plus the refill meanwhile.
+  assert.ok(allowed <= RATE + refill + 4, `at most ${RATE} + refill ${refill} allowed (got ${allowed})`);
+  // More than one worker's share (RATE/2 plus its refill): both workers served the key. (Not
+  // "exactly RATE": the primary hands connections to whichever worker is free, so a busy worker
+  // may see fewer than its share of the key's requests; the upper bound is the guarantee.)
+  assert.ok(allowed > RATE / 2 + refill / 2 + 4, `more than one worker's share allowed: both shares used (got ${allowed})`);
   assert.equal(limited[0]!.headers['x-error-code'], 'RATE_LIMITED');
   assert.ok(Number(limited[0]!.headers['retry-after']) >= 1);
 });
