@@ -36,7 +36,7 @@ export interface Config {
   /**
    * This process's name among the instances on one database: its idempotency claims carry it
    * (with a boot id), and a restart under the same name frees the previous boot's claims at once.
-   * Must be unique per live process; a worker appends `/w<n>`.
+   * Must be unique per live process; default `<host name>:<PORT>`; a worker appends `/w<n>`.
    */
   instanceId: string;
   /** How often the maintenance lock re-reads the shared state (locks taken through other processes). */
@@ -93,14 +93,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     lockAdminOnly: bool(env, 'LOCK_ADMIN_ONLY', false),
     workers: int(env, 'WORKERS', Math.max(1, Math.min(64, os.availableParallelism())), 1, 64),
-    instanceId: instanceId(env),
+    instanceId: instanceId(env, int(env, 'PORT', 8080, 0, 65535)),
     lockPollMs: int(env, 'LOCK_POLL_MS', 250, 20, 900),
     heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
   };
 }
 
-function instanceId(env: NodeJS.ProcessEnv): string {
-  const raw = (env.INSTANCE_ID || os.hostname() || 'instance').trim();
+/**
+ * Default: host name and port. Unique per live server on a host (two servers cannot share a port;
+ * cluster workers add `/w<n>`), and the same after a restart, which is what claim freeing needs.
+ */
+function instanceId(env: NodeJS.ProcessEnv, port: number): string {
+  const raw = (env.INSTANCE_ID || `${os.hostname() || 'instance'}:${port}`).trim();
   if (!/^[\w.:@-]{1,80}$/.test(raw)) throw new ConfigError(`INSTANCE_ID must be 1 to 80 letters, digits or . _ : @ - (got "${raw}")`);
   return raw;
 }

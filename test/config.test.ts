@@ -2,6 +2,7 @@
  * Configuration: LOCK_ADMIN_ONLY (operator opt-in to admin-only maintenance locking) defaults to
  * false, as the spec's guard "any" says, and a bad value stops the start naming the variable.
  */
+import os from 'node:os';
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, loadConfig } from '../src/config';
@@ -16,7 +17,8 @@ test('LOCK_ADMIN_ONLY: off by default, true/false accepted, anything else names 
 test('WORKERS, INSTANCE_ID, LOCK_POLL_MS, HEARTBEAT_MS: defaults, bounds, and a message naming the variable', () => {
   const defaults = loadConfig({});
   assert.ok(defaults.workers >= 1, 'WORKERS defaults to the number of cores');
-  assert.ok(defaults.instanceId.length > 0, 'INSTANCE_ID defaults to the host name');
+  assert.equal(defaults.instanceId, `${os.hostname()}:8080`, 'INSTANCE_ID defaults to host name and port');
+  assert.equal(loadConfig({ PORT: '9000' }).instanceId, `${os.hostname()}:9000`);
   assert.equal(defaults.lockPollMs, 250);
   assert.equal(defaults.heartbeatMs, 1000);
   assert.equal(loadConfig({ WORKERS: '3' }).workers, 3);
