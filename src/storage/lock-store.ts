@@ -123,8 +123,16 @@ export class MaintenanceLock {
   /** Starts re-reading `mntlck` every `pollMs` (idempotent; the timer does not keep the process alive). */
   private watch(): void {
     if (this.poller || this.stopped || this.pollMs <= 0) return;
+    let inFlight = false;
     this.poller = setInterval(() => {
-      this.refresh().catch((err) => this.logger.debug({ err }, 'maintenance lock: shared state not readable; keeping the last known state'));
+      // A slow read (a loaded database, a probe connecting) is not queued behind: skip this tick.
+      if (inFlight) return;
+      inFlight = true;
+      this.refresh()
+        .catch((err) => this.logger.debug({ err }, 'maintenance lock: shared state not readable; keeping the last known state'))
+        .finally(() => {
+          inFlight = false;
+        });
     }, this.pollMs);
     this.poller.unref();
   }
