@@ -21,8 +21,8 @@ import { fromDbTime, toDbTime } from './db-time';
  *
  * Several processes (WORKERS, instances) share one database, so a lock taken or released through
  * another process must reach this one: after loading, `mntlck` is read again every `pollMs`
- * (LOCK_POLL_MS, default 250 ms: the gate is stale by at most that plus one read, well inside the 1 s bound). While unlocked the read
- * goes through the pool; while locked the pool is gone, so each read opens one connection of its
+ * (LOCK_POLL_MS, default 250 ms: the gate is stale by at most that plus one read, inside the
+ * spec's 1 s). While unlocked the read goes through the pool; while locked the pool is gone, so each read opens one connection of its
  * own and closes it right after (a probe: no connection is held between reads). A read that fails
  * changes nothing (a database under maintenance may well refuse it).
  */
