@@ -423,6 +423,69 @@ async function assertPostedOnce(db: Knex, expect: LastWrites): Promise<void> {
   }
 }
 
+test('300 concurrent keyed journals, SIGKILL mid-way, restart: every key posts exactly once and its retry posts at once (no lease wait), books balance', async (t) => {
+  const planned = Array.from({ length: 300 }, (_, i) => ({ key: `c300-${randomUUID()}`, number: `C3-${i}` }));
+  const send = (port: number, p: { key: string; number: string }) => postJson(port, '/api/v3/ledger-transactions', journal(p.number), { 'x-api-key': apiKey, 'Idempotency-Key': p.key });
+  const first = await start({ POSTING_DELAY_MS: '10' });
+  let answered = 0;
+  const statuses: Record<number, number> = {};
+  const inFlight = planned.map((p) =>
+    send(first.port, p)
+      .then((res) => {
+        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+        if (res.status === 200) answered += 1;
+      })
+      .catch(() => undefined),
+  );
+  const waitStarted = Date.now();
+  // Kill once 40 have posted, or half have answered at all (PostgreSQL on a slow machine: most
+  // answer 504 at the 2 s deadline while their postings still run), whichever comes first.
+  const total = () => Object.values(statuses).reduce((a, b) => a + b, 0);
+  while (answered < 40 && total() < planned.length / 2 && Date.now() - waitStarted < 30_000) await sleep(5);
+  await first.kill('SIGKILL');
+  await Promise.all(inFlight);
+  assert.ok(answered < planned.length, `the kill landed mid-way (${answered} of ${planned.length} answered 200)`);
+  const left = await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).whereNot({ state: 'completed' }).count({ n: '*' });
+  const leftClaimed = Number((left[0] as { n: unknown }).n);
+  t.diagnostic(`before the kill: ${JSON.stringify(statuses)}; ${leftClaimed} keys left claimed by the dead process`);
+  assert.ok(leftClaimed >= 1, 'the kill left keys claimed by the dead process');
+
+  const second = await start();
+  const retryStarted = Date.now();
+  let inFlight409 = 0;
+  for (let i = 0; i < planned.length; i += 30) {
+    await Promise.all(
+      planned.slice(i, i + 30).map(async (p) => {
+        for (let attempt = 0; ; attempt += 1) {
+          assert.ok(attempt < 50, `${p.number} settled`);
+          const res = await send(second.port, p);
+          if (res.status === 409 && res.headers['x-error-code'] === 'IDEMPOTENCY_KEY_IN_FLIGHT') {
+            inFlight409 += 1;
+            await sleep(1000);
+            continue;
+          }
+          if (res.status === 504 || res.status === 502) {
+            await sleep(100 * (attempt + 1));
+            continue;
+          }
+          assert.equal(res.status, 200, `${p.number}: ${JSON.stringify(res.body)}`);
+          return;
+        }
+      }),
+    );
+  }
+  t.diagnostic(`retries after the restart: ${Date.now() - retryStarted} ms for ${planned.length} keys, ${inFlight409} answers 409 in flight`);
+  assert.equal(inFlight409, 0, 'no retry waits out the dead process\'s lease');
+  const rows = await knex('lgrtrn').whereIn('trnnum', planned.map((p) => p.number)).select('trnnum');
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(String(r.trnnum), (counts.get(String(r.trnnum)) ?? 0) + 1);
+  for (const p of planned) assert.equal(counts.get(p.number), 1, `${p.number} exists exactly once`);
+  const books = await booksBalance(knex);
+  assert.equal(books.debit, books.credit, 'the books balance');
+  await assertBooksInvariants(knex);
+  await second.kill('SIGTERM');
+});
+
 test('a lock taken before a SIGKILL is still held after the restart (and the restarted service holds no connection for it)', async () => {
   const s1 = await start();
   const lock = await postJson(s1.port, '/api/v3/utility/lock', { userName: 'nightly-backup' }, { 'x-api-key': adminKey });
