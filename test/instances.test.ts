@@ -4,7 +4,9 @@
  *   - the maintenance lock: taken through one process, the other answers 423 within 1 s; an un-lock
  *     through the other frees the first within 1 s (default LOCK_POLL_MS, the production bound);
  *   - idempotency: the same keys sent to both processes at once post each document exactly once,
- *     and every answer is the one recorded (or 409 in flight, then that answer).
+ *     and every answer is the one recorded (or 409 in flight, then that answer);
+ *   - a key claimed by a third process that is then SIGKILLed (and not restarted) posts through
+ *     another process within 5 s (its heartbeat stops), not after the 30 s lease.
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';

@@ -5,7 +5,9 @@
  * before the crash is the one replayed after it. Covered: AP invoices, journals, inventory allocations,
  * PO receipts, payroll postings (single Computed records of the seed), service invoices (Open work
  * orders: the seed's and a few written like the accounting system does) and service inventories.
- * Then: a lock taken before a SIGKILL is still held after the restart.
+ * The restarted service is the same instance's next boot (INSTANCE_ID): it frees the dead boot's
+ * claims at start, so no retry waits out a lease. Then: 300 concurrent keyed journals killed
+ * mid-way, the same; and a lock taken before a SIGKILL is still held after the restart.
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
