@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { DEFAULT_DATABASE_URL } from './storage/database';
 
 /**
@@ -38,6 +39,18 @@ export interface Config {
   webhookAllowPrivateTargets: boolean;
   /** Timeout of one webhook delivery attempt. */
   webhookTimeoutMs: number;
+  /** Server processes on the one port (node:cluster); 1 runs in the started process itself. */
+  workers: number;
+  /**
+   * This process's name among the instances on one database: its idempotency claims carry it
+   * (with a boot id), and a restart under the same name frees the previous boot's claims at once.
+   * Must be unique per live process; default `<host name>:<PORT>`; a worker appends `/w<n>`.
+   */
+  instanceId: string;
+  /** How often the maintenance lock re-reads the shared state (locks taken through other processes). */
+  lockPollMs: number;
+  /** How often this process records that it is alive; its claims are free to take over after 3 missed beats. */
+  heartbeatMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -91,5 +104,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventDetectionLagSeconds: int(env, 'EVENT_DETECTION_LAG_SECONDS', 30, 0, 3_600),
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    workers: int(env, 'WORKERS', Math.max(1, Math.min(64, os.availableParallelism())), 1, 64),
+    instanceId: instanceId(env, int(env, 'PORT', 8080, 0, 65535)),
+    lockPollMs: int(env, 'LOCK_POLL_MS', 250, 20, 900),
+    heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
   };
+}
+
+/**
+ * Default: host name and port. Unique per live server on a host (two servers cannot share a port;
+ * cluster workers add `/w<n>`), and the same after a restart, which is what claim freeing needs.
+ */
+function instanceId(env: NodeJS.ProcessEnv, port: number): string {
+  const raw = (env.INSTANCE_ID || `${os.hostname() || 'instance'}:${port}`).trim();
+  if (!/^[\w.:@-]{1,80}$/.test(raw)) throw new ConfigError(`INSTANCE_ID must be 1 to 80 letters, digits or . _ : @ - (got "${raw}")`);
+  return raw;
 }

@@ -31,6 +31,11 @@ export interface StartServerOptions {
   banner?: boolean;
   /** Interface to listen on. Default: all interfaces. */
   host?: string;
+  /**
+   * The database was prepared already (a cluster worker: the primary migrated and seeded before
+   * forking): skip migrations, seeding and key creation, and report this.
+   */
+  prepared?: BootReport;
 }
 
 export interface BootReport {
@@ -72,7 +77,7 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
   return report;
 }
 
-function banner(port: number, report: BootReport): string {
+export function banner(port: number, report: BootReport): string {
   const base = `http://localhost:${port}`;
   const key = report.usableKey ?? '$API_KEY';
   const lines = [''];
@@ -101,13 +106,15 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const knex = openDatabase(target, logger);
   let report: BootReport;
   try {
-    report = await prepareDatabase(config, target, knex, logger);
+    report = options.prepared ?? (await prepareDatabase(config, target, knex, logger));
   } catch (err) {
     await knex.destroy().catch(() => undefined);
     throw err;
   }
 
   const services = createServices(config, logger, knex, target.engine);
+  // Before the lock is read (a held lock drops the pool): record this boot, free the previous boot's claims.
+  await services.heartbeat.start();
   // A service restarted while the maintenance lock is held drops its pool before serving anything.
   await services.lock.ensureLoaded();
   const app = createApp(services);
@@ -183,6 +190,8 @@ export async function startServer(config: Config, options: StartServerOptions = 
         await closed;
       }
       await services.events.stop();
+      services.lock.stop();
+      services.heartbeat.stop();
       await services.knex.destroy();
       logger.info({ ms: Date.now() - started, outcome }, 'stopped');
     })();

@@ -10,6 +10,7 @@ import { LockAwareApiKeys, MaintenanceLock } from './storage/lock-store';
 import { KnexIdempotencyStore } from './engines/idempotency/store';
 import { WriteRunner } from './engines/posting/runner';
 import { Events } from './events';
+import { InstanceHeartbeat } from './storage/instance-heartbeat';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -32,19 +33,22 @@ export interface Services {
   writes: WriteRunner;
   /** Change events: webhook endpoints, detector and delivery (started by the server, not by the app). */
   events: Events;
+  /** This process among those on the database (instance + boot); owner of its idempotency claims. Started by the server. */
+  heartbeat: InstanceHeartbeat;
 }
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
   const dialect = dialectFor(engine);
-  const lock = new MaintenanceLock(knex, engine, logger);
+  const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs });
   const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
   const numbers = new NumberAllocator(knex, engine);
+  const heartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: () => lock.isLocked() });
   const writes = new WriteRunner({
     boundary,
     dialect,
     numbers,
     // The lease outlives the deadline: an in-flight record past it belongs to a dead owner.
-    store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1 }),
+    store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1, owner: heartbeat.identity }),
     logger,
     hooks: {},
     inFlightRetryAfterSeconds: 1,
@@ -54,5 +58,5 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   });
   const keys = new LockAwareApiKeys(knex, lock);
   const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
-  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events };
+  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat };
 }

@@ -89,6 +89,37 @@ export interface DriverLog {
 
 export function openDatabase(target: DatabaseTarget, log?: DriverLog): Knex {
   if (target.file && target.file !== ':memory:') fs.mkdirSync(path.dirname(target.file), { recursive: true });
+  const knex = openKnex(target, log);
+  if (target.engine === 'sqlite') beginImmediate(knex);
+  return knex;
+}
+
+/**
+ * SQLite: write transactions start with BEGIN IMMEDIATE. Within one process it changes nothing
+ * (the pool has one connection). With several processes on one file (WORKERS, a second service)
+ * a plain BEGIN starts as a reader and upgrades at its first write; when another process wrote
+ * meanwhile the upgrade fails at once with SQLITE_BUSY (the busy timeout cannot help a stale
+ * snapshot), which would answer 502 under ordinary concurrency. BEGIN IMMEDIATE takes the write
+ * lock first, waiting up to busy_timeout for it, so concurrent writers queue instead. Read-only
+ * transactions keep the plain BEGIN.
+ */
+function beginImmediate(knex: Knex): void {
+  // knex's own SQLite transaction (BEGIN, savepoints, foreign-key pragma handling), only `begin` changed.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const SqliteTransaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction');
+  class ImmediateTransaction extends SqliteTransaction {
+    begin(conn: unknown) {
+      const self = this as any;
+      return self.readOnly ? super.begin(conn) : self.query(conn, 'BEGIN IMMEDIATE;');
+    }
+  }
+  const client = knex.client as any;
+  client.transaction = function transaction(this: unknown, ...args: unknown[]) {
+    return new (ImmediateTransaction as any)(this, ...args);
+  };
+}
+
+function openKnex(target: DatabaseTarget, log?: DriverLog): Knex {
   if (!log) return knexFactory(target.config);
   // knex prints these with console by default, outside the JSON log lines.
   const text = (m: unknown) => (m instanceof Error ? m.message : String(m));

@@ -216,6 +216,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
       return body === undefined ? req : req.set('Content-Type', 'application/json').send(body as object);
     },
     async close() {
+      services.lock.stop();
       await knex.destroy();
       await db.drop();
     },
