@@ -1,7 +1,9 @@
 /**
  * Runs the migrations of db/migrations. The modules are imported explicitly (no directory scan)
  * so the same code works under tsx (TypeScript sources) and from the compiled dist/ JavaScript.
- * Add a new migration by importing it here and appending it to MIGRATIONS; never reorder or rename.
+ * Add a new migration by importing it here and appending it to MIGRATIONS and to MIGRATION_NAMES
+ * (db/migration-names.ts); never reorder or rename. The server imports this module only when a
+ * migration is pending (src/server.ts).
  */
 import type { Knex } from 'knex';
 import * as m001 from './migrations/20261122000001_infrastructure';
