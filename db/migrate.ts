@@ -12,6 +12,7 @@ import * as m003 from './migrations/20261122000003_entities';
 import * as m004 from './migrations/20261122000004_upddte_triggers';
 import * as m005 from './migrations/20261122000005_query_indexes';
 import * as m006 from './migrations/20261123000001_inventory_allocation_posting';
+import * as m007 from './migrations/20261124000041_reference_change_counter';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -26,6 +27,7 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261122000004_upddte_triggers', m004],
   ['20261122000005_query_indexes', m005],
   ['20261123000001_inventory_allocation_posting', m006],
+  ['20261124000041_reference_change_counter', m007],
 ];
 
 type Entry = readonly [string, MigrationModule];

@@ -14,4 +14,5 @@ export const MIGRATION_NAMES: readonly string[] = [
   '20261122000004_upddte_triggers',
   '20261122000005_query_indexes',
   '20261123000001_inventory_allocation_posting',
+  '20261124000041_reference_change_counter',
 ];
