@@ -11,6 +11,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import YAML from 'yaml';
@@ -39,6 +40,12 @@ function freePort(): Promise<number> {
 function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** CPU time (user + system) the process has used, ms: what a start costs whatever else runs on the machine. */
+function cpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (100 Hz)
 }
 
 interface Request {
@@ -103,6 +110,7 @@ async function main(): Promise<void> {
     await new Promise((r) => child.once('exit', r));
   }
   const ready: number[] = [];
+  const readyCpu: number[] = [];
   const first: number[] = [];
   const rssReady: number[] = [];
   const rssAfter: number[] = [];
@@ -111,6 +119,7 @@ async function main(): Promise<void> {
     const { child, readyMs } = await start(port);
     try {
       ready.push(readyMs);
+      readyCpu.push(cpuMs(child.pid!));
       rssReady.push(rssMb(child.pid!));
       const times: string[] = [];
       for (const r of reqs) {
@@ -127,7 +136,7 @@ async function main(): Promise<void> {
         times.push(`${r.operationId} ${res.status} ${ms.toFixed(0)}`);
       }
       rssAfter.push(rssMb(child.pid!));
-      process.stdout.write(`start ${s + 1}: ready ${readyMs.toFixed(0)} ms, RSS ${rssReady.at(-1)!.toFixed(0)} MB; first requests max ${Math.max(...first.slice(-reqs.length)).toFixed(0)} ms; RSS after ${rssAfter.at(-1)!.toFixed(0)} MB\n`);
+      process.stdout.write(`start ${s + 1}: ready ${readyMs.toFixed(0)} ms (CPU ${readyCpu.at(-1)!.toFixed(0)} ms), RSS ${rssReady.at(-1)!.toFixed(0)} MB; first requests max ${Math.max(...first.slice(-reqs.length)).toFixed(0)} ms; RSS after ${rssAfter.at(-1)!.toFixed(0)} MB\n`);
       if (process.argv.includes('--verbose')) process.stdout.write(`  ${times.join(', ')}\n`);
     } finally {
       child.kill('SIGTERM');
@@ -136,7 +145,8 @@ async function main(): Promise<void> {
   }
   process.stdout.write(
     `\n${starts} starts, ${reqs.length} operations each (${reqs.map((r) => r.operationId).join(', ')})\n` +
-      `readyz 200 after start: p50 ${pct(ready, 50).toFixed(0)} ms, max ${Math.max(...ready).toFixed(0)} ms\n` +
+      `readyz 200 after start: p50 ${pct(ready, 50).toFixed(0)} ms, max ${Math.max(...ready).toFixed(0)} ms; CPU used by then p50 ${pct(readyCpu, 50).toFixed(0)} ms, max ${Math.max(...readyCpu).toFixed(0)} ms\n` +
+      `load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} cores\n` +
       `first request per operation: p50 ${pct(first, 50).toFixed(1)} ms, p99 ${pct(first, 99).toFixed(1)} ms, max ${Math.max(...first).toFixed(1)} ms\n` +
       `RSS at ready: max ${Math.max(...rssReady).toFixed(0)} MB; after the ${reqs.length} requests: max ${Math.max(...rssAfter).toFixed(0)} MB\n`,
   );
