@@ -14,7 +14,6 @@ function projectRoot(): string {
 
 export const PROJECT_ROOT = projectRoot();
 
-let contract: Record<string, any> | undefined;
 let publicYaml: string | undefined;
 
 /**
@@ -23,12 +22,10 @@ let publicYaml: string | undefined;
  * (scripts/generate.ts; src/catalog/bounds.ts), so the validator refuses what a column cannot hold.
  */
 export function contractDocument(): Record<string, any> {
-  // The JSON twin of openapi.public.yaml (same generation): parsed in milliseconds at start.
-  if (!contract) {
-    const { 'x-generated': _marker, ...doc } = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'generated', 'openapi.public.json'), 'utf8')) as Record<string, any>;
-    contract = doc;
-  }
-  return structuredClone(contract!);
+  // The JSON twin of openapi.public.yaml (same generation): parsed in milliseconds, a fresh copy
+  // each call (the validator mutates it) and none kept here: one copy fewer resident.
+  const { 'x-generated': _marker, ...doc } = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'generated', 'openapi.public.json'), 'utf8')) as Record<string, any>;
+  return doc;
 }
 
 /** The public document served to integrators (generated, storage names stripped). */
