@@ -34,7 +34,7 @@ export interface MatchIndex {
 /** Tables larger than this are matched by streaming instead (memory bound). */
 export const MATCH_INDEX_MAX_ROWS = 1_000_000;
 
-const BATCH = 10_000;
+const BATCH = 2_000;
 
 interface Scanned {
   keys: unknown[];
@@ -94,6 +94,9 @@ async function scan(reader: SnapshotReader, entity: EntityDef, column: string): 
   const key = entity.keyColumn;
   const norm: Array<string | null> = [];
   const keys: unknown[] = [];
+  // Each distinct stored value is normalised once (normalise allocates several strings; 100,000
+  // parts hold ~1,650 distinct names): the rows then share one string per value.
+  const seen = new Map<string, string>();
   let after: unknown;
   for (;;) {
     const qb = reader.db({ [BASE]: entity.table }).select([...new Set([key, column])].map((c) => col(BASE, c)));
@@ -102,7 +105,17 @@ async function scan(reader: SnapshotReader, entity: EntityDef, column: string): 
     for (const row of rows) {
       keys.push(row[key]);
       const raw = row[column];
-      norm.push(raw === null || raw === undefined ? null : normalise(String(raw)));
+      if (raw === null || raw === undefined) {
+        norm.push(null);
+        continue;
+      }
+      const text = String(raw);
+      let v = seen.get(text);
+      if (v === undefined) {
+        v = normalise(text);
+        if (seen.size < 200_000) seen.set(text, v);
+      }
+      norm.push(v);
     }
     if (keys.length > MATCH_INDEX_MAX_ROWS) return undefined;
     if (rows.length < BATCH) break;
