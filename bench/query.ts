@@ -397,7 +397,7 @@ async function post(port: number, p: string, body: unknown): Promise<any> {
 async function main(): Promise<void> {
   const seconds = Number(arg('duration', '10'));
   const connections = Number(arg('connections', '10'));
-  const only = arg('only', 'A,B,C,D,E').split(',');
+  const only = arg('only', SCENARIOS.map((x) => x.id).join(',')).split(',');
   const nodeFlags = arg('node-flags', '').split(' ').filter(Boolean);
   // A second engine configuration measured against the same baseline (e.g. "--optimize-for-size").
   const alsoFlags = arg('also-flags', '').split(' ').filter(Boolean);
