@@ -40,6 +40,7 @@ export function createApp(services: Services): express.Express {
   const opsState: OpsState = { draining: false, warming: false };
   app.locals.metrics = metrics;
   app.locals.warmContract = validator.warm;
+  app.locals.prepareContract = validator.prepare;
   app.locals.opsState = opsState;
 
   app.use(correlation);

@@ -11,6 +11,7 @@ import { KnexIdempotencyStore } from './engines/idempotency/store';
 import { WriteRunner } from './engines/posting/runner';
 import { Events } from './events';
 import { InstanceHeartbeat } from './storage/instance-heartbeat';
+import { ReferenceCache } from './storage/reference-cache';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -47,6 +48,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     boundary,
     dialect,
     numbers,
+    references: new ReferenceCache(),
     // The lease outlives the deadline: an in-flight record past it belongs to a dead owner.
     store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1, owner: heartbeat.identity }),
     logger,

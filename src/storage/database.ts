@@ -17,6 +17,29 @@ export interface DatabaseTarget {
 export const DEFAULT_DATABASE_URL = 'sqlite://./data/books.sqlite';
 
 /** Parses DATABASE_URL: sqlite://PATH, postgres://..., mssql://user:pass@host:port/db?encrypt=true */
+const PREPARED_PER_CONNECTION = 500;
+
+/**
+ * knex's better-sqlite3 client prepares every statement it runs (`connection.prepare(sql)` per
+ * query): on the write path that compile was about a fifth of a posting's CPU. Statements are
+ * prepared once per connection and SQL text here (bounded; cleared when full); better-sqlite3
+ * re-prepares a statement by itself after a schema change. knex sets `safeIntegers` on a statement
+ * only when a query asks for it, which nothing in this service does.
+ */
+function reusePreparedStatements(conn: { prepare: (sql: string) => unknown }): void {
+  const prepare = conn.prepare.bind(conn);
+  const cache = new Map<string, unknown>();
+  conn.prepare = (sql: string) => {
+    let stmt = cache.get(sql);
+    if (stmt === undefined) {
+      if (cache.size >= PREPARED_PER_CONNECTION) cache.clear();
+      stmt = prepare(sql);
+      cache.set(sql, stmt);
+    }
+    return stmt;
+  };
+}
+
 export function parseDatabaseUrl(url: string, pool: { min: number; max: number } = { min: 0, max: 10 }): DatabaseTarget {
   if (url.startsWith('sqlite://') || url.startsWith('sqlite:')) {
     const file = url.replace(/^sqlite:(\/\/)?/, '');
@@ -40,6 +63,7 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
               conn.pragma('foreign_keys = ON');
               conn.pragma('synchronous = NORMAL');
               conn.pragma('busy_timeout = 5000');
+              reusePreparedStatements(conn);
               done(null, conn);
             } catch (err) {
               done(err as Error, conn);

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Router, type RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import type { Services } from '../../services';
-import { MIGRATIONS } from '../../../db/migrate';
+import { MIGRATION_NAMES } from '../../../db/migration-names';
 import { ApiProblem } from '../../errors/problem';
 import { publicDocumentJson, publicDocumentYaml } from '../openapi-document';
 import { v2DocumentYaml } from '../../v2/document';
@@ -98,7 +98,7 @@ export async function readinessProblem(services: Services): Promise<string | und
   try {
     const rows: Array<{ name: string }> = await withTimeout(services.knex('knex_migrations').select('name'), READY_CHECK_TIMEOUT_MS, 'The database');
     const applied = new Set(rows.map((r) => r.name));
-    const pending = MIGRATIONS.filter(([name]) => !applied.has(name)).map(([name]) => name);
+    const pending = MIGRATION_NAMES.filter((name) => !applied.has(name));
     if (pending.length > 0) return `${pending.length} database migration(s) not applied: ${pending.join(', ')}.`;
   } catch {
     return 'The database has not been migrated.';
