@@ -31,7 +31,8 @@ async function startAndList(databaseFile: string): Promise<string[]> {
   const port = await freePort();
   const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test', 'support', 'import-graph.ts')], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite://${databaseFile}`, LOG_LEVEL: 'warn', SEED_ON_START: 'true' },
+    // WORKERS=1: one process, whose require cache is the whole graph (cluster workers would report theirs).
+    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite://${databaseFile}`, LOG_LEVEL: 'warn', SEED_ON_START: 'true', WORKERS: '1' },
     encoding: 'utf8',
     timeout: 180_000,
   });
