@@ -8,17 +8,23 @@
  *   C  A at page 500 (OFFSET 49,900)
  *   D  parts match: partName, maxDistance 2
  *   E  B with pageSize 1000
+ *   F  job costs (1.1 million rows): jobNumber = J and costCode = C (the pair with the most rows),
+ *      ordered by transactionDate, page 1 of 100, with totalCount
  *
  * Data (built once, about 7 minutes, cached in bench/.data/, gitignored): the demo company
  * seeded at scale 250: 100,000 parts, 84,000 service invoices with 271,000 lines, 7.8 million
- * rows in all (2.4 GB).
+ * rows in all (2.4 GB). `--engine postgres` runs the same against PostgreSQL: database
+ * ais_bench_query_v2 on the server of BENCH_POSTGRES_URL (or TEST_POSTGRES_URL), created and seeded
+ * at the same scale on first use; the baseline then uses knex/pg.
  *
  * The server under test is the production build (`node dist/src/main.js`, built first); the
  * baseline runs under tsx. Each in its own child process, fresh per scenario (peak RSS = VmHWM
  * reset after boot), autocannon in this one. Usage:
  *   npx tsx bench/query.ts [--duration S] [--connections N] [--only A,C] [--no-write]
  *                          [--node-flags "..."] [--also-flags "--optimize-for-size"] [--engine-tsx]
- * Writes the table to bench/README.md, section "Query engine".
+ *                          [--engine sqlite|postgres]
+ * Writes the table to bench/README.md, section "Query engine" (SQLite) or "Query engine on
+ * PostgreSQL".
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -62,9 +68,23 @@ const SCENARIOS = [
     body: { matchString: 'Cleanout Plug 1in Comercial', matchFields: ['partName'], select: ['partCode', 'partName'], maxDistance: 2 },
   },
   { id: 'E', title: 'pageSize 1000 with children', path: '/api/v3/service-invoices/query', body: { ...B, page: { pageNumber: 1, pageSize: 1000 } } },
-] as const;
+  // Filled in by main() with the (job, cost code) pair that has the most job costs.
+  { id: 'F', title: 'job costs: jobNumber and costCode, by transactionDate, page 1 of 100, totalCount', path: '/api/v3/job-costs/query', body: {} as Record<string, unknown> },
+];
 
 type Scenario = (typeof SCENARIOS)[number];
+
+/** The job-cost query of scenario F for job `job` and cost code `code`. */
+function jobCostBody(job: number, code: number): Record<string, unknown> {
+  return {
+    filters: { and: [{ match: { field: 'jobNumber', operator: '=', value: job } }, { match: { field: 'costCode', operator: '=', value: code } }] },
+    orderBy: ['transactionDate ASC'],
+    page: { pageNumber: 1, pageSize: 100 },
+  };
+}
+
+const ENGINE = arg('engine', 'sqlite') === 'postgres' ? 'postgres' : 'sqlite';
+const PG_DATABASE = `ais_bench_query_${DATA_VERSION}`;
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -72,7 +92,51 @@ function arg(name: string, fallback: string): string {
 }
 
 // ------------------------------------------------------------------ data
+/** The database URL of the bench data on ENGINE, built on first use. */
 async function ensureData(): Promise<string> {
+  if (ENGINE === 'postgres') return ensurePostgresData();
+  return `sqlite://${await ensureSqliteData()}`;
+}
+
+async function ensurePostgresData(): Promise<string> {
+  const base = process.env.BENCH_POSTGRES_URL || process.env.TEST_POSTGRES_URL;
+  if (!base) throw new Error('--engine postgres needs BENCH_POSTGRES_URL (or TEST_POSTGRES_URL), e.g. postgres://user:pass@127.0.0.1:5432/postgres');
+  const url = new URL(base);
+  url.pathname = `/${PG_DATABASE}`;
+  const knexFactory = (await import('knex')).default;
+  const admin = knexFactory({ client: 'pg', connection: base, pool: { min: 0, max: 1 } });
+  try {
+    const exists = await admin.raw('select 1 from pg_database where datname = ?', [PG_DATABASE]);
+    if (exists.rows.length === 0) await admin.raw(`create database "${PG_DATABASE}"`);
+  } finally {
+    await admin.destroy();
+  }
+  const { openDatabase, parseDatabaseUrl } = await import('../src/storage/database');
+  const { migrateLatest } = await import('../db/migrate');
+  const knex = openDatabase(parseDatabaseUrl(url.toString()));
+  try {
+    // bench_ready is created when the seed completed: a run interrupted while seeding starts over.
+    if (await knex.schema.hasTable('bench_ready')) {
+      await migrateLatest(knex);
+      return url.toString();
+    }
+    const started = Date.now();
+    process.stdout.write(`building PostgreSQL database ${PG_DATABASE}: seed scale ${SEED_SCALE} ...\n`);
+    await knex.raw('drop schema public cascade');
+    await knex.raw('create schema public');
+    await migrateLatest(knex);
+    const { seedDemoCompany } = await import('../db/seed');
+    await seedDemoCompany(knex, { scale: SEED_SCALE });
+    await knex.raw('vacuum analyze');
+    await knex.schema.createTable('bench_ready', (t) => t.integer('scale'));
+    process.stdout.write(`  done in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  } finally {
+    await knex.destroy();
+  }
+  return url.toString();
+}
+
+async function ensureSqliteData(): Promise<string> {
   if (fs.existsSync(DATA_FILE)) return DATA_FILE;
   fs.mkdirSync(DATA_DIR, { recursive: true });
   const building = `${DATA_FILE}.building`;
@@ -101,14 +165,14 @@ interface Ready {
   port: number;
 }
 
-async function serveFull(file: string): Promise<number> {
+async function serveFull(url: string): Promise<number> {
   const pino = (await import('pino')).default;
   const { loadConfig } = await import('../src/config');
   const { createServices } = await import('../src/services');
   const { createApp } = await import('../src/app');
   const { openDatabase, parseDatabaseUrl } = await import('../src/storage/database');
   // Production configuration (responses not validated), logs to /dev/null, rate limit out of reach.
-  const config = { ...loadConfig({ DATABASE_URL: `sqlite://${file}`, LOG_LEVEL: 'info' }), rateLimitPerMinute: 10_000_000, seedOnStart: false };
+  const config = { ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'info' }), rateLimitPerMinute: 10_000_000, seedOnStart: false };
   const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: config.dbPoolMax });
   const knex = openDatabase(target);
   const logger = pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: false }));
@@ -120,18 +184,23 @@ async function serveFull(file: string): Promise<number> {
 }
 
 /** The raw baseline: bare Express + knex/better-sqlite3, plain SQL, hand-written mapping. */
-async function serveBaseline(file: string): Promise<number> {
+async function serveBaseline(url: string): Promise<number> {
   const express = (await import('express')).default;
   const knexFactory = (await import('knex')).default;
   const { CATALOG } = await import('../generated/catalog');
-  const knex = knexFactory({ client: 'better-sqlite3', connection: { filename: file }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
+  const pg = url.startsWith('postgres');
+  const knex = pg
+    ? knexFactory({ client: 'pg', connection: url, pool: { min: 1, max: 10 } })
+    : knexFactory({ client: 'better-sqlite3', connection: { filename: url.replace(/^sqlite:\/\//, '') }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
+  // Decimals: scaled integers on SQLite, DECIMAL (strings from pg) on PostgreSQL.
+  const toDb = (value: number, scale: number) => (pg ? value : Math.round(value * 10 ** scale));
   const mapper = (fields: Record<string, { name: string; column: string; kind: string; scale?: number }>) => {
     const list = Object.values(fields);
     return (row: Record<string, any>) => {
       const out: Record<string, unknown> = {};
       for (const f of list) {
         const v = row[f.column];
-        out[f.name] = v === null ? null : f.kind === 'decimal' ? v / 10 ** (f.scale ?? 2) : f.kind === 'boolean' ? v === 1 : v;
+        out[f.name] = v === null ? null : f.kind === 'decimal' ? (pg ? Number(v) : v / 10 ** (f.scale ?? 2)) : f.kind === 'boolean' ? v === 1 || v === true : v;
       }
       return out;
     };
@@ -149,7 +218,7 @@ async function serveBaseline(file: string): Promise<number> {
   app.use(express.json());
   app.post('/api/v3/parts/query', async (req, res) => {
     const { pageNumber = 1, pageSize = 100 } = req.body.page ?? {};
-    const min = req.body.filters.match.value * 10 ** 4;
+    const min = toDb(req.body.filters.match.value, 4);
     const n = ((await knex('tkfprt').where('prtcst', '>', min).count({ n: '*' })) as Array<{ n: number }>)[0]!.n;
     const rows = await knex('tkfprt').select(partCols).where('prtcst', '>', min).orderBy('prtcde').orderBy('_idnum').limit(pageSize).offset((pageNumber - 1) * pageSize);
     const data = rows.map(partRow);
@@ -157,7 +226,7 @@ async function serveBaseline(file: string): Promise<number> {
   });
   app.post('/api/v3/service-invoices/query', async (req, res) => {
     const { pageNumber = 1, pageSize = 100 } = req.body.page ?? {};
-    const min = req.body.filters.match.value * 10 ** 2;
+    const min = toDb(req.body.filters.match.value, 2);
     const n = ((await knex('srvinv').where('invttl', '>', min).count({ n: '*' })) as Array<{ n: number }>)[0]!.n;
     const rows = await knex('srvinv').select(invoiceCols).where('invttl', '>', min).orderBy('invnum').orderBy('_idnum').limit(pageSize).offset((pageNumber - 1) * pageSize);
     const keys = rows.map((r: any) => r._idnum);
@@ -165,6 +234,18 @@ async function serveBaseline(file: string): Promise<number> {
     const byParent = new Map<string, unknown[]>(keys.map((k: string) => [k, []]));
     for (const l of lines) byParent.get(l._idref)!.push(lineRow(l));
     const data = rows.map((r: any) => ({ ...invoiceRow(r), lines: byParent.get(r._idnum) }));
+    res.json({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data });
+  });
+  const jobCosts = CATALOG['job-costs']!;
+  const jobCostRow = mapper(jobCosts.fields);
+  const jobCostCols = Object.values(jobCosts.fields).map((f) => f.column);
+  app.post('/api/v3/job-costs/query', async (req, res) => {
+    const { pageNumber = 1, pageSize = 100 } = req.body.page ?? {};
+    const [job, code] = req.body.filters.and.map((n: any) => n.match.value) as [number, number];
+    const where = { jobnum: job, cstcde: toDb(code, 3) };
+    const n = ((await knex('jobcst').where(where).count({ n: '*' })) as Array<{ n: number }>)[0]!.n;
+    const rows = await knex('jobcst').select(jobCostCols).where(where).orderBy('trndte').orderBy('_idnum').limit(pageSize).offset((pageNumber - 1) * pageSize);
+    const data = rows.map(jobCostRow);
     res.json({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data });
   });
   // Match: read every name, normalise, full Levenshtein, sort, first 100.
@@ -264,7 +345,7 @@ function freePort(): Promise<number> {
  * The server under test as production runs it: `node dist/src/main.js` (built by this script),
  * configured by environment variables only (request log to stdout, discarded).
  */
-async function startProduction(file: string, nodeFlags: string[]): Promise<{ child: ChildProcess; port: number }> {
+async function startProduction(url: string, nodeFlags: string[]): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeFlags, path.join(ROOT, 'dist', 'src', 'main.js')], {
     cwd: ROOT,
@@ -272,7 +353,7 @@ async function startProduction(file: string, nodeFlags: string[]): Promise<{ chi
     env: {
       ...process.env,
       PORT: String(port),
-      DATABASE_URL: `sqlite://${file}`,
+      DATABASE_URL: url,
       DEMO_API_KEY: BENCH_KEY,
       SEED_ON_START: 'false',
       RATE_LIMIT_PER_MINUTE: '10000000',
@@ -298,8 +379,8 @@ async function startProduction(file: string, nodeFlags: string[]): Promise<{ chi
   throw new Error('server not ready after 60 s');
 }
 
-function start(kind: 'full' | 'baseline', file: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(__filename, ['--serve', kind, file], { execArgv: ['--import', 'tsx'], cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+function start(kind: 'full' | 'baseline', url: string): Promise<{ child: ChildProcess; port: number }> {
+  const child = fork(__filename, ['--serve', kind, url], { execArgv: ['--import', 'tsx'], cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     child.once('message', (m) => resolve({ child, port: (m as Ready).port }));
     child.once('exit', (code) => reject(new Error(`${kind} server exited ${code}`)));
@@ -316,11 +397,12 @@ async function post(port: number, p: string, body: unknown): Promise<any> {
 async function main(): Promise<void> {
   const seconds = Number(arg('duration', '10'));
   const connections = Number(arg('connections', '10'));
-  const only = arg('only', 'A,B,C,D,E').split(',');
+  const only = arg('only', SCENARIOS.map((x) => x.id).join(',')).split(',');
   const nodeFlags = arg('node-flags', '').split(' ').filter(Boolean);
   // A second engine configuration measured against the same baseline (e.g. "--optimize-for-size").
   const alsoFlags = arg('also-flags', '').split(' ').filter(Boolean);
   const file = await ensureData();
+  await pickJobCostPair(file);
   process.stdout.write('building dist/ (the server runs as production runs it) ...\n');
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
   const rows: Array<{ s: Scenario; full: Measured; base: Measured; fullPeak: number; basePeak: number; fullBoot: number; also?: { m: Measured; peak: number; boot: number } }> = [];
@@ -386,21 +468,23 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${table}\n`);
   if (!process.argv.includes('--no-write') && rows.length === SCENARIOS.length) {
     const boot = Math.max(...rows.map((r) => r.fullBoot));
+    const SECTION = ENGINE === 'postgres' ? '## Query engine on PostgreSQL' : '## Query engine';
     writeSection(
+      SECTION,
       [
-        '## Query engine',
+        SECTION,
         '',
-        '`npx tsx bench/query.ts` — the server as production runs it (`node dist/src/main.js`, built by the script;',
+        `\`npx tsx bench/query.ts${ENGINE === 'postgres' ? ' --engine postgres' : ''}\` — the server as production runs it (\`node dist/src/main.js\`, built by the script;`,
         `configuration from the environment; request log to stdout, discarded${nodeFlags.length ? `; node ${nodeFlags.join(' ')}` : ''}) against a raw baseline (bare Express +`,
-        'knex/better-sqlite3 in one file, plain SQL: count + `ORDER BY ... LIMIT/OFFSET` + one IN for children; match',
-        `reads every name and runs a full Levenshtein) on the same SQLite file. Data: the demo company seeded at scale ${SEED_SCALE}`,
-        '(100,000 parts; 84,000 service invoices with ~3.2 lines each; 7.8 million rows), cached in bench/.data/.',
+        `knex/${ENGINE === 'postgres' ? 'pg' : 'better-sqlite3'} in one file, plain SQL: count + \`ORDER BY ... LIMIT/OFFSET\` + one IN for children; match`,
+        `reads every name and runs a full Levenshtein) on the same ${ENGINE === 'postgres' ? 'PostgreSQL database' : 'SQLite file'}. Data: the demo company seeded at scale ${SEED_SCALE}`,
+        `(100,000 parts; 84,000 service invoices with ~3.2 lines each; 1.1 million job costs; 7.8 million rows), ${ENGINE === 'postgres' ? `database ${PG_DATABASE}` : 'cached in bench/.data/'}.`,
         'Fresh server processes per scenario (the baseline under tsx); autocannon in the parent;',
         'peak RSS is VmHWM reset after boot, i.e. the peak while the scenario ran. Scenarios too slow to complete',
         `2 × connections requests in the window are measured over a fixed ${'2 × connections'} requests instead.`,
         '',
         `Last run: ${new Date().toISOString().slice(0, 10)}, ${connections} connections, ${seconds} s per run after 2 s warm-up, Node ${process.version}, ${os.cpus().length} × ${cpu}.`,
-        `Engine resident after boot, before load: ${boot.toFixed(0)} MB (the contract validator compiles 92 operations at boot)` +
+        `Engine resident after boot, before load: ${boot.toFixed(0)} MB` +
           (rows[0]?.also ? `; with \`node ${also}\`: ${Math.max(...rows.map((r) => r.also?.boot ?? 0)).toFixed(0)} MB.` : '.'),
         '',
         table,
@@ -410,9 +494,9 @@ async function main(): Promise<void> {
         'all service invoices, a full scan, on every request; the engine counts once per change token). C is the',
         'deferred join: keys by OFFSET from the covering index of migration 005, then the page by key; the',
         'baseline walks the ordering index and reads every skipped row. D is the in-memory match index; the',
-        'baseline reads and scores all 100,000 names per request. Peak RSS is set by the boot-time compile of',
-        'the contract validator (resident after boot above), not by the engine; `node --optimize-for-size`',
-        'keeps every scenario under 150 MB at a throughput cost (last column). Machine shared with other work:',
+        'baseline reads and scores all 100,000 names per request. F filters 1.1 million job costs by job and',
+        'cost code (the pair with the most rows) through the (jobnum, cstcde) index and sorts by date. Peak RSS',
+        'target: at most 150 MB in every scenario (see "Memory and start-up"). Machine shared with other work:',
         'numbers vary by about ±20 % between runs.',
         '',
       ].join('\n'),
@@ -421,11 +505,27 @@ async function main(): Promise<void> {
   }
 }
 
+/** Scenario F's body: the (job, cost code) pair with the most job costs in the bench data. */
+async function pickJobCostPair(url: string): Promise<void> {
+  const { openDatabase, parseDatabaseUrl } = await import('../src/storage/database');
+  const { dialectFor } = await import('../src/storage/dialect');
+  const knex = openDatabase(parseDatabaseUrl(url, { min: 0, max: 1 }));
+  try {
+    const row = (await knex('jobcst').select('jobnum', 'cstcde').count({ n: '*' }).whereNotNull('cstcde').groupBy('jobnum', 'cstcde').orderBy('n', 'desc').first()) as { jobnum: number; cstcde: unknown; n: number };
+    const code = Number(dialectFor(ENGINE).decodeDecimal(row.cstcde as any, 3)!.toFixed(3));
+    const f = SCENARIOS.find((x) => x.id === 'F')!;
+    (f as { body: unknown }).body = jobCostBody(Number(row.jobnum), code);
+    process.stdout.write(`F: job ${row.jobnum}, cost code ${code}: ${row.n} job costs\n`);
+  } finally {
+    await knex.destroy();
+  }
+}
+
 /** Replaces (or appends) the "## Query engine" section of bench/README.md, leaving other sections alone. */
-function writeSection(section: string): void {
+function writeSection(title: string, section: string): void {
   const file = path.join(ROOT, 'bench', 'README.md');
   const current = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmarks\n\nNumbers, not tests. Each section says how to re-run it.\n';
-  const startAt = current.indexOf('## Query engine');
+  const startAt = current.search(new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
   let next: string;
   if (startAt < 0) next = `${current.trimEnd()}\n\n${section}`;
   else {
@@ -439,7 +539,7 @@ if (process.argv.includes('--serve')) {
   // Exit normally on a signal (flushes --cpu-prof profiles when profiling a server).
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => process.exit(0));
   const kind = process.argv[process.argv.indexOf('--serve') + 1];
-  const file = process.argv[process.argv.indexOf('--serve') + 2]!;
+  const file = process.argv[process.argv.indexOf('--serve') + 2]!; // database URL
   (kind === 'full' ? serveFull(file) : serveBaseline(file))
     .then((port) => (process.send ? process.send({ port } satisfies Ready) : process.stdout.write(`${kind} listening on ${port}\n`)))
     .catch((err) => {

@@ -1,7 +1,9 @@
 /**
  * Runs the migrations of db/migrations. The modules are imported explicitly (no directory scan)
  * so the same code works under tsx (TypeScript sources) and from the compiled dist/ JavaScript.
- * Add a new migration by importing it here and appending it to MIGRATIONS; never reorder or rename.
+ * Add a new migration by importing it here and appending it to MIGRATIONS and to MIGRATION_NAMES
+ * (db/migration-names.ts); never reorder or rename. The server imports this module only when a
+ * migration is pending (src/server.ts).
  */
 import type { Knex } from 'knex';
 import * as m001 from './migrations/20261122000001_infrastructure';
@@ -10,7 +12,10 @@ import * as m003 from './migrations/20261122000003_entities';
 import * as m004 from './migrations/20261122000004_upddte_triggers';
 import * as m005 from './migrations/20261122000005_query_indexes';
 import * as m006 from './migrations/20261123000001_inventory_allocation_posting';
-import * as m007 from './migrations/20261124000031_api_key_scopes';
+import * as m007 from './migrations/20261124000010_webhooks';
+import * as m008 from './migrations/20261124000031_api_key_scopes';
+import * as m009 from './migrations/20261124000041_reference_change_counter';
+import * as m010 from './migrations/20261124000051_instance_claims';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -25,7 +30,10 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261122000004_upddte_triggers', m004],
   ['20261122000005_query_indexes', m005],
   ['20261123000001_inventory_allocation_posting', m006],
-  ['20261124000031_api_key_scopes', m007],
+  ['20261124000010_webhooks', m007],
+  ['20261124000031_api_key_scopes', m008],
+  ['20261124000041_reference_change_counter', m009],
+  ['20261124000051_instance_claims', m010],
 ];
 
 type Entry = readonly [string, MigrationModule];

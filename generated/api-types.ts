@@ -2453,6 +2453,206 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhook-deliveries/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend a delivery
+         * @description Queues the delivery again now, with the same event id (`webhook-id`) and body, and a new
+         *     three-day retry window. Admin API keys only (403 FORBIDDEN for other keys); the resend is logged.
+         */
+        post: operations["resendWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-deliveries/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read the delivery log
+         * @description The delivery log (kept 30 days), newest first: one row per event and endpoint with its status
+         *     (`pending` while attempts remain, `succeeded`, `failed` after the last attempt or a 410) and
+         *     every attempt made (time, HTTP status, error). Filters by endpoint, status and creation time
+         *     (`since` inclusive, `until` exclusive). Admin API keys only (403 FORBIDDEN for other keys).
+         */
+        post: operations["queryWebhookDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-deliveries/resend-failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend every failed delivery since a time
+         * @description Queues again every failed delivery created at or after `since` (of one endpoint when
+         *     `endpointId` is given), each with a new three-day retry window. Admin API keys only (403 FORBIDDEN for other keys).
+         */
+        post: operations["resendFailedWebhookDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a webhook endpoint
+         * @description Registers an endpoint that receives change events (see the `webhooks` section for the payloads,
+         *     signature headers and retry schedule). `url` must be https on a public address: loopback,
+         *     private, link-local, unique-local, carrier-grade NAT, metadata and other reserved addresses are
+         *     refused with 422 WEBHOOK_TARGET_REFUSED, here and again on every delivery after DNS resolution.
+         *     The answer carries the signing `secret` (`whsec_...`): it is shown only here and on rotation.
+         *     The endpoint belongs to the calling key: an event carries only what that key may read, and
+         *     when the key is disabled or revoked the endpoint is paused. Detection of a newly subscribed
+         *     document kind starts now (no history is sent). Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint: nothing more is detected or sent for it. Its delivery log stays readable
+         *     until it is purged (30 days). Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
+         */
+        post: operations["deleteWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret
+         * @description Makes a new signing secret and returns it (shown only here). For 24 hours the previous secret
+         *     keeps signing too: each delivery then carries two `v1,` signatures in `webhook-signature`, so the
+         *     subscriber can switch secrets without losing an event. Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Queues a `webhook.test` event for the endpoint; it is delivered (signed, with retries) like any
+         *     other event and appears in the delivery log. Admin API keys only (403 FORBIDDEN for other keys); the test is logged.
+         */
+        post: operations["testWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{id}/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes the url, the event types, the description, or pauses (`paused: true`) and resumes
+         *     (`paused: false`) the endpoint. Resuming also re-enables an endpoint disabled by a 410 answer or
+         *     paused because its owner key was switched off (it is paused again at the next detection if the
+         *     owner still may not read). Deliveries queued while paused are sent on resume. Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
+         */
+        post: operations["updateWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List webhook endpoints
+         * @description Lists the endpoints (not deleted), oldest first, optionally only those in the given states.
+         *     Secrets are never listed. Admin API keys only (403 FORBIDDEN for other keys).
+         */
+        post: operations["queryWebhookEndpoints"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workers-comp-codes/query": {
         parameters: {
             query?: never;
@@ -2478,7 +2678,228 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "inventory_allocation.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An inventory allocation was created
+         * @description An inventory allocation was made (stock allocated to a job or moved between locations). Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["InventoryAllocationCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "inventory_allocation.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An inventory allocation was changed
+         * @description An inventory allocation was changed. Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["InventoryAllocationUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "ledger_transaction.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A journal entry was created
+         * @description A journal entry was posted to the ledger. Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["LedgerTransactionCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "ledger_transaction.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A journal entry was changed
+         * @description A journal entry was changed. Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["LedgerTransactionUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payable_invoice.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An AP invoice was created
+         * @description An AP invoice was entered (in the accounting system, through a PO receipt or an AP import). Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["PayableInvoiceCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payable_invoice.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An AP invoice was changed
+         * @description An AP invoice was changed (approved, put on hold, paid, re-coded). Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["PayableInvoiceUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "purchase_order.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A purchase order was created
+         * @description A purchase order was entered. Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["PurchaseOrderCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "purchase_order.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A purchase order was changed
+         * @description A purchase order was changed or received against. Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["PurchaseOrderUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "service_invoice.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A service invoice was created
+         * @description A service invoice was entered. Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["ServiceInvoiceCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "service_invoice.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A service invoice was changed
+         * @description A service invoice was changed or invoiced. Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["ServiceInvoiceUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test event
+         * @description Sent by POST /webhook-endpoints/{id}/test. Signed per Standard Webhooks; retried on the schedule of the Events tag. Answer 2xx to acknowledge.
+         */
+        post: operations["WebhookTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -4545,6 +4966,8 @@ export interface components {
             data: components["schemas"]["Employee"][];
             page: components["schemas"]["PageInfo"];
         };
+        /** @description No fields; send `{}`. */
+        EmptyRequest: Record<string, never>;
         /**
          * @description A piece of owned or leased equipment. `recordNumber` is the equipment number carried by equipment costs, revenues and timecard lines.
          * @example {
@@ -4797,6 +5220,28 @@ export interface components {
             data: components["schemas"]["EquipmentType"][];
             page: components["schemas"]["PageInfo"];
         };
+        EventDataBase: {
+            /**
+             * Format: date-time
+             * @description The change stamp: insdte for created, upddte for updated (UTC).
+             */
+            changedAt: string;
+            /** @description The row's user stamp (insusr for created, updusr for updated); `api:<key name>` for API writes; `unknown` when the row has none. */
+            changedBy: string;
+            source: components["schemas"]["EventSource"];
+        };
+        /**
+         * @description Where the change was made. `api`: through this API (the row's user stamp is the API's,
+         *     `api:<key name>`). `accounting_system`: in the desktop accounting system or by anything else
+         *     writing the database.
+         * @enum {string}
+         */
+        EventSource: "api" | "accounting_system";
+        /**
+         * @description A change event type (the spec's Events table). Payroll is never sent; deletions send no event.
+         * @enum {string}
+         */
+        EventType: "payable_invoice.created" | "payable_invoice.updated" | "purchase_order.created" | "purchase_order.updated" | "ledger_transaction.created" | "ledger_transaction.updated" | "service_invoice.created" | "service_invoice.updated" | "inventory_allocation.created" | "inventory_allocation.updated";
         FieldError: {
             /** @description Per-field code, e.g. unknown_field, required, type, format, range, enum. */
             code: string;
@@ -5120,6 +5565,21 @@ export interface components {
             transactionDate?: string;
             /** @description Posting year. */
             year?: number;
+        };
+        /** @description Body of inventory_allocation.created and inventory_allocation.updated. `data.record` is the document header as POST /inventory-allocations/query returns it (no child collections), limited to what the endpoint's owner may read. */
+        InventoryAllocationEvent: {
+            data: components["schemas"]["EventDataBase"] & {
+                /** @constant */
+                entity?: "inventory_allocation";
+                record?: components["schemas"]["InventoryAllocation"];
+            };
+            /**
+             * Format: date-time
+             * @description When the event was made (detected).
+             */
+            timestamp: string;
+            /** @enum {string} */
+            type: "inventory_allocation.created" | "inventory_allocation.updated";
         };
         /**
          * @description An inventory allocation to enter. Names follow the inventory allocation read model
@@ -6117,6 +6577,21 @@ export interface components {
             /** @description Posting year. */
             year?: number;
         };
+        /** @description Body of ledger_transaction.created and ledger_transaction.updated. `data.record` is the document header as POST /ledger-transactions/query returns it (no child collections), limited to what the endpoint's owner may read. */
+        LedgerTransactionEvent: {
+            data: components["schemas"]["EventDataBase"] & {
+                /** @constant */
+                entity?: "ledger_transaction";
+                record?: components["schemas"]["LedgerTransaction"];
+            };
+            /**
+             * Format: date-time
+             * @description When the event was made (detected).
+             */
+            timestamp: string;
+            /** @enum {string} */
+            type: "ledger_transaction.created" | "ledger_transaction.updated";
+        };
         /** @description A journal line: one debit or one credit to one account. */
         LedgerTransactionLine: {
             creditAmount?: number;
@@ -6430,6 +6905,21 @@ export interface components {
             asOf: components["schemas"]["Timestamp"];
             data: components["schemas"]["Part"][];
             page: components["schemas"]["PageInfo"];
+        };
+        /** @description Body of payable_invoice.created and payable_invoice.updated. `data.record` is the document header as POST /ap-invoices/query returns it (no child collections), limited to what the endpoint's owner may read. */
+        PayableInvoiceEvent: {
+            data: components["schemas"]["EventDataBase"] & {
+                /** @constant */
+                entity?: "payable_invoice";
+                record?: components["schemas"]["ApInvoice"];
+            };
+            /**
+             * Format: date-time
+             * @description When the event was made (detected).
+             */
+            timestamp: string;
+            /** @enum {string} */
+            type: "payable_invoice.created" | "payable_invoice.updated";
         };
         /**
          * @description A paycheck or direct deposit issued for a payroll record, with the earnings, taxes and deductions (`lines`) it paid.
@@ -7158,6 +7648,21 @@ export interface components {
             status?: number;
             vendorNumber?: number;
         };
+        /** @description Body of purchase_order.created and purchase_order.updated. `data.record` is the document header as POST /purchase-orders/query returns it (no child collections), limited to what the endpoint's owner may read. */
+        PurchaseOrderEvent: {
+            data: components["schemas"]["EventDataBase"] & {
+                /** @constant */
+                entity?: "purchase_order";
+                record?: components["schemas"]["PurchaseOrder"];
+            };
+            /**
+             * Format: date-time
+             * @description When the event was made (detected).
+             */
+            timestamp: string;
+            /** @enum {string} */
+            type: "purchase_order.created" | "purchase_order.updated";
+        };
         /** @description A purchase order line. */
         PurchaseOrderLine: {
             canceledQuantity?: number;
@@ -7525,6 +8030,21 @@ export interface components {
             workStatus?: number;
             /** @description Posting year. */
             year?: number;
+        };
+        /** @description Body of service_invoice.created and service_invoice.updated. `data.record` is the document header as POST /service-invoices/query returns it (no child collections), limited to what the endpoint's owner may read. */
+        ServiceInvoiceEvent: {
+            data: components["schemas"]["EventDataBase"] & {
+                /** @constant */
+                entity?: "service_invoice";
+                record?: components["schemas"]["ServiceInvoice"];
+            };
+            /**
+             * Format: date-time
+             * @description When the event was made (detected).
+             */
+            timestamp: string;
+            /** @enum {string} */
+            type: "service_invoice.created" | "service_invoice.updated";
         };
         /** @description A labor, part or other charge of a service invoice. */
         ServiceInvoiceLine: {
@@ -8330,6 +8850,177 @@ export interface components {
             data: components["schemas"]["VendorType"][];
             page: components["schemas"]["PageInfo"];
         };
+        WebhookAttempt: {
+            attempt: number;
+            attemptedAt: components["schemas"]["Timestamp"];
+            durationMs: number;
+            error: string | null;
+            /** @enum {string} */
+            outcome: "succeeded" | "failed" | "gone";
+            /** @description HTTP status answered; null when no answer (timeout, refused address, network error). */
+            statusCode: number | null;
+        };
+        WebhookDelivery: {
+            attemptLog: components["schemas"]["WebhookAttempt"][];
+            attempts: number;
+            createdAt: components["schemas"]["Timestamp"];
+            /** Format: uuid */
+            endpointId: string;
+            /** @description The event id (`webhook-id` header), the same on every attempt and resend. */
+            eventId: string;
+            /** @description An EventType, or webhook.test. */
+            eventType: string;
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            lastAttemptAt: string | null;
+            lastError: string | null;
+            lastStatusCode: number | null;
+            /** Format: date-time */
+            nextAttemptAt: string | null;
+            status: components["schemas"]["WebhookDeliveryStatus"];
+        };
+        WebhookDeliveryPage: {
+            data: components["schemas"]["WebhookDelivery"][];
+            page: components["schemas"]["PageInfo"];
+        };
+        WebhookDeliveryQueryRequest: {
+            /** Format: uuid */
+            endpointId?: string;
+            page?: components["schemas"]["PageRequest"];
+            /**
+             * Format: date-time
+             * @description Created at or after (inclusive).
+             */
+            since?: string;
+            status?: components["schemas"]["WebhookDeliveryStatus"];
+            /**
+             * Format: date-time
+             * @description Created before (exclusive).
+             */
+            until?: string;
+        };
+        /** @enum {string} */
+        WebhookDeliveryStatus: "pending" | "succeeded" | "failed";
+        WebhookEndpoint: {
+            createdAt: components["schemas"]["Timestamp"];
+            description: string | null;
+            eventTypes: components["schemas"]["EventType"][];
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The API key that registered the endpoint; events carry only what it may read.
+             */
+            ownerKeyId: string;
+            /**
+             * Format: date-time
+             * @description Until then the previous secret signs too (after a rotation).
+             */
+            previousSecretExpiresAt: string | null;
+            status: components["schemas"]["WebhookEndpointStatus"];
+            statusReason: string | null;
+            updatedAt: components["schemas"]["Timestamp"];
+            url: string;
+        };
+        /** @description The endpoint as registered, with its signing secret (shown only here). */
+        WebhookEndpointCreated: {
+            createdAt: components["schemas"]["Timestamp"];
+            description: string | null;
+            eventTypes: components["schemas"]["EventType"][];
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The API key that registered the endpoint; events carry only what it may read.
+             */
+            ownerKeyId: string;
+            /**
+             * Format: date-time
+             * @description Until then the previous secret signs too (after a rotation).
+             */
+            previousSecretExpiresAt: string | null;
+            /** @description Signing secret (Standard Webhooks). Shown only here. */
+            secret: string;
+            status: components["schemas"]["WebhookEndpointStatus"];
+            statusReason: string | null;
+            updatedAt: components["schemas"]["Timestamp"];
+            url: string;
+        };
+        WebhookEndpointCreateRequest: {
+            description?: string | null;
+            eventTypes: components["schemas"]["EventType"][];
+            /**
+             * Format: uri
+             * @description https URL on a public address.
+             */
+            url: string;
+        };
+        WebhookEndpointDeleted: {
+            /** @constant */
+            deleted: true;
+            /** Format: uuid */
+            id: string;
+        };
+        WebhookEndpointPage: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            page: components["schemas"]["PageInfo"];
+        };
+        WebhookEndpointQueryRequest: {
+            page?: components["schemas"]["PageRequest"];
+            status?: components["schemas"]["WebhookEndpointStatus"][];
+        };
+        /**
+         * @description `active`; `paused` (by an administrator, or because the owner key was disabled or revoked); `disabled` (the endpoint answered 410 Gone).
+         * @enum {string}
+         */
+        WebhookEndpointStatus: "active" | "paused" | "disabled";
+        WebhookEndpointUpdateRequest: {
+            description?: string | null;
+            eventTypes?: components["schemas"]["EventType"][];
+            /** @description true pauses; false resumes (and re-enables a disabled endpoint). */
+            paused?: boolean;
+            /** Format: uri */
+            url?: string;
+        };
+        WebhookResendFailedRequest: {
+            /** Format: uuid */
+            endpointId?: string;
+            /**
+             * Format: date-time
+             * @description Failed deliveries created at or after this time.
+             */
+            since: string;
+        };
+        WebhookResendFailedResult: {
+            resent: number;
+        };
+        WebhookSecretRotated: {
+            /** Format: uuid */
+            id: string;
+            previousSecretExpiresAt: components["schemas"]["Timestamp"];
+            /** @description The new secret (shown only here). */
+            secret: string;
+        };
+        WebhookTestEvent: {
+            data: {
+                /** Format: date-time */
+                changedAt: string;
+                changedBy: string;
+                /** @constant */
+                entity: "webhook_endpoint";
+                record: {
+                    /** Format: uuid */
+                    endpointId: string;
+                };
+                /** @constant */
+                source: "test";
+            };
+            /** Format: date-time */
+            timestamp: string;
+            /** @constant */
+            type: "webhook.test";
+        };
         /**
          * @description A workers compensation class code with its rate per 100 of wages.
          * @example {
@@ -8637,6 +9328,12 @@ export interface components {
          * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
          */
         Traceparent: string;
+        /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+        WebhookId: string;
+        /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+        WebhookSignature: string;
+        /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+        WebhookTimestamp: string;
     };
     requestBodies: never;
     headers: {
@@ -12838,6 +13535,395 @@ export interface operations {
             504: components["responses"]["GatewayTimeout"];
         };
     };
+    resendWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Delivery id (from the delivery log).
+                 * @example 3e9a1b2c-4d5e-4f60-8a7b-9c0d1e2f3a50
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
+        responses: {
+            /** @description The delivery, queued again. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    queryWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDeliveryQueryRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    resendFailedWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookResendFailedRequest"];
+            };
+        };
+        responses: {
+            /** @description How many deliveries were queued again. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookResendFailedResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its secret (shown once). */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id.
+                 * @example 7d4e2a90-1c3b-4f5e-8a6d-9b0c1e2f3a40
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint was deleted. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointDeleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id.
+                 * @example 5b0c3f1e-8d6a-4e0b-9c57-2f1d7a9e4b10
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecretRotated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    testWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id.
+                 * @example 5b0c3f1e-8d6a-4e0b-9c57-2f1d7a9e4b10
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
+        responses: {
+            /** @description The queued delivery. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Webhook endpoint id.
+                 * @example 5b0c3f1e-8d6a-4e0b-9c57-2f1d7a9e4b10
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    queryWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointQueryRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of endpoints. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
     queryWorkersCompCodes: {
         parameters: {
             query?: never;
@@ -12878,6 +13964,325 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    InventoryAllocationCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InventoryAllocationEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    InventoryAllocationUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InventoryAllocationEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    LedgerTransactionCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LedgerTransactionEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    LedgerTransactionUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LedgerTransactionEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    PayableInvoiceCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PayableInvoiceEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    PayableInvoiceUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PayableInvoiceEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    PurchaseOrderCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PurchaseOrderEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    PurchaseOrderUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PurchaseOrderEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    ServiceInvoiceCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServiceInvoiceEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    ServiceInvoiceUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServiceInvoiceEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    WebhookTestEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (`evt_...`), unique per change and the same on every retry and resend of it; drop repeats by it. */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`; two during the 24 hours after a secret rotation. Verify with a Standard Webhooks library. */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /** @description Unix time in seconds of this attempt. Refuse timestamps far from your clock (replay protection). */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event. 410 disables the endpoint; 3xx is a failure (redirects are not followed); other answers, timeouts and network errors are retried (Retry-After honoured). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

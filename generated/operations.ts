@@ -583,5 +583,59 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "method": "POST",
     "path": "/employees/match",
     "tag": "Payroll"
+  },
+  {
+    "operationId": "createWebhookEndpoint",
+    "method": "POST",
+    "path": "/webhook-endpoints",
+    "tag": "Events"
+  },
+  {
+    "operationId": "queryWebhookEndpoints",
+    "method": "POST",
+    "path": "/webhook-endpoints/query",
+    "tag": "Events"
+  },
+  {
+    "operationId": "updateWebhookEndpoint",
+    "method": "POST",
+    "path": "/webhook-endpoints/{id}/update",
+    "tag": "Events"
+  },
+  {
+    "operationId": "rotateWebhookEndpointSecret",
+    "method": "POST",
+    "path": "/webhook-endpoints/{id}/rotate-secret",
+    "tag": "Events"
+  },
+  {
+    "operationId": "testWebhookEndpoint",
+    "method": "POST",
+    "path": "/webhook-endpoints/{id}/test",
+    "tag": "Events"
+  },
+  {
+    "operationId": "deleteWebhookEndpoint",
+    "method": "POST",
+    "path": "/webhook-endpoints/{id}/delete",
+    "tag": "Events"
+  },
+  {
+    "operationId": "queryWebhookDeliveries",
+    "method": "POST",
+    "path": "/webhook-deliveries/query",
+    "tag": "Events"
+  },
+  {
+    "operationId": "resendWebhookDelivery",
+    "method": "POST",
+    "path": "/webhook-deliveries/{id}/resend",
+    "tag": "Events"
+  },
+  {
+    "operationId": "resendFailedWebhookDeliveries",
+    "method": "POST",
+    "path": "/webhook-deliveries/resend-failed",
+    "tag": "Events"
   }
 ];

@@ -17,6 +17,8 @@ import { queryRoutes } from './http/routes/query';
 import { defaultIdempotencyStatus, writeRoutes } from './http/routes/writes';
 import { lockGate } from './http/middleware/lock-gate';
 import { rejectV2Fields } from './http/middleware/v2-fields';
+import { eventsRoutes } from './http/routes/events';
+import { V2_BASE, v2Api } from './v2/routes';
 
 export const API_BASE = '/api/v3';
 
@@ -25,6 +27,7 @@ export const API_BASE = '/api/v3';
  *   correlation id + trace -> operation label, metrics, request log -> ops routes (/healthz, /readyz,
  *   /metrics, /openapi.*, /docs) -> [/api/v3: auth -> scope -> rate limit -> body (415/413/400) -> filter
  *   depth bound -> contract validation -> handler] -> problem documents for everything that failed.
+ * /api/v2 runs the same guards, then its own validator and handlers, and renders legacy bodies.
  */
 export function createApp(services: Services): express.Express {
   const app = express();
@@ -39,6 +42,7 @@ export function createApp(services: Services): express.Express {
   const opsState: OpsState = { draining: false, warming: false };
   app.locals.metrics = metrics;
   app.locals.warmContract = validator.warm;
+  app.locals.prepareContract = validator.prepare;
   app.locals.opsState = opsState;
 
   app.use(correlation);
@@ -51,20 +55,30 @@ export function createApp(services: Services): express.Express {
   // Outside /api/v3, no API key: /healthz /readyz /metrics /openapi.yaml /openapi.json /docs
   app.use(opsRoutes(services, metrics.registry, opsState, operations));
 
+  // The guard chain of every API surface: v2 is no back door (one rate-limit bucket per key for both).
+  const limiter = new RateLimiter({ perMinute: services.config.rateLimitPerMinute });
+  const guards = (filterField: 'filters' | 'filter') => [
+    authenticate(services.keys, services.boundary),
+    // Scoped keys only (src/auth/scopes.ts): 403 SCOPE_MISSING before any other work.
+    requireScope,
+    rateLimit(limiter),
+    // Maintenance lock: 423 for every read and write (memory only; ping/lock/un-lock pass).
+    lockGate(services.lock),
+    ...jsonBody(services.config.bodyLimitBytes),
+    filterDepthGuard(services.config.maxFilterDepth, filterField),
+  ];
+
   const api = Router();
   api.use(defaultIdempotencyStatus);
-  api.use(authenticate(services.keys, services.boundary));
-  // Scoped keys only (src/auth/scopes.ts): 403 SCOPE_MISSING before any other work.
-  api.use(requireScope);
-  api.use(rateLimit(new RateLimiter({ perMinute: services.config.rateLimitPerMinute })));
-  // Maintenance lock: 423 for every read and write (memory only; ping/lock/un-lock pass).
-  api.use(lockGate(services.lock));
-  api.use(...jsonBody(services.config.bodyLimitBytes));
-  api.use(filterDepthGuard(services.config.maxFilterDepth));
+  api.use(...guards('filters'));
   api.use(rejectV2Fields);
   app.use(API_BASE, api);
+  // The frozen v2 surface: a thin adapter over the same engines, behind the same guards (src/v2/).
+  app.use(V2_BASE, v2Api(services, guards('filter'), operations));
 
   app.use(...validator.middleware);
+  // Before the query routes: /webhook-endpoints/query is not an entity's /{entity}/query.
+  app.use(API_BASE, eventsRoutes(services));
   app.use(API_BASE, utilityRoutes(services));
   app.use(API_BASE, queryRoutes(services));
   app.use(API_BASE, writeRoutes(services));

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { DEFAULT_DATABASE_URL } from './storage/database';
 
 /**
@@ -30,6 +31,26 @@ export interface Config {
    * default because the spec's guard for both is "any" valid key.
    */
   lockAdminOnly: boolean;
+  /** Change detection cycle (the spec's five minutes). */
+  eventDetectionIntervalSeconds: number;
+  /** Changes younger than this wait for the next cycle (transactions stamp rows before they commit). */
+  eventDetectionLagSeconds: number;
+  /** Development only: webhooks may go over http and to private and loopback addresses. */
+  webhookAllowPrivateTargets: boolean;
+  /** Timeout of one webhook delivery attempt. */
+  webhookTimeoutMs: number;
+  /** Server processes on the one port (node:cluster); 1 runs in the started process itself. */
+  workers: number;
+  /**
+   * This process's name among the instances on one database: its idempotency claims carry it
+   * (with a boot id), and a restart under the same name frees the previous boot's claims at once.
+   * Must be unique per live process; default `<host name>:<PORT>`; a worker appends `/w<n>`.
+   */
+  instanceId: string;
+  /** How often the maintenance lock re-reads the shared state (locks taken through other processes). */
+  lockPollMs: number;
+  /** How often this process records that it is alive; its claims are free to take over after 3 missed beats. */
+  heartbeatMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -79,5 +100,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     lockAdminOnly: bool(env, 'LOCK_ADMIN_ONLY', false),
+    eventDetectionIntervalSeconds: int(env, 'EVENT_DETECTION_INTERVAL_SECONDS', 300, 1, 86_400),
+    eventDetectionLagSeconds: int(env, 'EVENT_DETECTION_LAG_SECONDS', 30, 0, 3_600),
+    webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    workers: int(env, 'WORKERS', Math.max(1, Math.min(64, os.availableParallelism())), 1, 64),
+    instanceId: instanceId(env, int(env, 'PORT', 8080, 0, 65535)),
+    lockPollMs: int(env, 'LOCK_POLL_MS', 250, 20, 900),
+    heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
   };
+}
+
+/**
+ * Default: host name and port. Unique per live server on a host (two servers cannot share a port;
+ * cluster workers add `/w<n>`), and the same after a restart, which is what claim freeing needs.
+ */
+function instanceId(env: NodeJS.ProcessEnv, port: number): string {
+  const raw = (env.INSTANCE_ID || `${os.hostname() || 'instance'}:${port}`).trim();
+  if (!/^[\w.:@-]{1,80}$/.test(raw)) throw new ConfigError(`INSTANCE_ID must be 1 to 80 letters, digits or . _ : @ - (got "${raw}")`);
+  return raw;
 }

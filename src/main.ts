@@ -2,11 +2,18 @@
  * Process entry point (`npm start` runs the built copy, dist/src/main.js; `npm run dev` this file).
  * Configuration errors print one line and exit 1. SIGTERM / SIGINT drain in-flight requests,
  * close the database pool and exit 0; a second signal exits at once.
+ *
+ * WORKERS > 1 (default: the number of cores): this process becomes the cluster primary
+ * (src/cluster.ts). It prepares the database once and forks that many workers that share the
+ * port; each worker is a whole server with its own pool and caches. WORKERS=1 serves in this
+ * process.
  */
+import cluster from 'node:cluster';
 import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
-import { startServer, type RunningServer } from './server';
+import { startServer, type RunningServer, type StartServerOptions } from './server';
 import { startTracing } from './telemetry/tracing';
+import { runPrimary, workerConfig, workerSetup, type WorkerSetup } from './cluster';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -20,21 +27,30 @@ async function main(): Promise<void> {
     throw err;
   }
 
-  const logger = pino({ level: config.logLevel });
-  // OpenTelemetry: the SDK and OTLP exporter load only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  let logger = pino({ level: config.logLevel });
+  if (cluster.isPrimary && config.workers > 1) {
+    await runPrimary(config, logger);
+    return;
+  }
+
+  const options: StartServerOptions = { logger };
+  let setup: WorkerSetup | undefined;
+  if (cluster.isWorker) {
+    setup = workerSetup(process.env);
+    config = workerConfig(config, setup);
+    logger = logger.child({ worker: setup.index });
+    Object.assign(options, { logger, prepared: setup.boot, banner: false });
+  }
+
+  // OpenTelemetry in each serving process: the SDK and OTLP exporter load only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
   const stopTracing = await startTracing(process.env).catch((err: unknown) => {
     logger.warn({ err }, 'tracing not started');
     return async () => {};
   });
-  let running: RunningServer;
-  try {
-    running = await startServer(config, { logger });
-  } catch (err) {
-    logger.fatal({ err }, 'start failed');
-    process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  }
 
+  // Signals are handled from here on, also while starting: a worker that the primary stops while
+  // it is still starting (a quick SIGTERM after a deploy) stops cleanly instead of dying by signal.
+  let running: RunningServer | undefined;
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -43,19 +59,35 @@ async function main(): Promise<void> {
     }
     stopping = true;
     logger.info({ signal }, 'signal received');
+    if (!running) return; // still starting: closed as soon as it has started
     running
       .close()
       .then(() => stopTracing().catch(() => undefined))
       .then(
-      () => process.exit(0),
-      (err) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+        () => process.exit(0),
+        (err) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  // A worker drains on the primary's SIGTERM; Ctrl-C reaches the whole process group, the primary relays it.
+  if (cluster.isWorker) process.on('SIGINT', () => undefined);
+  else process.on('SIGINT', stop);
+
+  try {
+    running = await startServer(config, options);
+  } catch (err) {
+    logger.fatal({ err }, 'start failed');
+    process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+  if (cluster.isWorker) process.send?.({ type: 'listening', port: running.port });
+  if (stopping) {
+    stopping = false;
+    stop('SIGTERM');
+  }
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
 }
 

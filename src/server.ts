@@ -7,8 +7,8 @@ import { createServices, type Services } from './services';
 import { API_BASE, createApp } from './app';
 import { ApiKeyRepository } from './storage/api-keys';
 import { openDatabase, parseDatabaseUrl, type DatabaseTarget } from './storage/database';
-import { migrateLatest } from '../db/migrate';
-import { ensureSeeded } from '../db/seed';
+import { MIGRATION_NAMES } from '../db/migration-names';
+import { hasNoCompany } from '../db/seed/empty';
 import type { OpsState } from './http/routes/ops';
 import { answerClientErrors } from './http/client-error';
 
@@ -18,7 +18,7 @@ export interface RunningServer {
   server: http.Server;
   /** Stops accepting, drains in-flight requests (up to config.shutdownGraceMs), closes the pool. */
   close(): Promise<void>;
-  /** Settles when the contract validator has compiled every operation (or failed to). */
+  /** Settles when the contract validator has compiled every operation (or failed to); /readyz is 200 earlier, once it is prepared. */
   ready: Promise<void>;
   /** What the start did to the database (key created, seeded). */
   boot: BootReport;
@@ -31,6 +31,11 @@ export interface StartServerOptions {
   banner?: boolean;
   /** Interface to listen on. Default: all interfaces. */
   host?: string;
+  /**
+   * The database was prepared already (a cluster worker: the primary migrated and seeded before
+   * forking): skip migrations, seeding and key creation, and report this.
+   */
+  prepared?: BootReport;
 }
 
 export interface BootReport {
@@ -41,18 +46,34 @@ export interface BootReport {
   seeded: boolean;
 }
 
+/** How many of MIGRATION_NAMES the database has not applied (all of them when it has no migration table). */
+async function pendingMigrations(knex: Knex): Promise<number> {
+  if (!(await knex.schema.hasTable('knex_migrations'))) return MIGRATION_NAMES.length;
+  const applied = new Set((await knex('knex_migrations').select('name')).map((r: { name: string }) => r.name));
+  return MIGRATION_NAMES.filter((name) => !applied.has(name)).length;
+}
+
 /** Migrates, seeds an empty embedded database, and makes sure a key exists to call the server with. */
 export async function prepareDatabase(config: Config, target: DatabaseTarget, knex: Knex, logger: Logger): Promise<BootReport> {
   const started = Date.now();
-  await migrateLatest(knex);
-  logger.info({ database: target.display, ms: Date.now() - started }, 'migrations applied');
+  // The migrations (and the seed below) are loaded only when they have something to do: a start
+  // on an up-to-date database never imports them (start-up time and resident memory).
+  if ((await pendingMigrations(knex)) > 0) {
+    const { migrateLatest } = await import('../db/migrate');
+    await migrateLatest(knex);
+    logger.info({ database: target.display, ms: Date.now() - started }, 'migrations applied');
+  } else {
+    logger.info({ database: target.display, ms: Date.now() - started }, 'migrations up to date');
+  }
 
   const embedded = target.engine === 'sqlite';
   let seeded = false;
   if (embedded && config.seedOnStart) {
     const seedStarted = Date.now();
     logger.debug('seeding the demo company if the database is empty');
-    const seed = await ensureSeeded(knex, { onProgress: (line) => logger.debug({ seed: line }, 'seed progress') });
+    const seed = (await hasNoCompany(knex))
+      ? await (await import('../db/seed')).ensureSeeded(knex, { onProgress: (line) => logger.debug({ seed: line }, 'seed progress') })
+      : null;
     seeded = seed !== null;
     if (seed) logger.info({ ms: Date.now() - seedStarted, rows: seed.totalRows, scale: seed.scale }, 'demo company seeded');
   }
@@ -72,7 +93,7 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
   return report;
 }
 
-function banner(port: number, report: BootReport): string {
+export function banner(port: number, report: BootReport): string {
   const base = `http://localhost:${port}`;
   const key = report.usableKey ?? '$API_KEY';
   const lines = [''];
@@ -101,13 +122,15 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const knex = openDatabase(target, logger);
   let report: BootReport;
   try {
-    report = await prepareDatabase(config, target, knex, logger);
+    report = options.prepared ?? (await prepareDatabase(config, target, knex, logger));
   } catch (err) {
     await knex.destroy().catch(() => undefined);
     throw err;
   }
 
   const services = createServices(config, logger, knex, target.engine);
+  // Before the lock is read (a held lock drops the pool): record this boot, free the previous boot's claims.
+  await services.heartbeat.start();
   // A service restarted while the maintenance lock is held drops its pool before serving anything.
   await services.lock.ensureLoaded();
   const app = createApp(services);
@@ -140,21 +163,29 @@ export async function startServer(config: Config, options: StartServerOptions = 
   logger.info({ port, database: target.display, engine: target.engine }, 'listening');
   if (options.banner !== false) process.stderr.write(banner(port, report));
 
-  // Compile the validator for every operation now rather than on each operation's first request
-  // (~90 ms each). In the background, so the port opens at once; /readyz is 503 until done.
+  // The contract validator: the document and what every operation shares are prepared before
+  // /readyz turns 200 (well under a second; the port is open meanwhile); the other operations then
+  // compile in the background, a few milliseconds each, or on their first request if it comes
+  // first. A document that does not compile turns readiness 503 (warmError).
   opsState.warming = true;
+  const prepare = app.locals.prepareContract as () => Promise<{ operations: number; ms: number }>;
   const warm = app.locals.warmContract as () => Promise<{ operations: number; ms: number }>;
-  const warmed = warm().then(
-    (result) => {
+  const failed = (err: unknown) => {
+    opsState.warming = false;
+    opsState.warmError = err instanceof Error ? err.message : String(err);
+    logger.error({ err }, 'contract validator failed to compile openapi.yaml');
+  };
+  const warmed = prepare().then(
+    (prepared) => {
       opsState.warming = false;
-      logger.info(result, 'contract validator compiled');
+      logger.info(prepared, 'contract validator prepared');
+      return warm().then((result) => logger.info(result, 'contract validator compiled'), failed);
     },
-    (err) => {
-      opsState.warming = false;
-      opsState.warmError = err instanceof Error ? err.message : String(err);
-      logger.error({ err }, 'contract validator failed to compile openapi.yaml');
-    },
+    failed,
   );
+
+  // Change detection and webhook delivery (one detector across instances: a lease in the database).
+  services.events.start();
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -179,6 +210,9 @@ export async function startServer(config: Config, options: StartServerOptions = 
         for (const socket of sockets) socket.destroy();
         await closed;
       }
+      await services.events.stop();
+      services.lock.stop();
+      services.heartbeat.stop();
       await services.knex.destroy();
       logger.info({ ms: Date.now() - started, outcome }, 'stopped');
     })();

@@ -10,6 +10,9 @@ import { NumberAllocator } from './storage/numbers';
 import { LockAwareApiKeys, MaintenanceLock } from './storage/lock-store';
 import { KnexIdempotencyStore } from './engines/idempotency/store';
 import { WriteRunner } from './engines/posting/runner';
+import { Events } from './events';
+import { InstanceHeartbeat } from './storage/instance-heartbeat';
+import { ReferenceCache } from './storage/reference-cache';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -30,21 +33,27 @@ export interface Services {
   numbers: NumberAllocator;
   /** The shared write rules (idempotency, dry run, deadline, numbers) around every posting engine. */
   writes: WriteRunner;
+  /** Change events: webhook endpoints, detector and delivery (started by the server, not by the app). */
+  events: Events;
+  /** This process among those on the database (instance + boot); owner of its idempotency claims. Started by the server. */
+  heartbeat: InstanceHeartbeat;
 }
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
   // A span per statement while a request's span records (nothing to do otherwise).
   traceStatements(knex, engine);
   const dialect = dialectFor(engine);
-  const lock = new MaintenanceLock(knex, engine, logger);
+  const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs });
   const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
   const numbers = new NumberAllocator(knex, engine);
+  const heartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: () => lock.isLocked() });
   const writes = new WriteRunner({
     boundary,
     dialect,
     numbers,
+    references: new ReferenceCache(),
     // The lease outlives the deadline: an in-flight record past it belongs to a dead owner.
-    store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1 }),
+    store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1, owner: heartbeat.identity }),
     logger,
     hooks: {},
     inFlightRetryAfterSeconds: 1,
@@ -52,5 +61,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     purgeEveryMs: 10 * 60_000,
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });
-  return { config, logger, knex, engine, dialect, keys: new LockAwareApiKeys(knex, lock), lock, boundary, numbers, writes };
+  const keys = new LockAwareApiKeys(knex, lock);
+  const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
+  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat };
 }

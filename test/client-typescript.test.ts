@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { startTestApp, type TestApp } from './support/app';
+import { EXAMPLE_IDS, seedEventExamples } from './support/events';
 import { ApiError, createAccountingClient, type AccountingClient } from '../clients/typescript/client';
 import { OPERATIONS } from '../generated/operations';
 
@@ -28,7 +29,8 @@ function example(operationId: string): any {
   return first?.value ?? content?.example ?? {};
 }
 
-type Call = (api: AccountingClient, body: any) => Promise<{ data?: unknown; response: Response }>;
+/** `admin`: the same client with the admin key (the webhook operations are the company administrator's). */
+type Call = (api: AccountingClient, body: any, admin: AccountingClient) => Promise<{ data?: unknown; response: Response }>;
 const key = () => ({ header: { 'Idempotency-Key': `client-${Math.random().toString(36).slice(2)}` } });
 
 /** operationId -> the call through the typed client. Query and match operations: `readCall`. */
@@ -43,6 +45,15 @@ const CALLS: Record<string, Call> = {
   postPayrollBatch: (api, body) => api.POST('/payroll-records/post', { body, params: key() }),
   postServiceWorkOrder: (api, body) => api.POST('/service-invoices/post', { body, params: key() }),
   postServiceInventory: (api, body) => api.POST('/service-inventories', { body, params: key() }),
+  createWebhookEndpoint: (_api, body, admin) => admin.POST('/webhook-endpoints', { body }),
+  queryWebhookEndpoints: (_api, body, admin) => admin.POST('/webhook-endpoints/query', { body }),
+  updateWebhookEndpoint: (_api, body, admin) => admin.POST('/webhook-endpoints/{id}/update', { body, params: { path: { id: EXAMPLE_IDS.endpoint } } }),
+  rotateWebhookEndpointSecret: (_api, body, admin) => admin.POST('/webhook-endpoints/{id}/rotate-secret', { body, params: { path: { id: EXAMPLE_IDS.endpoint } } }),
+  testWebhookEndpoint: (_api, body, admin) => admin.POST('/webhook-endpoints/{id}/test', { body, params: { path: { id: EXAMPLE_IDS.endpoint } } }),
+  deleteWebhookEndpoint: (_api, body, admin) => admin.POST('/webhook-endpoints/{id}/delete', { body, params: { path: { id: EXAMPLE_IDS.endpointToDelete } } }),
+  queryWebhookDeliveries: (_api, body, admin) => admin.POST('/webhook-deliveries/query', { body }),
+  resendWebhookDelivery: (_api, body, admin) => admin.POST('/webhook-deliveries/{id}/resend', { body, params: { path: { id: EXAMPLE_IDS.delivery } } }),
+  resendFailedWebhookDeliveries: (_api, body, admin) => admin.POST('/webhook-deliveries/resend-failed', { body }),
 };
 
 /** POST /{entity}/query and /{entity}/match: one generic call over the typed client. */
@@ -57,6 +68,8 @@ let baseUrl: string;
 
 before(async () => {
   t = await startTestApp({ config: { rateLimitPerMinute: 0 } });
+  // The webhook endpoints and the delivery the Events examples name (not part of the demo company).
+  await seedEventExamples(t);
   server = http.createServer(t.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v3`;
@@ -72,13 +85,14 @@ describe('every operation through the client', () => {
     assert.deepEqual(missing, [], `operations with no client call in test/client-typescript.test.ts CALLS: ${missing.join(', ')}`);
 
     const api = createAccountingClient({ baseUrl, apiKey: t.apiKey });
+    const admin = createAccountingClient({ baseUrl, apiKey: t.adminKey });
     // Lock and un-lock last: while locked every other operation answers 423.
     const ordered = [...OPERATIONS].sort((a, b) => Number(a.path.includes('lock')) - Number(b.path.includes('lock')));
     const called: string[] = [];
     for (const op of ordered) {
       const call = CALLS[op.operationId] ?? readCall(op.path);
       try {
-        const { data, response } = await call(api, example(op.operationId));
+        const { data, response } = await call(api, example(op.operationId), admin);
         assert.ok(response.ok, `${op.operationId}: ${response.status}`);
         assert.ok(data !== undefined && data !== null, `${op.operationId} returns a body`);
         called.push(op.operationId);

@@ -12,6 +12,8 @@
  *     dry run (nothing may change in the database), then for real with an Idempotency-Key
  *     (`applied`, something written), then again with the same key (`replayed`, same body);
  *     the books invariants are checked after the real writes.
+ *   - path parameter examples are put in the path; the webhook endpoints and delivery the Events
+ *     examples name are created first (seedEventExamples: webhooks are not part of the demo company).
  *   - operations that document 403 run with the admin key; the maintenance lock runs last and
  *     un-lock right after it, then the first read example must answer 200 again.
  * Responses are validated twice: by the server (the harness turns response validation on, so
@@ -28,6 +30,7 @@ import type { Knex } from 'knex';
 import { CATALOG } from '../generated/catalog';
 import { startTestApp, type TestApp } from './support/app';
 import { assertBooksInvariants } from './support/invariants';
+import { seedEventExamples } from './support/events';
 
 type Json = Record<string, any>;
 
@@ -122,6 +125,7 @@ interface Case {
   body: unknown;
   headers: Record<string, string>;
   query: Record<string, string>;
+  path: Record<string, string>;
 }
 
 const OPS = operations();
@@ -132,11 +136,12 @@ function cases(): Case[] {
   for (const op of [...OPS].sort((a, b) => rank(a) - rank(b))) {
     const bodies = op.bodies.length > 0 ? op.bodies : op.params.length > 0 ? [{ name: 'parameters', value: undefined }] : [];
     bodies.forEach((b, i) => {
-      const c: Case = { op, name: b.name, body: b.value, headers: {}, query: {} };
+      const c: Case = { op, name: b.name, body: b.value, headers: {}, query: {}, path: {} };
       for (const p of op.params) {
         const v = p.values[i % p.values.length];
         if (p.in === 'header') c.headers[p.name] = String(v);
         else if (p.in === 'query') c.query[p.name] = String(v);
+        else if (p.in === 'path') c.path[p.name] = String(v);
         else assert.fail(`${op.operationId}: ${p.in} parameter examples are not supported by this test`);
       }
       out.push(c);
@@ -176,7 +181,8 @@ function send(c: Case, opts: { dryRun?: boolean; idempotencyKey?: string } = {})
   if (opts.dryRun) query.set('dryRun', 'true');
   const qs = query.toString();
   const key = c.op.admin ? t.adminKey : t.apiKey;
-  let req = t.http[c.op.method](`${BASE}${c.op.path}${qs ? `?${qs}` : ''}`).set('x-api-key', key);
+  const p = c.op.path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(c.path[name] ?? assert.fail(`${c.op.operationId}: no example for path parameter ${name}`)));
+  let req = t.http[c.op.method](`${BASE}${p}${qs ? `?${qs}` : ''}`).set('x-api-key', key);
   for (const [k, v] of Object.entries(c.headers)) if (k.toLowerCase() !== 'idempotency-key') req = req.set(k, v);
   if (opts.idempotencyKey) req = req.set('Idempotency-Key', opts.idempotencyKey);
   return c.body === undefined ? req : req.set('Content-Type', 'application/json').send(c.body as object);
@@ -191,6 +197,7 @@ function assertOk(c: Case, res: { status: number; text: string; body: unknown },
 
 before(async () => {
   t = await startTestApp();
+  await seedEventExamples(t);
   assert.equal(t.services.config.validateResponses, true, 'the server validates its responses too');
   const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
   addFormats(ajv);

@@ -5,7 +5,9 @@
  * before the crash is the one replayed after it. Covered: AP invoices, journals, inventory allocations,
  * PO receipts, payroll postings (single Computed records of the seed), service invoices (Open work
  * orders: the seed's and a few written like the accounting system does) and service inventories.
- * Then: a lock taken before a SIGKILL is still held after the restart.
+ * The restarted service is the same instance's next boot (INSTANCE_ID): it frees the dead boot's
+ * claims at start, so no retry waits out a lease. Then: 300 concurrent keyed journals killed
+ * mid-way, the same; and a lock taken before a SIGKILL is still held after the restart.
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -38,8 +40,10 @@ after(async () => {
 });
 
 async function start(env: Record<string, string> = {}): Promise<SpawnedServer> {
-  // DB_DEADLINE_MS 2000: the in-flight lease (2 x deadline) of a killed owner expires in 4 s.
-  const server = await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: { DB_DEADLINE_MS: '2000', ...env } });
+  // DB_DEADLINE_MS 2000: many postings answer 504 before the kill. The same INSTANCE_ID on every
+  // start: a restart is the same instance's next boot, which frees the dead boot's claims at once
+  // (without that, a retry would wait out the lease, 2 x deadline).
+  const server = await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: { DB_DEADLINE_MS: '2000', INSTANCE_ID: 'crash-node', ...env } });
   servers.push(server);
   return server;
 }
@@ -147,6 +151,10 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
   assert.ok(orphaned.length >= 1, 'the crash left claimed keys whose posting never committed');
 
   const second = await start();
+  // The restart freed the dead boot's claims: no retry meets IDEMPOTENCY_KEY_IN_FLIGHT, each posts at once.
+  assert.equal(await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).whereNot({ state: 'completed' }).count({ n: '*' }).then((r) => Number((r[0] as { n: unknown }).n)), 0, 'no claim of the dead boot is left after the restart');
+  const retryStarted = Date.now();
+  let inFlightAfterRestart = 0;
   const final = new Map<string, HttpResult>();
   for (const p of planned) {
     for (let attempt = 0; ; attempt += 1) {
@@ -159,6 +167,7 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
         continue;
       }
       if (res.status === 409 && res.headers['x-error-code'] === 'IDEMPOTENCY_KEY_IN_FLIGHT') {
+        inFlightAfterRestart += 1;
         await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
         continue;
       }
@@ -173,6 +182,8 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
     }
   }
 
+  t.diagnostic(`after the restart every key settled in ${Date.now() - retryStarted} ms; ${inFlightAfterRestart} answers were 409 in flight`);
+  assert.equal(inFlightAfterRestart, 0, 'no retry after the restart waits for a lease (409 IDEMPOTENCY_KEY_IN_FLIGHT)');
   for (const p of planned) {
     assert.equal(await p.count(knex), 1, `${p.number} exists exactly once`);
     const before = seen.get(p.key);
@@ -413,6 +424,69 @@ async function assertPostedOnce(db: Knex, expect: LastWrites): Promise<void> {
     assert.equal(await countWhere(db, 'lgrtrn', { srcnum: 22, recnum: header.lgrrec }), 1, `${w.invnum}: its journal has source 22`);
   }
 }
+
+test('300 concurrent keyed journals, SIGKILL mid-way, restart: every key posts exactly once and its retry posts at once (no lease wait), books balance', async (t) => {
+  const planned = Array.from({ length: 300 }, (_, i) => ({ key: `c300-${randomUUID()}`, number: `C3-${i}` }));
+  const send = (port: number, p: { key: string; number: string }) => postJson(port, '/api/v3/ledger-transactions', journal(p.number), { 'x-api-key': apiKey, 'Idempotency-Key': p.key });
+  const first = await start({ POSTING_DELAY_MS: '10' });
+  let answered = 0;
+  const statuses: Record<number, number> = {};
+  const inFlight = planned.map((p) =>
+    send(first.port, p)
+      .then((res) => {
+        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+        if (res.status === 200) answered += 1;
+      })
+      .catch(() => undefined),
+  );
+  const waitStarted = Date.now();
+  // Kill once 40 have posted, or half have answered at all (PostgreSQL on a slow machine: most
+  // answer 504 at the 2 s deadline while their postings still run), whichever comes first.
+  const total = () => Object.values(statuses).reduce((a, b) => a + b, 0);
+  while (answered < 40 && total() < planned.length / 2 && Date.now() - waitStarted < 30_000) await sleep(5);
+  await first.kill('SIGKILL');
+  await Promise.all(inFlight);
+  assert.ok(answered < planned.length, `the kill landed mid-way (${answered} of ${planned.length} answered 200)`);
+  const left = await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).whereNot({ state: 'completed' }).count({ n: '*' });
+  const leftClaimed = Number((left[0] as { n: unknown }).n);
+  t.diagnostic(`before the kill: ${JSON.stringify(statuses)}; ${leftClaimed} keys left claimed by the dead process`);
+  assert.ok(leftClaimed >= 1, 'the kill left keys claimed by the dead process');
+
+  const second = await start();
+  const retryStarted = Date.now();
+  let inFlight409 = 0;
+  for (let i = 0; i < planned.length; i += 30) {
+    await Promise.all(
+      planned.slice(i, i + 30).map(async (p) => {
+        for (let attempt = 0; ; attempt += 1) {
+          assert.ok(attempt < 50, `${p.number} settled`);
+          const res = await send(second.port, p);
+          if (res.status === 409 && res.headers['x-error-code'] === 'IDEMPOTENCY_KEY_IN_FLIGHT') {
+            inFlight409 += 1;
+            await sleep(1000);
+            continue;
+          }
+          if (res.status === 504 || res.status === 502) {
+            await sleep(100 * (attempt + 1));
+            continue;
+          }
+          assert.equal(res.status, 200, `${p.number}: ${JSON.stringify(res.body)}`);
+          return;
+        }
+      }),
+    );
+  }
+  t.diagnostic(`retries after the restart: ${Date.now() - retryStarted} ms for ${planned.length} keys, ${inFlight409} answers 409 in flight`);
+  assert.equal(inFlight409, 0, 'no retry waits out the dead process\'s lease');
+  const rows = await knex('lgrtrn').whereIn('trnnum', planned.map((p) => p.number)).select('trnnum');
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(String(r.trnnum), (counts.get(String(r.trnnum)) ?? 0) + 1);
+  for (const p of planned) assert.equal(counts.get(p.number), 1, `${p.number} exists exactly once`);
+  const books = await booksBalance(knex);
+  assert.equal(books.debit, books.credit, 'the books balance');
+  await assertBooksInvariants(knex);
+  await second.kill('SIGTERM');
+});
 
 test('a lock taken before a SIGKILL is still held after the restart (and the restarted service holds no connection for it)', async () => {
   const s1 = await start();

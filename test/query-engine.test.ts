@@ -12,6 +12,7 @@ import { Dec } from '../src/storage/decimal';
 import { dialectFor, queryDialectFor, scaledToNumber } from '../src/storage/dialect';
 import { runQuery } from '../src/engines/query/run';
 import { planQuery } from '../src/engines/query/plan';
+import { v2FieldProblem } from '../src/v2/fields';
 import type { QueryRequest } from '../src/engines/query/types';
 import { FIXTURE_ENGINE, fixtureDatabase, fixtureRows, WIDGETS, type FixtureDatabase, type FixtureRow } from './support/query-fixture';
 import { evaluate, type Node } from './support/filter-eval';
@@ -291,11 +292,18 @@ describe('plan errors', () => {
     assert.deepEqual([d.pageNumber, d.pageSize, d.offset], [1, 100, 0]);
   });
 
-  test('v2 fields name their replacement', () => {
+  test('the engine knows no v2 names: they are unknown fields here (v2 is translated and refused in src/v2)', () => {
     const p = problemOf(() => plan({ withChildren: true, offset: 5 } as QueryRequest));
+    assert.equal(p.code, 'VALIDATION_FAILED');
+    assert.deepEqual(p.errors?.map((e) => [e.field, e.code]), [['withChildren', 'unknown_field'], ['offset', 'unknown_field']]);
+  });
+
+  test('v2 fields name their v3 replacement (src/v2/fields.ts, used by the v3 HTTP refusal)', () => {
+    const p = v2FieldProblem({ withChildren: true, offset: 5 })!;
     assert.equal(p.code, 'V2_FIELD_REJECTED');
     assert.match(p.detail, /withChildren.*children/);
     assert.match(p.detail, /offset.*page\.pageNumber/);
+    assert.equal(v2FieldProblem({ select: ['id'] }), undefined);
   });
 
   test('filter depth is bounded in the engine too', () => {

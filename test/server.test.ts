@@ -182,7 +182,9 @@ test('a bad configuration value exits 1 with a message naming the variable', () 
 
 test('SIGTERM drains an in-flight request (it completes), refuses new connections, closes the pool, exits 0', async () => {
   const demo = randomUUID();
-  const server = spawnServer(process.execPath, [...NODE_TSX, 'src/main.ts'], { PORT: '0', DATABASE_URL: dbUrl('drain'), DEMO_API_KEY: demo, SHUTDOWN_GRACE_MS: '20000' });
+  // One process: with WORKERS > 1 the cluster primary keeps accepting until every worker has
+  // closed its server (test/cluster.test.ts covers draining a cluster).
+  const server = spawnServer(process.execPath, [...NODE_TSX, 'src/main.ts'], { PORT: '0', DATABASE_URL: dbUrl('drain'), DEMO_API_KEY: demo, SHUTDOWN_GRACE_MS: '20000', WORKERS: '1' });
   const port = await server.port;
   // A request whose body is still arriving when SIGTERM comes.
   const body = JSON.stringify({ userName: 'drain-test', extra: 'x'.repeat(64) });

@@ -30,6 +30,7 @@
  * - Bank transactions exist for every cash line; statements January to October are reconciled.
  * - Ids are version-7 shaped uuids from the seeded generator (time-ordered: fast bulk loads).
  */
+import { hasNoCompany } from './empty';
 import type { Knex } from 'knex';
 import { CATALOG } from '../../generated/catalog';
 import { steps as coreSteps } from '../migrations/20261122000002_ledger_ap_jobcost_core';
@@ -163,9 +164,7 @@ async function dropSecondaryIndexes(knex: Knex, engine: string, tables: readonly
 
 /** Seeds only when the database has no ledger accounts yet (first start of the embedded database). */
 export async function ensureSeeded(knex: Knex, options: SeedOptions = {}): Promise<SeedReport | null> {
-  const accounts = CATALOG['ledger-accounts']?.table ?? 'lgract';
-  const row = (await knex(accounts).count({ n: '*' }).first()) as { n: number | string } | undefined;
-  if (Number(row?.n ?? 0) > 0) return null;
+  if (!(await hasNoCompany(knex))) return null;
   return seedDemoCompany(knex, options);
 }
 

@@ -8,7 +8,8 @@
  * matches, so it gets a scope without anyone remembering to add one.
  */
 import { OPERATIONS } from '../../generated/operations';
-import type { OperationInfo } from '../catalog/types';
+import type { EntityDef, OperationInfo } from '../catalog/types';
+import { withoutPii } from '../catalog/pii';
 
 export const SCOPES = ['read', 'write', 'lock', 'events:manage', 'pii'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -30,6 +31,9 @@ const RULES: ReadonlyArray<readonly [RegExp, Scope | null]> = [
   [/^\/utility\/ping$/, null],
   [/^\/utility\/(lock|un-lock)$/, 'lock'],
   [/^\/[^/]+\/(query|match)$/, 'read'],
+  // The frozen v2 surface names the verb first (/query/part, /match/vendor, /post/ledger-transaction):
+  // v2 is no back door, so its reads need `read` and its posts fall to `write` below.
+  [/^\/(query|match)\/[^/]+$/, 'read'],
   [/^\/webhook-(endpoints|deliveries)(\/|$)/, 'events:manage'],
   [/./, 'write'],
 ];
@@ -55,6 +59,11 @@ export function parseScopes(text: string): Scope[] {
     if (!out.includes(name as Scope)) out.push(name as Scope);
   }
   return out;
+}
+
+/** The entity as a key with these scopes sees it: without employee PII unless it holds `pii` (v3 and v2 alike). */
+export function entityAsSeenBy(entity: EntityDef, scopes: readonly Scope[] | null | undefined): EntityDef {
+  return holdsScope(scopes, 'pii') ? entity : withoutPii(entity);
 }
 
 /** `scopes` undefined or null: an unscoped key, which holds every scope (the spec's behaviour). */

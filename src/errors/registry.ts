@@ -57,6 +57,9 @@ export const PROBLEM_CODES = {
   INSUFFICIENT_STOCK: { status: 422, title: "Insufficient stock", when: "A movement takes more of a part from a location than is available there; errors[] names the line, and the problem names the part, the location and the quantities asked and available." },
   DOCUMENT_NOT_POSTABLE: { status: 422, title: "Document not postable", when: "The referenced document is in a state that does not accept this write (for example a closed or void purchase order, a payroll record that is not Computed, a work order that is not Open)." },
   DOCUMENT_ALREADY_POSTED: { status: 409, title: "Document already posted", when: "The document (for example a payroll record of the batch) was posted before; nothing was posted again. errors[] names each posted record and the problem lists their ledger transactions." },
+  WEBHOOK_ENDPOINT_NOT_FOUND: { status: 404, title: "Webhook endpoint not found", when: "No webhook endpoint (not deleted) has the id in the path or body." },
+  WEBHOOK_DELIVERY_NOT_FOUND: { status: 404, title: "Webhook delivery not found", when: "No delivery in the delivery log (kept 30 days) has the id in the path." },
+  WEBHOOK_TARGET_REFUSED: { status: 422, title: "Webhook target refused", when: "The webhook url is not https or its host is, or resolves to, a non-public address (loopback, private, link-local, unique-local, carrier-grade NAT, metadata, reserved); errors[] names url and the problem gives the reason." },
   SCOPE_MISSING: { status: 403, title: "API key lacks the scope", when: "The API key is valid but was created with scopes that do not include the one this operation needs; detail and `requiredScope` name it." },
   PII_FIELD_WITHHELD: { status: 400, title: "Personal data field withheld", when: "A select, orderBy, filter or match field names employee personal data and the API key was created without the pii scope; errors[] names the field." },
 } as const satisfies Record<string, ProblemCodeSpec>;

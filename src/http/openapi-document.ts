@@ -14,17 +14,18 @@ function projectRoot(): string {
 
 export const PROJECT_ROOT = projectRoot();
 
-let contract: Record<string, any> | undefined;
 let publicYaml: string | undefined;
 
 /**
- * The document the request validator loads: the generated public document, i.e. openapi.yaml
+ * The document the request validator loads: the generated public document (its JSON twin), i.e. openapi.yaml
  * with the storage extensions stripped and the value bounds of every stored field added
  * (scripts/generate.ts; src/catalog/bounds.ts), so the validator refuses what a column cannot hold.
  */
 export function contractDocument(): Record<string, any> {
-  contract ??= YAML.parse(publicDocumentYaml());
-  return structuredClone(contract!);
+  // The JSON twin of openapi.public.yaml (same generation): parsed in milliseconds, a fresh copy
+  // each call (the validator mutates it) and none kept here: one copy fewer resident.
+  const { 'x-generated': _marker, ...doc } = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'generated', 'openapi.public.json'), 'utf8')) as Record<string, any>;
+  return doc;
 }
 
 /** The public document served to integrators (generated, storage names stripped). */

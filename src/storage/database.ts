@@ -17,6 +17,29 @@ export interface DatabaseTarget {
 export const DEFAULT_DATABASE_URL = 'sqlite://./data/books.sqlite';
 
 /** Parses DATABASE_URL: sqlite://PATH, postgres://..., mssql://user:pass@host:port/db?encrypt=true */
+const PREPARED_PER_CONNECTION = 500;
+
+/**
+ * knex's better-sqlite3 client prepares every statement it runs (`connection.prepare(sql)` per
+ * query): on the write path that compile was about a fifth of a posting's CPU. Statements are
+ * prepared once per connection and SQL text here (bounded; cleared when full); better-sqlite3
+ * re-prepares a statement by itself after a schema change. knex sets `safeIntegers` on a statement
+ * only when a query asks for it, which nothing in this service does.
+ */
+function reusePreparedStatements(conn: { prepare: (sql: string) => unknown }): void {
+  const prepare = conn.prepare.bind(conn);
+  const cache = new Map<string, unknown>();
+  conn.prepare = (sql: string) => {
+    let stmt = cache.get(sql);
+    if (stmt === undefined) {
+      if (cache.size >= PREPARED_PER_CONNECTION) cache.clear();
+      stmt = prepare(sql);
+      cache.set(sql, stmt);
+    }
+    return stmt;
+  };
+}
+
 export function parseDatabaseUrl(url: string, pool: { min: number; max: number } = { min: 0, max: 10 }): DatabaseTarget {
   if (url.startsWith('sqlite://') || url.startsWith('sqlite:')) {
     const file = url.replace(/^sqlite:(\/\/)?/, '');
@@ -40,6 +63,7 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
               conn.pragma('foreign_keys = ON');
               conn.pragma('synchronous = NORMAL');
               conn.pragma('busy_timeout = 5000');
+              reusePreparedStatements(conn);
               done(null, conn);
             } catch (err) {
               done(err as Error, conn);
@@ -89,6 +113,37 @@ export interface DriverLog {
 
 export function openDatabase(target: DatabaseTarget, log?: DriverLog): Knex {
   if (target.file && target.file !== ':memory:') fs.mkdirSync(path.dirname(target.file), { recursive: true });
+  const knex = openKnex(target, log);
+  if (target.engine === 'sqlite') beginImmediate(knex);
+  return knex;
+}
+
+/**
+ * SQLite: write transactions start with BEGIN IMMEDIATE. Within one process it changes nothing
+ * (the pool has one connection). With several processes on one file (WORKERS, a second service)
+ * a plain BEGIN starts as a reader and upgrades at its first write; when another process wrote
+ * meanwhile the upgrade fails at once with SQLITE_BUSY (the busy timeout cannot help a stale
+ * snapshot), which would answer 502 under ordinary concurrency. BEGIN IMMEDIATE takes the write
+ * lock first, waiting up to busy_timeout for it, so concurrent writers queue instead. Read-only
+ * transactions keep the plain BEGIN.
+ */
+function beginImmediate(knex: Knex): void {
+  // knex's own SQLite transaction (BEGIN, savepoints, foreign-key pragma handling), only `begin` changed.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const SqliteTransaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction');
+  class ImmediateTransaction extends SqliteTransaction {
+    begin(conn: unknown) {
+      const self = this as any;
+      return self.readOnly ? super.begin(conn) : self.query(conn, 'BEGIN IMMEDIATE;');
+    }
+  }
+  const client = knex.client as any;
+  client.transaction = function transaction(this: unknown, ...args: unknown[]) {
+    return new (ImmediateTransaction as any)(this, ...args);
+  };
+}
+
+function openKnex(target: DatabaseTarget, log?: DriverLog): Knex {
   if (!log) return knexFactory(target.config);
   // knex prints these with console by default, outside the JSON log lines.
   const text = (m: unknown) => (m instanceof Error ? m.message : String(m));

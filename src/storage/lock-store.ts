@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ApiProblem } from '../errors/problem';
 import { ApiKeyRepository, hashApiKey, scopesFromColumn, type ApiKeyRecord } from './api-keys';
@@ -18,6 +18,13 @@ import { fromDbTime, toDbTime } from './db-time';
  * The state is loaded from the table once, before the first request is served (or explicitly
  * with `load()` at boot); a database that was locked when the service stopped is locked again
  * after the restart, and its pool is dropped right after reading the lock.
+ *
+ * Several processes (WORKERS, instances) share one database, so a lock taken or released through
+ * another process must reach this one: after loading, `mntlck` is read again every `pollMs`
+ * (LOCK_POLL_MS, default 250 ms: the gate is stale by at most that plus one read, inside the
+ * spec's 1 s). While unlocked the read goes through the pool; while locked the pool is gone, so each read opens one connection of its
+ * own and closes it right after (a probe: no connection is held between reads). A read that fails
+ * changes nothing (a database under maintenance may well refuse it).
  */
 export interface LockHolder {
   userName: string;
@@ -36,6 +43,19 @@ export interface PoolStats {
 
 export const LOCK_RETRY_AFTER_SECONDS = 60;
 
+export interface MaintenanceLockOptions {
+  /** How often `mntlck` is re-read to see locks taken and released by other processes; 0 = never. */
+  pollMs?: number;
+}
+
+function holderOf(row: any): LockHolder {
+  return {
+    userName: String(row.user_name),
+    apiKeyId: row.api_key_id ?? null,
+    lockedAt: (fromDbTime(row.locked_at) ?? new Date()).toISOString(),
+  };
+}
+
 function sameUser(a: string, b: string): boolean {
   return a.trim().toLowerCase() === b.trim().toLowerCase();
 }
@@ -46,12 +66,18 @@ export class MaintenanceLock {
   private loadedOnce = false;
   private keySnapshot: Map<string, ApiKeyRecord> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  private poller: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private readonly pollMs: number;
 
   constructor(
     private readonly knex: Knex,
     private readonly engine: Engine,
     private readonly logger: Logger,
-  ) {}
+    options: MaintenanceLockOptions = {},
+  ) {
+    this.pollMs = options.pollMs ?? 250;
+  }
 
   /** The holder, or null when unlocked. Pure memory. */
   get current(): LockHolder | null {
@@ -83,11 +109,7 @@ export class MaintenanceLock {
       if (this.loadedOnce) return;
       const row = await this.knex('mntlck').where({ id: 1 }).first();
       if (row) {
-        const holder: LockHolder = {
-          userName: String(row.user_name),
-          apiKeyId: row.api_key_id ?? null,
-          lockedAt: (fromDbTime(row.locked_at) ?? new Date()).toISOString(),
-        };
+        const holder = holderOf(row);
         await this.takeSnapshot();
         this.holder = holder;
         await this.dropPool();
@@ -95,6 +117,71 @@ export class MaintenanceLock {
       }
       this.loadedOnce = true;
     });
+    this.watch();
+  }
+
+  /** Starts re-reading `mntlck` every `pollMs` (idempotent; the timer does not keep the process alive). */
+  private watch(): void {
+    if (this.poller || this.stopped || this.pollMs <= 0) return;
+    let inFlight = false;
+    this.poller = setInterval(() => {
+      // A slow read (a loaded database, a probe connecting) is not queued behind: skip this tick.
+      if (inFlight) return;
+      inFlight = true;
+      this.refresh()
+        .catch((err) => this.logger.debug({ err }, 'maintenance lock: shared state not readable; keeping the last known state'))
+        .finally(() => {
+          inFlight = false;
+        });
+    }, this.pollMs);
+    this.poller.unref();
+  }
+
+  /** Stops the re-reads (shutdown). */
+  stop(): void {
+    this.stopped = true;
+    if (this.poller) clearInterval(this.poller);
+    this.poller = null;
+  }
+
+  /**
+   * Reads `mntlck` and applies what other processes did: a lock taken elsewhere drops this
+   * process's pool (after the requests inside finish, as a local lock does); an un-lock elsewhere
+   * brings it back. Throws when the table cannot be read (nothing changes then).
+   */
+  async refresh(): Promise<void> {
+    if (!this.loadedOnce || this.stopped) return;
+    await this.serialized(async () => {
+      if (this.stopped) return;
+      const row = this.holder ? await this.probe() : await this.knex('mntlck').where({ id: 1 }).first();
+      if (row && !this.holder) {
+        await this.takeSnapshot();
+        this.holder = holderOf(row);
+        await this.dropPool();
+        this.logger.warn({ lockUser: this.holder.userName }, 'database locked for maintenance through another process; connections dropped');
+      } else if (row && this.holder) {
+        // Possibly un-locked and locked again by someone else meanwhile: name the current holder.
+        const now = holderOf(row);
+        if (now.userName !== this.holder.userName || now.apiKeyId !== this.holder.apiKeyId) this.holder = now;
+      } else if (!row && this.holder) {
+        this.knex.initialize();
+        const previous = this.holder;
+        this.holder = null;
+        this.keySnapshot = null;
+        this.logger.warn({ previousHolder: previous.userName }, 'maintenance lock released through another process; connections allowed again');
+      }
+    });
+  }
+
+  /** One read of `mntlck` through a connection opened for it and closed right after (the pool is gone while locked). */
+  private async probe(): Promise<any> {
+    const config = this.knex.client.config as Knex.Config;
+    const probe = knexFactory({ ...config, pool: { ...(config.pool ?? {}), min: 0, max: 1 } });
+    try {
+      return await probe('mntlck').where({ id: 1 }).first();
+    } finally {
+      await probe.destroy().catch(() => undefined);
+    }
   }
 
   /**
@@ -103,6 +190,8 @@ export class MaintenanceLock {
    */
   async lock(apiKeyId: string, userName: string): Promise<{ holder: LockHolder; already: boolean }> {
     await this.ensureLoaded();
+    // A lock taken through another process within the last poll: answer it as this process would.
+    await this.refresh().catch(() => undefined);
     return this.serialized(async () => {
       if (this.holder) {
         if (this.holder.apiKeyId === apiKeyId && sameUser(this.holder.userName, userName)) return { holder: this.holder, already: true };
@@ -132,6 +221,8 @@ export class MaintenanceLock {
    */
   async unlock(apiKeyId: string, userName: string, override: boolean): Promise<{ previous: LockHolder | null }> {
     await this.ensureLoaded();
+    // A lock taken through another process within the last poll: learn it now, so that it can be released here.
+    await this.refresh().catch(() => undefined);
     return this.serialized(async () => {
       const previous = this.holder;
       if (!previous) return { previous: null };

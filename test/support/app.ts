@@ -219,6 +219,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     async close() {
       // STATUS_LOG set (make test): the (operation, status) pairs this app answered, for scripts/check-statuses.ts.
       await recordStatuses(app.locals.metrics?.registry);
+      services.lock.stop();
       await knex.destroy();
       await db.drop();
     },

@@ -122,6 +122,7 @@ async function main(): Promise<void> {
   await keys.ensure(process.env.ADMIN_KEY!, 'crash test admin', 'admin');
   await keys.ensure(process.env.API_KEY!, 'crash test integration', 'integration');
   const services = createServices(config, logger, knex, target.engine);
+  await services.heartbeat.start();
   await services.lock.load();
   const delay = Number(process.env.POSTING_DELAY_MS ?? 0);
   if (delay > 0) services.writes.hooks.beforeCommit = () => new Promise<void>((r) => setTimeout(r, delay));

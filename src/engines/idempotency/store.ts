@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Engine } from '../../storage/database';
 import { fromDbTime, toDbTime } from '../../storage/db-time';
 import { insertUnlessExists } from '../../storage/insert-or-ignore';
+import { ownerGone, readBeat, type InstanceIdentity } from '../../storage/instance-heartbeat';
 
 /**
  * Idempotency records (table `idmkey`, one row per API key + Idempotency-Key).
@@ -14,6 +15,12 @@ import { insertUnlessExists } from '../../storage/insert-or-ignore';
  * The row's `id` is the *attempt token*: the owner of the key is whoever holds the current id.
  * A takeover (the owner died: its lease expired) gives the row a new id, so the old owner's
  * final compare-and-set (`WHERE id = token`) no longer matches and its posting rolls back.
+ *
+ * Claims also record their owner process (`owner_instance`, `owner_boot`). A claim whose owner is
+ * gone (its instance runs another boot, or stopped heart-beating: see instance-heartbeat.ts) is
+ * taken over at once instead of after the lease. That is safe for the same reason as the lease:
+ * taking over changes the token, and the old owner's completion is conditional on the token, in
+ * the same transaction as its posting (docs/decisions.md, "Several processes and instances").
  */
 
 export interface StoredResponse {
@@ -59,6 +66,8 @@ export interface KnexIdempotencyStoreOptions {
   leaseMs: number;
   /** Retry-After (seconds) of IDEMPOTENCY_KEY_IN_FLIGHT. */
   inFlightRetryAfterSeconds: number;
+  /** The process claiming (recorded on its claims); without it claims have no owner and wait for the lease. */
+  owner?: InstanceIdentity;
 }
 
 const TABLE = 'idmkey';
@@ -98,8 +107,21 @@ export class KnexIdempotencyStore implements IdempotencyStore {
       updated_at: this.now(now),
       expires_at: this.now(new Date(now.getTime() + this.options.ttlHours * 3_600_000)),
       locked_until: this.now(new Date(now.getTime() + this.options.leaseMs)),
+      ...this.ownerColumns(),
     };
     return insertUnlessExists(this.knex, TABLE, row, ['api_key_id', 'idem_key'], 'id');
+  }
+
+  private ownerColumns(): { owner_instance: string | null; owner_boot: string | null } {
+    const owner = this.options.owner;
+    return { owner_instance: owner?.instanceId ?? null, owner_boot: owner?.bootId ?? null };
+  }
+
+  /** The claim's owner process is gone (restarted or silent): no need to wait for its lease. */
+  private async ownerIsGone(row: any, now: number): Promise<boolean> {
+    if (!row.owner_instance || !row.owner_boot) return false;
+    if (this.options.owner && row.owner_boot === this.options.owner.bootId) return false;
+    return ownerGone(String(row.owner_boot), await readBeat(this.knex, String(row.owner_instance)), now);
   }
 
   async claim(request: ClaimRequest): Promise<ClaimResult> {
@@ -121,12 +143,13 @@ export class KnexIdempotencyStore implements IdempotencyStore {
         if (response) return { kind: 'completed', response, expiresAt };
       }
       const leaseUntil = fromDbTime(row.locked_until)?.getTime() ?? 0;
-      if (leaseUntil > now) {
+      if (leaseUntil > now && !(await this.ownerIsGone(row, now))) {
         if (row.state === 'unknown') return { kind: 'unknown', response: parseResponse(row) };
         return { kind: 'in_flight', retryAfterSeconds: this.options.inFlightRetryAfterSeconds };
       }
-      // The owner is dead (lease expired while in flight or unknown): its posting transaction
-      // never committed (it would have completed the record in the same transaction). Take over.
+      // The owner is dead (lease expired, or its process is gone) while in flight or unknown: its
+      // posting transaction never committed (it would have completed the record in the same
+      // transaction), and a late commit of it finds another token here and rolls back. Take over.
       const taken = await this.knex(TABLE)
         .where({ id: row.id })
         .whereIn('state', ['in_flight', 'unknown'])
@@ -138,6 +161,7 @@ export class KnexIdempotencyStore implements IdempotencyStore {
           response_body: null,
           updated_at: this.now(),
           locked_until: this.now(new Date(Date.now() + this.options.leaseMs)),
+          ...this.ownerColumns(),
         });
       if (Number(taken) === 1) return { kind: 'claimed', token, takeover: true };
       // Someone else completed or took it over between our read and our update: look again.

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../../storage/dialect';
 import type { NumberAllocator } from '../../storage/numbers';
+import type { ReferenceCache } from '../../storage/reference-cache';
 
 /** Test and operations hooks into the posting engine (all optional). */
 export interface PostingHooks {
@@ -31,6 +32,8 @@ export interface PostingContext {
   /** Timestamp for upddte columns, in the engine's form. */
   now: Date | string;
   dryRun: boolean;
+  /** Cached reference rows (ledger setup, fiscal periods, accounts, sources); absent: read each time. */
+  references?: ReferenceCache;
 }
 
 /** Money columns are DECIMAL(14,2); quantities (14,4); unit prices (12,4); cost codes (15,3); hours (10,2). */

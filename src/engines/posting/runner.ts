@@ -7,6 +7,7 @@ import { toDbTime } from '../../storage/db-time';
 import { namedLocksFor } from '../../storage/named-locks';
 import { IdempotencyProtocol, NothingPosted, type Answer, type Attempt, type Rendered } from '../idempotency/protocol';
 import type { IdempotencyStore } from '../idempotency/store';
+import type { ReferenceCache } from '../../storage/reference-cache';
 import type { PostingContext, PostingHooks } from './context';
 
 /**
@@ -66,6 +67,8 @@ export type WriteResponse = Answer;
 
 export interface WriteRunnerDeps {
   boundary: Boundary;
+  /** Reference rows cached across postings (src/storage/reference-cache.ts); absent: read each time. */
+  references?: ReferenceCache;
   dialect: Dialect;
   numbers: NumberAllocator;
   store: IdempotencyStore;
@@ -186,6 +189,7 @@ export class WriteRunner {
       today: now.toISOString().slice(0, 10),
       now: toDbTime(this.deps.boundary.engine, now),
       dryRun: req.dryRun,
+      ...(this.deps.references ? { references: this.deps.references } : {}),
     };
   }
 }

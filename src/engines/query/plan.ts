@@ -16,34 +16,13 @@ export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
 
 
-/** v2 request fields and what replaced them in v3. */
-export const V2_FIELDS: Record<string, string> = {
-  withChildren: 'children',
-  offset: 'page.pageNumber',
-  filter: 'filters',
-  selectFields: 'select',
-};
-
 const BASE_FIELDS = new Set(['select', 'children', 'filters', 'orderBy', 'page', 'lastUpdated', 'createdSince']);
-
-/** 400 V2_FIELD_REJECTED naming the v3 replacement of every v2 field in the body, or nothing. */
-export function v2FieldProblem(body: unknown): ApiProblem | undefined {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) return undefined;
-  const found = Object.keys(body).filter((k) => Object.prototype.hasOwnProperty.call(V2_FIELDS, k));
-  if (found.length === 0) return undefined;
-  const detail = found.map((k) => `${k} is a v2 field; use ${V2_FIELDS[k]} instead`).join('; ');
-  return new ApiProblem('V2_FIELD_REJECTED', `${detail}.`, {
-    errors: found.map((k) => ({ field: k, code: 'v2_field', message: `use ${V2_FIELDS[k]}` })),
-  });
-}
 
 export interface PlanOptions {
   maxFilterDepth: number;
 }
 
 export function planQuery(entity: EntityDef, body: QueryRequest, options: PlanOptions): QueryPlan {
-  const v2 = v2FieldProblem(body);
-  if (v2) throw v2;
   const issues = new Issues();
 
   const children = resolveChildren(entity, body.children, issues);

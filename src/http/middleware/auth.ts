@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { ApiProblem } from '../../errors/problem';
 import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
 import type { Boundary } from '../../storage/boundary';
-import { holdsScope, OPERATION_SCOPES } from '../../auth/scopes';
+import { holdsScope, OPERATION_SCOPES, scopeForPath } from '../../auth/scopes';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -64,9 +64,14 @@ export const requireAdmin: RequestHandler = (_req, res, next) => {
  * do not include the one the operation needs. Unscoped keys pass (the spec's behaviour); requests
  * that match no operation pass on to their 404/405.
  */
-export const requireScope: RequestHandler = (_req, res, next) => {
+/** Where the frozen v2 surface is mounted (src/v2/routes.ts V2_BASE; not imported: the v2 wing imports this file). */
+const V2_PREFIX = '/api/v2';
+
+export const requireScope: RequestHandler = (req, res, next) => {
   const key = res.locals.apiKey;
-  const needed = OPERATION_SCOPES.get(String(res.locals.operationId));
+  // v3 operations by operationId; the v2 surface (other operationIds) by its path under /api/v2.
+  const opId = String(res.locals.operationId);
+  const needed = OPERATION_SCOPES.has(opId) ? OPERATION_SCOPES.get(opId) : req.baseUrl === V2_PREFIX ? scopeForPath(req.path) : undefined;
   if (!key || !needed || holdsScope(key.scopes, needed)) {
     next();
     return;

@@ -27,13 +27,13 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
 
 /**
  * Bounds and/or nesting before the schema validator runs: ajv recurses per level and a deep
- * enough tree would overflow the stack. Iterative on purpose.
+ * enough tree would overflow the stack. Iterative on purpose. `field` is `filter` on /api/v2.
  */
-export function filterDepthGuard(maxDepth: number): RequestHandler {
+export function filterDepthGuard(maxDepth: number, field: 'filters' | 'filter' = 'filters'): RequestHandler {
   return (req, _res, next) => {
     const body = req.body as Record<string, unknown> | undefined;
-    if (!body || typeof body !== 'object' || body.filters === undefined) return next();
-    const stack: Array<{ node: unknown; depth: number }> = [{ node: body.filters, depth: 1 }];
+    if (!body || typeof body !== 'object' || body[field] === undefined) return next();
+    const stack: Array<{ node: unknown; depth: number }> = [{ node: body[field], depth: 1 }];
     while (stack.length > 0) {
       const { node, depth } = stack.pop()!;
       if (!node || typeof node !== 'object') continue;
@@ -42,8 +42,8 @@ export function filterDepthGuard(maxDepth: number): RequestHandler {
         if (!Array.isArray(children)) continue;
         if (depth > maxDepth) {
           return next(
-            new ApiProblem('FILTER_TOO_DEEP', `filters nest and/or deeper than ${maxDepth} levels.`, {
-              errors: [{ field: 'filters', code: 'too_deep', message: `at most ${maxDepth} levels of and/or` }],
+            new ApiProblem('FILTER_TOO_DEEP', `${field} nest and/or deeper than ${maxDepth} levels.`, {
+              errors: [{ field, code: 'too_deep', message: `at most ${maxDepth} levels of and/or` }],
             }),
           );
         }

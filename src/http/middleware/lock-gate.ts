@@ -7,7 +7,8 @@ const OPEN_WHILE_LOCKED = new Set(['/utility/ping', '/utility/lock', '/utility/u
 /**
  * While the database is locked for maintenance, every read and write under /api/v3 answers
  * 423 MAINTENANCE_LOCK with Retry-After 60 and the holder in `lockUser`. Reads memory only:
- * the state is loaded once from `mntlck` (see MaintenanceLock), never per request.
+ * the state is loaded from `mntlck` and kept current by MaintenanceLock's re-reads (locks taken
+ * through other processes), never per request.
  * Mounted on the /api/v3 router, after authentication and rate limiting.
  */
 export function lockGate(lock: MaintenanceLock): RequestHandler {

@@ -80,6 +80,19 @@ export class RateLimiter {
   }
 }
 
+/**
+ * The budget of one worker. The buckets live in each process's memory (a database round trip per
+ * request would cost more than the limit protects), so with WORKERS processes on one port each
+ * gets an equal share of RATE_LIMIT_PER_MINUTE: connections are spread round-robin, so a key's
+ * requests split evenly and the key gets the configured total from the instance as a whole.
+ * Across several instances behind a load balancer the limit is per instance (docs/deployment.md).
+ * 0 stays 0 (off); a share never drops below 1.
+ */
+export function perWorkerRate(perMinute: number, workers: number): number {
+  if (perMinute <= 0) return 0;
+  return Math.max(1, Math.floor(perMinute / Math.max(1, workers)));
+}
+
 /** 429 RATE_LIMITED with Retry-After once a key exceeds its rate. Mount after authentication. */
 export function rateLimit(limiter: RateLimiter): RequestHandler {
   return (_req, res, next) => {

@@ -21,6 +21,8 @@ export function requestLog(logger: Logger): RequestHandler {
           errorCode: res.locals.errorCode,
           durationMs: durationMs === undefined ? undefined : Math.round(durationMs * 1000) / 1000,
           keyId: res.locals.apiKey?.id,
+          // /api/v2 only: x-context-id, x-integration-id and the request fields v2 ignored (src/v2/routes.ts).
+          v2: res.locals.v2,
         },
         'request',
       );

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { v2FieldProblem } from '../../engines/query/plan';
+import { v2FieldProblem } from '../../v2/fields';
 
 const READ_ROUTE = /^\/[^/]+\/(query|match)\/?$/;
 

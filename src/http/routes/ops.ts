@@ -2,14 +2,15 @@ import path from 'node:path';
 import { Router, type RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import type { Services } from '../../services';
-import { MIGRATIONS } from '../../../db/migrate';
+import { MIGRATION_NAMES } from '../../../db/migration-names';
 import { ApiProblem } from '../../errors/problem';
 import { publicDocumentJson, publicDocumentYaml } from '../openapi-document';
+import { v2DocumentYaml } from '../../v2/document';
 import type { OperationMap } from '../operations';
 
 /**
  * Routes outside /api/v3, without an API key: liveness, readiness, metrics, the public OpenAPI
- * document and the rendered reference. Every one is GET (HEAD too); any other method is 405
+ * document (and the frozen v2 one) and the rendered reference. Every one is GET (HEAD too); any other method is 405
  * with Allow, like the contract routes.
  */
 
@@ -20,6 +21,7 @@ export const OPS_ROUTES = {
   '/metrics': 'metrics',
   '/openapi.yaml': 'openapiYaml',
   '/openapi.json': 'openapiJson',
+  '/v2/openapi.yaml': 'v2OpenapiYaml',
   '/docs': 'docs',
   '/docs/init.js': 'docs',
 } as const;
@@ -96,7 +98,7 @@ export async function readinessProblem(services: Services): Promise<string | und
   try {
     const rows: Array<{ name: string }> = await withTimeout(services.knex('knex_migrations').select('name'), READY_CHECK_TIMEOUT_MS, 'The database');
     const applied = new Set(rows.map((r) => r.name));
-    const pending = MIGRATIONS.filter(([name]) => !applied.has(name)).map(([name]) => name);
+    const pending = MIGRATION_NAMES.filter((name) => !applied.has(name));
     if (pending.length > 0) return `${pending.length} database migration(s) not applied: ${pending.join(', ')}.`;
   } catch {
     return 'The database has not been migrated.';
@@ -160,6 +162,15 @@ export function opsRoutes(services: Services, registry: Registry, state: OpsStat
     .get((_req, res) => {
       res.setHeader('Content-Type', 'application/yaml; charset=utf-8');
       res.send(publicDocumentYaml());
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  // The frozen v2 document beside v3 (src/v2/document.ts; test/v2-openapi-golden.test.ts).
+  router
+    .route('/v2/openapi.yaml')
+    .get((_req, res) => {
+      res.setHeader('Content-Type', 'application/yaml; charset=utf-8');
+      res.send(v2DocumentYaml());
     })
     .all(methodNotAllowed(GET_ONLY));
 

@@ -9,8 +9,7 @@ import { planQuery } from '../../engines/query/plan';
 import { executeMatch, planMatch } from '../../engines/match/run';
 import type { QueryRequest } from '../../engines/query/types';
 import type { MatchRequest } from '../../engines/match/types';
-import { withoutPii } from '../../catalog/pii';
-import { holdsScope } from '../../auth/scopes';
+import { entityAsSeenBy } from '../../auth/scopes';
 
 /**
  * POST /{entity}/query and /{entity}/match: one generic handler each over the catalog.
@@ -28,7 +27,7 @@ export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Rou
     if (!entity || (operation === 'match' && entity.matchFields.length === 0)) {
       throw new ApiProblem('UNKNOWN_ENTITY', `There is no ${operation} operation for entity "${name}".`);
     }
-    return holdsScope(res.locals.apiKey?.scopes, 'pii') ? entity : withoutPii(entity);
+    return entityAsSeenBy(entity, res.locals.apiKey?.scopes);
   };
 
   router.post('/:entity/query', async (req, res) => {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { ApiProblem } from '../../../errors/problem';
 import { toIsoDate } from '../../../storage/db-time';
+import type { ReferenceCache } from '../../../storage/reference-cache';
 
 /**
  * Posting period resolution (spec, Writes rule 8), shared by every write.
@@ -90,9 +91,17 @@ const fiscalRow = (r: Record<string, any>): FiscalRow => ({
   status: Number(r.status),
 });
 
-/** The ledger setup and the fiscal periods a posting needs, in one statement. */
-export async function loadPostingSetup(db: Knex | Knex.Transaction, request: Pick<PeriodRequest, 'date' | 'year'>): Promise<PostingSetup> {
+/**
+ * The ledger setup and the fiscal periods a posting needs: from the reference cache when given
+ * (inside a posting transaction: one counter read when nothing changed), else in one statement.
+ */
+export async function loadPostingSetup(db: Knex | Knex.Transaction, request: Pick<PeriodRequest, 'date' | 'year'>, cache?: ReferenceCache): Promise<PostingSetup> {
   const years = fiscalYearsFor(request);
+  if (cache && db.isTransaction) {
+    const cached = await cache.postingSetup(db as Knex.Transaction);
+    if (!cached.setup) throw missingSetup();
+    return { setup: setupFromRow(cached.setup), fiscal: cached.fiscal.filter((r) => years.includes(Number(r.postyr))).map(fiscalRow) };
+  }
   const rows = await db('lgrstp as s')
     .leftJoin('fscprd as f', (join) => join.onIn('f.postyr', years))
     .orderBy('s.recnum')

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../errors/problem';
 import { Dec } from '../../../storage/decimal';
 import type { Dialect } from '../../../storage/dialect';
+import { CACHED_COLUMNS, type CachedTable, type ReferenceCache } from '../../../storage/reference-cache';
 import { SCALE } from '../context';
 
 /**
@@ -32,6 +33,21 @@ export async function loadReferenced<T extends string | number>(
     for (const row of rows) out.set(String(row[column]), row);
   }
   return out;
+}
+
+/**
+ * loadReferenced by recnum for the cached reference tables (ledger accounts, transaction sources):
+ * through the posting's reference cache when it has one and the columns are cached ones.
+ */
+export async function loadReferenceRows<T extends string | number>(
+  ctx: { trx: Knex.Transaction; references?: ReferenceCache },
+  table: CachedTable,
+  refs: ReadonlyArray<Ref<T>>,
+  columns: string[],
+): Promise<Map<string, Record<string, any>>> {
+  const cachedColumns: readonly string[] = CACHED_COLUMNS[table];
+  if (ctx.references && columns.every((c) => cachedColumns.includes(c))) return ctx.references.rows(ctx.trx, table, refs.map((r) => r.value));
+  return loadReferenced(ctx.trx, table, 'recnum', refs, columns);
 }
 
 export class ReferenceCheck {

@@ -1,7 +1,7 @@
 import { ApiProblem } from '../../../../errors/problem';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { ReferenceCheck } from '../../ledger/references';
+import { ReferenceCheck, loadReferenceRows } from '../../ledger/references';
 import { addDays } from '../../dates';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { insertInvoice, postInvoiceJobCosts, postInvoiceJournal, type InvoiceToWrite } from './cascade';
@@ -71,13 +71,13 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
     }
 
     const periodRequest = { date: input.invoiceDate, dateField: 'invoiceDate', period: input.period ?? null, year: input.year ?? null };
-    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest);
+    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest, ctx.references);
     const { lines, vendor } = await resolveLines(ctx, input, setup);
     const posts = input.status === STATUS_OPEN && input.invoiceTotal.greaterThan(0);
     if (posts) {
       const check = new ReferenceCheck();
       if (setup.apControlAccount === null) check.notPostable('vendorNumber', 'the ledger setup has no AP control account', 'setup_incomplete');
-      const source = await trx('source').where({ recnum: AP_SOURCE }).first('recnum');
+      const source = (await loadReferenceRows(ctx, 'source', [{ field: 'status', value: AP_SOURCE }], ['recnum'])).get(String(AP_SOURCE));
       if (!source) check.notPostable('status', `transaction source ${AP_SOURCE} (Payable Invoices) does not exist`, 'setup_incomplete');
       check.throwIfAny();
     }

@@ -1,7 +1,7 @@
 import { Dec } from '../../../../storage/decimal';
 import { SCALE, type PostingContext } from '../../context';
 import type { LedgerSetup } from '../../ledger/period';
-import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenced } from '../../ledger/references';
+import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows, loadReferenced } from '../../ledger/references';
 import { jobOf, phaseOf, type ApInvoiceInput, type ApLineInput } from './input';
 
 /**
@@ -89,7 +89,7 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
     if (r.ledgerAccount === 0) check.notPostable(`lines[${r.line.index}].ledgerAccount`, 'no ledger account given and the vendor has no default', 'required');
   });
   const accountRefs = resolved.filter((r) => r.ledgerAccount !== 0).map((r) => ({ field: `lines[${r.line.index}].ledgerAccount`, value: r.ledgerAccount }));
-  const accounts = await loadReferenced(trx, 'lgract', 'recnum', accountRefs, ['acttyp', 'inactv']);
+  const accounts = await loadReferenceRows(ctx, 'lgract', accountRefs, ['acttyp', 'inactv']);
   for (const r of resolved) {
     if (r.ledgerAccount === 0) continue;
     const field = `lines[${r.line.index}].ledgerAccount`;

@@ -332,7 +332,7 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
     }
 
     const periodRequest = { date: input.allocationDate, dateField: 'allocationDate', period: input.period ?? null, year: input.year ?? null };
-    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest);
+    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest, ctx.references);
     const resolved = await resolve(ctx, input, setup);
     const { period, year } = await resolvePostingPeriod(trx, setup, periodRequest, fiscal);
     const enteredDate = ctx.today;

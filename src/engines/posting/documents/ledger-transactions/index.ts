@@ -7,7 +7,7 @@ import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input'
 import { allocateLedgerRecord, journalTotals, readPostedLedgerTransaction, writeJournal, type PostedLedgerTransaction, type LedgerRecordNumbers } from '../../ledger/journal';
 import { lineDifferences, periodDiffers } from '../../resend';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
+import { ReferenceCheck, isTrue, loadReferenceRows } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -173,12 +173,12 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, Numbers, Jou
     }
 
     const check = new ReferenceCheck();
-    const sources = await loadReferenced(trx, 'source', 'recnum', [{ field: 'sourceNumber', value: input.sourceNumber }], ['inactv']);
+    const sources = await loadReferenceRows(ctx, 'source', [{ field: 'sourceNumber', value: input.sourceNumber }], ['inactv']);
     const source = sources.get(String(input.sourceNumber));
     if (!source) check.notFound('sourceNumber', `transaction source ${input.sourceNumber}`);
     else if (isTrue(source.inactv)) check.notPostable('sourceNumber', `transaction source ${input.sourceNumber} is inactive`, 'inactive');
     const accountRefs = input.lines.map((l) => ({ field: `lines[${l.index}].ledgerAccount`, value: l.ledgerAccount }));
-    const accounts = await loadReferenced(trx, 'lgract', 'recnum', accountRefs, ['inactv']);
+    const accounts = await loadReferenceRows(ctx, 'lgract', accountRefs, ['inactv']);
     for (const ref of accountRefs) {
       const account = accounts.get(String(ref.value));
       if (!account) check.notFound(ref.field, `ledger account ${ref.value}`);
@@ -187,7 +187,7 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, Numbers, Jou
     check.throwIfAny();
 
     const periodRequest = { date: input.transactionDate, dateField: 'transactionDate', period: input.period ?? null, year: input.year ?? null };
-    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest);
+    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest, ctx.references);
     const { period, year } = await resolvePostingPeriod(trx, setup, periodRequest, fiscal);
 
     const posted = await writeJournal(ctx, {

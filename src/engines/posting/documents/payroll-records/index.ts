@@ -483,7 +483,7 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
     const checkDate = records[0]!.checkDate;
 
     const periodRequest = { date: checkDate, dateField: 'checkDate', period: input.period ?? null, year: input.year ?? null };
-    const { setup: ledgerSetup, fiscal } = await loadPostingSetup(trx, periodRequest);
+    const { setup: ledgerSetup, fiscal } = await loadPostingSetup(trx, periodRequest, ctx.references);
     const { period, year } = await resolvePostingPeriod(trx, ledgerSetup, periodRequest, fiscal);
 
     // Claim the batch first: a concurrent posting of the same records waits on these rows and

@@ -269,7 +269,7 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
     if (jobNumber !== undefined && location === null && phaseNumber !== undefined) invoice.phaseNumber = phaseNumber;
 
     const periodRequest = { date: input.receiptDate, dateField: 'receiptDate', period: input.period ?? null, year: input.year ?? null };
-    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest);
+    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest, ctx.references);
     const { lines, vendor } = await resolveApLines(ctx, invoice, setup);
     const check = new ReferenceCheck();
     if (setup.apControlAccount === null) check.notPostable('orderNumber', 'the ledger setup has no AP control account', 'setup_incomplete');

@@ -147,7 +147,7 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
 
     const invoiceDate = input.invoiceDate ?? toIsoDate(header.invdte)!;
     const periodRequest = { date: invoiceDate, dateField: 'invoiceDate', period: input.period ?? null, year: input.year ?? null };
-    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest);
+    const { setup, fiscal } = await loadPostingSetup(trx, periodRequest, ctx.references);
     const extra = (await trx('lgrstp').orderBy('recnum').first('arcact', 'invact', 'stxact', 'srvact')) ?? {};
     const lineRows: Array<Record<string, any>> = await trx('srvlin').where({ _idref: header._idnum }).orderBy('linnum');
 

@@ -1,0 +1,130 @@
+/**
+ * WORKERS server processes on one port (node:cluster). The primary prepares the database once
+ * (migrations, seeding an empty embedded database, the demo key), closes its connection, and forks
+ * the workers; it holds no pool while serving. Connections are handed to the workers round-robin.
+ * Each worker is a whole server (src/server.ts) with its own pool, caches, rate-limit buckets and
+ * instance name (`INSTANCE_ID/w<n>`); the state that must agree between them lives in the
+ * database (docs/deployment.md).
+ *
+ * A worker that dies is replaced (same index, so the same instance name: the new boot frees the
+ * dead one's idempotency claims at start). A worker that fails before listening stops the whole
+ * start (exit 1): the next one would fail the same way. SIGTERM / SIGINT to the primary are
+ * relayed as SIGTERM to every worker; each drains its requests, and the primary exits once all
+ * have (a second signal kills them at once).
+ */
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+import type { Config } from './config';
+import { banner, prepareDatabase, type BootReport } from './server';
+import { openDatabase, parseDatabaseUrl } from './storage/database';
+import { perWorkerRate } from './http/middleware/rate-limit';
+
+export interface WorkerSetup {
+  /** 1..workers, stable across replacements. */
+  index: number;
+  workers: number;
+  boot: BootReport;
+}
+
+/** What the primary tells a worker through its environment. */
+export function workerSetup(env: NodeJS.ProcessEnv): WorkerSetup {
+  const index = Number(env.WORKER_INDEX);
+  const workers = Number(env.WORKER_COUNT);
+  if (!Number.isInteger(index) || index < 1 || !Number.isInteger(workers) || workers < 1) throw new Error('a cluster worker needs WORKER_INDEX and WORKER_COUNT');
+  return { index, workers, boot: { seeded: env.WORKER_SEEDED === 'true' } };
+}
+
+/** A worker's configuration: its own instance name and its share of the rate limit. */
+export function workerConfig(config: Config, setup: WorkerSetup): Config {
+  return {
+    ...config,
+    workers: setup.workers,
+    instanceId: `${config.instanceId}/w${setup.index}`,
+    rateLimitPerMinute: perWorkerRate(config.rateLimitPerMinute, setup.workers),
+  };
+}
+
+export async function runPrimary(config: Config, logger: Logger): Promise<void> {
+  const log = logger.child({ role: 'primary' });
+  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: 1 });
+  const knex = openDatabase(target, log);
+  let report: BootReport;
+  try {
+    report = await prepareDatabase(config, target, knex, log);
+  } catch (err) {
+    log.fatal({ err }, 'start failed');
+    process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  } finally {
+    await knex.destroy().catch(() => undefined);
+  }
+
+  const workers = new Map<number, Worker>();
+  const listening = new Set<number>();
+  let announced = false;
+  let stopping = false;
+  let exitCode = 0;
+
+  const fork = (index: number): void => {
+    const worker = cluster.fork({ WORKER_INDEX: String(index), WORKER_COUNT: String(config.workers), WORKER_SEEDED: String(report.seeded) });
+    workers.set(index, worker);
+    let listened = false;
+    worker.on('message', (message: { type?: string; port?: number }) => {
+      if (message?.type !== 'listening') return;
+      listened = true;
+      listening.add(index);
+      if (!announced && listening.size === config.workers) {
+        announced = true;
+        log.info({ port: message.port, workers: config.workers, database: target.display, engine: target.engine }, 'listening');
+        process.stderr.write(banner(message.port ?? config.port, report));
+      }
+    });
+    worker.on('exit', (code, signal) => {
+      workers.delete(index);
+      listening.delete(index);
+      if (stopping) {
+        log.info({ worker: index, code, signal }, 'worker stopped');
+        // A worker still loading when the SIGTERM came dies by it: it had nothing to drain.
+        const clean = code === 0 || (!listened && signal === 'SIGTERM');
+        if (!clean) exitCode = 1;
+        if (workers.size === 0) {
+          log.info({ exitCode }, 'every worker stopped');
+          process.exit(exitCode);
+        }
+        return;
+      }
+      if (!listened) {
+        log.fatal({ worker: index, code, signal }, 'a worker failed to start; stopping');
+        stop('SIGTERM', 1);
+        return;
+      }
+      log.error({ worker: index, code, signal }, 'worker exited; starting a new one');
+      setTimeout(() => {
+        if (!stopping) fork(index);
+      }, 500);
+    });
+  };
+
+  const stop = (signal: NodeJS.Signals, code = 0): void => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: killing the workers without draining');
+      for (const w of workers.values()) w.process.kill('SIGKILL');
+      process.exit(1);
+    }
+    stopping = true;
+    exitCode = code;
+    log.info({ signal, workers: workers.size }, 'signal received: draining every worker');
+    if (workers.size === 0) process.exit(exitCode);
+    for (const w of workers.values()) w.process.kill('SIGTERM');
+    // Workers drain within SHUTDOWN_GRACE_MS; a worker stuck past it (plus a margin) is killed.
+    setTimeout(() => {
+      log.error({ workers: workers.size }, 'workers did not stop in time; killing them');
+      for (const w of workers.values()) w.process.kill('SIGKILL');
+    }, config.shutdownGraceMs + 5000).unref();
+  };
+  process.on('SIGTERM', (s) => stop(s));
+  process.on('SIGINT', (s) => stop(s));
+
+  log.info({ workers: config.workers }, 'starting workers');
+  for (let i = 1; i <= config.workers; i += 1) fork(i);
+}

@@ -1,0 +1,361 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Engine } from '../storage/database';
+import { fromDbTime, toDbTime } from '../storage/db-time';
+import { insertUnlessExists } from '../storage/insert-or-ignore';
+
+/**
+ * SQL of the events wing (tables of db/migrations/20261124000010_webhooks.ts). Every timestamp
+ * is written through toDbTime so that comparisons work on every engine; callers pass the time
+ * (an injectable clock), never the database's.
+ */
+
+export type EndpointState = 'active' | 'paused' | 'disabled' | 'deleted';
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface EndpointRow {
+  id: string;
+  url: string;
+  description: string | null;
+  eventTypes: string[];
+  state: EndpointState;
+  stateReason: string | null;
+  ownerKeyId: string;
+  secret: string;
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface DeliveryRow {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  payload: string;
+  status: DeliveryStatus;
+  attempts: number;
+  createdAt: Date;
+  windowStart: Date;
+  nextAttemptAt: Date | null;
+  lastAttemptAt: Date | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+}
+
+export interface AttemptRow {
+  attempt: number;
+  attemptedAt: Date;
+  statusCode: number | null;
+  outcome: string;
+  error: string | null;
+  durationMs: number;
+}
+
+function endpointOf(r: any): EndpointRow {
+  return {
+    id: r.id,
+    url: r.url,
+    description: r.description ?? null,
+    eventTypes: JSON.parse(r.event_types),
+    state: r.state,
+    stateReason: r.state_reason ?? null,
+    ownerKeyId: r.owner_key_id,
+    secret: r.secret,
+    previousSecret: r.previous_secret ?? null,
+    previousSecretUntil: fromDbTime(r.previous_secret_until),
+    createdAt: fromDbTime(r.created_at)!,
+    updatedAt: fromDbTime(r.updated_at)!,
+  };
+}
+
+function deliveryOf(r: any): DeliveryRow {
+  return {
+    id: r.id,
+    endpointId: r.endpoint_id,
+    eventId: r.event_id,
+    eventType: r.event_type,
+    payload: r.payload,
+    status: r.status,
+    attempts: Number(r.attempts),
+    createdAt: fromDbTime(r.created_at)!,
+    windowStart: fromDbTime(r.window_start)!,
+    nextAttemptAt: fromDbTime(r.next_attempt_at),
+    lastAttemptAt: fromDbTime(r.last_attempt_at),
+    lastStatusCode: r.last_status_code === null || r.last_status_code === undefined ? null : Number(r.last_status_code),
+    lastError: r.last_error ?? null,
+  };
+}
+
+export interface DeliveryFilter {
+  endpointId?: string;
+  status?: DeliveryStatus;
+  since?: Date;
+  until?: Date;
+}
+
+export class EventStore {
+  constructor(
+    readonly knex: Knex,
+    readonly engine: Engine,
+  ) {}
+
+  t(at: Date): Date | string {
+    return toDbTime(this.engine, at);
+  }
+
+  // ------------------------------------------------------------------ endpoints
+
+  async createEndpoint(e: { url: string; description: string | null; eventTypes: string[]; ownerKeyId: string; secret: string }, at: Date): Promise<EndpointRow> {
+    const id = randomUUID();
+    await this.knex('whkept').insert({
+      id,
+      url: e.url,
+      description: e.description,
+      event_types: JSON.stringify(e.eventTypes),
+      state: 'active',
+      state_reason: null,
+      owner_key_id: e.ownerKeyId,
+      secret: e.secret,
+      created_at: this.t(at),
+      updated_at: this.t(at),
+    });
+    return (await this.endpoint(id))!;
+  }
+
+  /** An endpoint that is not deleted. */
+  async endpoint(id: string): Promise<EndpointRow | undefined> {
+    const row = await this.knex('whkept').where({ id }).whereNot({ state: 'deleted' }).first();
+    return row ? endpointOf(row) : undefined;
+  }
+
+  async endpoints(options: { states?: EndpointState[]; limit?: number; offset?: number } = {}): Promise<{ total: number; rows: EndpointRow[] }> {
+    const base = () => {
+      const q = this.knex('whkept').whereNot({ state: 'deleted' });
+      if (options.states) q.whereIn('state', options.states);
+      return q;
+    };
+    const [c] = await base().count<{ n: number | string }[]>({ n: '*' });
+    let q = base().orderBy('created_at').orderBy('id');
+    if (options.limit !== undefined) q = q.limit(options.limit).offset(options.offset ?? 0);
+    return { total: Number(c!.n), rows: (await q).map(endpointOf) };
+  }
+
+  async updateEndpoint(id: string, change: Partial<{ url: string; description: string | null; eventTypes: string[]; state: EndpointState; stateReason: string | null; secret: string; previousSecret: string | null; previousSecretUntil: Date | null }>, at: Date): Promise<void> {
+    const row: Record<string, unknown> = { updated_at: this.t(at) };
+    if (change.url !== undefined) row.url = change.url;
+    if (change.description !== undefined) row.description = change.description;
+    if (change.eventTypes !== undefined) row.event_types = JSON.stringify(change.eventTypes);
+    if (change.state !== undefined) row.state = change.state;
+    if (change.stateReason !== undefined) row.state_reason = change.stateReason;
+    if (change.secret !== undefined) row.secret = change.secret;
+    if (change.previousSecret !== undefined) row.previous_secret = change.previousSecret;
+    if (change.previousSecretUntil !== undefined) row.previous_secret_until = change.previousSecretUntil ? this.t(change.previousSecretUntil) : null;
+    await this.knex('whkept').where({ id }).update(row);
+  }
+
+  /** Pauses every active endpoint of an owner (its key was disabled or revoked). */
+  async pauseEndpointsOf(ownerKeyId: string, reason: string, at: Date): Promise<string[]> {
+    const ids = (await this.knex('whkept').where({ owner_key_id: ownerKeyId, state: 'active' }).select('id')).map((r: any) => r.id as string);
+    if (ids.length === 0) return [];
+    await this.knex('whkept').whereIn('id', ids).where({ state: 'active' }).update({ state: 'paused', state_reason: reason, updated_at: this.t(at) });
+    for (const id of ids) await this.audit(id, null, 'paused', { reason }, at);
+    return ids;
+  }
+
+  async audit(endpointId: string, keyId: string | null, action: string, detail: Record<string, unknown>, at: Date): Promise<void> {
+    await this.knex('whkaud').insert({ endpoint_id: endpointId, key_id: keyId, action, detail: JSON.stringify(detail), at: this.t(at) });
+  }
+
+  async auditLog(endpointId: string): Promise<Array<{ action: string; keyId: string | null; detail: Record<string, unknown>; at: Date }>> {
+    const rows = await this.knex('whkaud').where({ endpoint_id: endpointId }).orderBy('seq');
+    return rows.map((r: any) => ({ action: r.action, keyId: r.key_id ?? null, detail: r.detail ? JSON.parse(r.detail) : {}, at: fromDbTime(r.at)! }));
+  }
+
+  // ------------------------------------------------------------------ detection cursor and lease
+
+  async cursors(): Promise<Map<string, Date>> {
+    const rows = await this.knex('whkcur').select('kind', 'cursor');
+    return new Map(rows.map((r: any) => [r.kind as string, fromDbTime(r.cursor)!]));
+  }
+
+  /** Starts detection of `kind` at `at` unless it already has a cursor (a new subscription sees changes from now on). */
+  async ensureCursor(kind: string, at: Date): Promise<void> {
+    await insertUnlessExists(this.knex, 'whkcur', { kind, cursor: this.t(at), updated_at: this.t(at) }, ['kind'], 'kind');
+  }
+
+  async setCursor(db: Knex | Knex.Transaction, kind: string, cursor: Date, at: Date): Promise<void> {
+    await db('whkcur').where({ kind }).update({ cursor: this.t(cursor), updated_at: this.t(at) });
+  }
+
+  /**
+   * Takes (or renews) the named lease for `holder` until `until`: true when this holder has it.
+   * One conditional UPDATE (or the first INSERT) decides, so two processes never both hold it.
+   */
+  async acquireLease(name: string, holder: string, at: Date, until: Date): Promise<boolean> {
+    if (await insertUnlessExists(this.knex, 'whklse', { name, holder, expires_at: this.t(until) }, ['name'], 'name')) return true;
+    const n = await this.knex('whklse')
+      .where({ name })
+      .andWhere((q) => q.where({ holder }).orWhere('expires_at', '<', this.t(at)))
+      .update({ holder, expires_at: this.t(until) });
+    return Number(n) === 1;
+  }
+
+  async releaseLease(name: string, holder: string): Promise<void> {
+    await this.knex('whklse').where({ name, holder }).delete();
+  }
+
+  // ------------------------------------------------------------------ outbox
+
+  /** Queues one event for one endpoint; false when this event was queued for it before (same id). */
+  async enqueue(db: Knex | Knex.Transaction, d: { endpointId: string; eventId: string; eventType: string; payload: string }, at: Date): Promise<string | undefined> {
+    const id = randomUUID();
+    const inserted = await insertUnlessExists(
+      db,
+      'whkdlv',
+      {
+        id,
+        endpoint_id: d.endpointId,
+        event_id: d.eventId,
+        event_type: d.eventType,
+        payload: d.payload,
+        status: 'pending',
+        attempts: 0,
+        created_at: this.t(at),
+        window_start: this.t(at),
+        next_attempt_at: this.t(at),
+      },
+      ['endpoint_id', 'event_id'],
+      'id',
+    );
+    return inserted ? id : undefined;
+  }
+
+  async delivery(id: string): Promise<DeliveryRow | undefined> {
+    const row = await this.knex('whkdlv').where({ id }).first();
+    return row ? deliveryOf(row) : undefined;
+  }
+
+  async deliveries(f: DeliveryFilter, limit: number, offset: number): Promise<{ total: number; rows: DeliveryRow[] }> {
+    const base = () => {
+      const q = this.knex('whkdlv');
+      if (f.endpointId) q.where({ endpoint_id: f.endpointId });
+      if (f.status) q.where({ status: f.status });
+      if (f.since) q.where('created_at', '>=', this.t(f.since));
+      if (f.until) q.where('created_at', '<', this.t(f.until));
+      return q;
+    };
+    const [c] = await base().count<{ n: number | string }[]>({ n: '*' });
+    const rows = await base().orderBy('created_at', 'desc').orderBy('id').limit(limit).offset(offset);
+    return { total: Number(c!.n), rows: rows.map(deliveryOf) };
+  }
+
+  async attempts(deliveryId: string): Promise<AttemptRow[]> {
+    const rows = await this.knex('whkatt').where({ delivery_id: deliveryId }).orderBy('attempt');
+    return rows.map((r: any) => ({
+      attempt: Number(r.attempt),
+      attemptedAt: fromDbTime(r.attempted_at)!,
+      statusCode: r.status_code === null || r.status_code === undefined ? null : Number(r.status_code),
+      outcome: r.outcome,
+      error: r.error ?? null,
+      durationMs: Number(r.duration_ms),
+    }));
+  }
+
+  /**
+   * Claims up to `limit` due deliveries of active endpoints for `worker` until `until`. Each row
+   * is claimed by a conditional UPDATE that only one process can win, so no attempt is sent twice.
+   */
+  async claimDue(worker: string, at: Date, until: Date, limit: number): Promise<DeliveryRow[]> {
+    const now = this.t(at);
+    const candidates = await this.knex('whkdlv as d')
+      .join('whkept as e', 'e.id', 'd.endpoint_id')
+      .where('d.status', 'pending')
+      .where('e.state', 'active')
+      .where('d.next_attempt_at', '<=', now)
+      .andWhere((q) => q.whereNull('d.claimed_until').orWhere('d.claimed_until', '<', now))
+      .orderBy('d.next_attempt_at')
+      .limit(limit)
+      .select('d.id', 'd.attempts');
+    const claimed: string[] = [];
+    for (const c of candidates) {
+      const n = await this.knex('whkdlv')
+        .where({ id: c.id, status: 'pending', attempts: c.attempts })
+        .andWhere((q) => q.whereNull('claimed_until').orWhere('claimed_until', '<', now))
+        .update({ claimed_by: worker, claimed_until: this.t(until) });
+      if (Number(n) === 1) claimed.push(c.id);
+    }
+    if (claimed.length === 0) return [];
+    return (await this.knex('whkdlv').whereIn('id', claimed).orderBy('next_attempt_at')).map(deliveryOf);
+  }
+
+  /** Records one attempt and the delivery's next state; false if another worker recorded this attempt. */
+  async recordAttempt(
+    deliveryId: string,
+    attempt: AttemptRow,
+    next: { status: DeliveryStatus; nextAttemptAt: Date | null },
+  ): Promise<boolean> {
+    return this.knex.transaction(async (trx) => {
+      const ok = await insertUnlessExists(
+        trx,
+        'whkatt',
+        {
+          id: randomUUID(),
+          delivery_id: deliveryId,
+          attempt: attempt.attempt,
+          attempted_at: this.t(attempt.attemptedAt),
+          status_code: attempt.statusCode,
+          outcome: attempt.outcome,
+          error: attempt.error?.slice(0, 500) ?? null,
+          duration_ms: attempt.durationMs,
+        },
+        ['delivery_id', 'attempt'],
+        'id',
+      );
+      if (!ok) return false;
+      await trx('whkdlv')
+        .where({ id: deliveryId })
+        .update({
+          status: next.status,
+          attempts: attempt.attempt,
+          next_attempt_at: next.nextAttemptAt ? this.t(next.nextAttemptAt) : null,
+          last_attempt_at: this.t(attempt.attemptedAt),
+          last_status_code: attempt.statusCode,
+          last_error: attempt.error?.slice(0, 500) ?? null,
+          claimed_by: null,
+          claimed_until: null,
+        });
+      return true;
+    });
+  }
+
+  /** Puts a delivery back in the queue now, with a new three-day window (same event id). */
+  async resend(id: string, at: Date): Promise<void> {
+    await this.knex('whkdlv').where({ id }).update({ status: 'pending', window_start: this.t(at), next_attempt_at: this.t(at), claimed_by: null, claimed_until: null });
+  }
+
+  async resendFailed(since: Date, endpointId: string | undefined, at: Date): Promise<number> {
+    const q = this.knex('whkdlv').where({ status: 'failed' }).where('created_at', '>=', this.t(since));
+    if (endpointId) q.where({ endpoint_id: endpointId });
+    const n = await q.update({ status: 'pending', window_start: this.t(at), next_attempt_at: this.t(at), claimed_by: null, claimed_until: null });
+    return Number(n);
+  }
+
+  /**
+   * Deletes deliveries (and their attempts) created before `before`: finished ones, and pending
+   * ones whose retry window also started before it (an endpoint paused or deleted for a month).
+   * A delivery resent lately keeps its log until its window is over.
+   */
+  async purge(before: Date): Promise<number> {
+    const cutoff = this.t(before);
+    const old = (db: Knex | Knex.Transaction) =>
+      db('whkdlv')
+        .where('created_at', '<', cutoff)
+        .andWhere((q) => q.whereNot({ status: 'pending' }).orWhere('window_start', '<', cutoff));
+    return this.knex.transaction(async (trx) => {
+      await trx('whkatt').whereIn('delivery_id', old(trx).select('id')).delete();
+      return Number(await old(trx).delete());
+    });
+  }
+}

@@ -1,0 +1,178 @@
+import { Router, type Request, type Response, type NextFunction } from 'express';
+import type { Services } from '../../services';
+import type { components } from '../../../generated/api-types';
+import { requireAdmin } from '../middleware/auth';
+import { ApiProblem } from '../../errors/problem';
+import type { DeliveryRow, EndpointRow } from '../../events';
+import type { AttemptRow } from '../../events/store';
+
+type S = components['schemas'];
+
+/**
+ * Webhook endpoints and the delivery log (tag Events). Admin keys only; the contract validator
+ * has checked every body before a handler runs. The events wing (src/events) decides; this file
+ * renders.
+ */
+
+function endpointBody(e: EndpointRow): S['WebhookEndpoint'] {
+  return {
+    id: e.id,
+    url: e.url,
+    description: e.description,
+    eventTypes: e.eventTypes as S['EventType'][],
+    status: e.state === 'deleted' ? 'disabled' : e.state,
+    statusReason: e.stateReason,
+    ownerKeyId: e.ownerKeyId,
+    previousSecretExpiresAt: e.previousSecret && e.previousSecretUntil ? e.previousSecretUntil.toISOString() : null,
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: e.updatedAt.toISOString(),
+  };
+}
+
+function deliveryBody(d: DeliveryRow, attempts: AttemptRow[]): S['WebhookDelivery'] {
+  return {
+    id: d.id,
+    endpointId: d.endpointId,
+    eventId: d.eventId,
+    eventType: d.eventType,
+    status: d.status,
+    attempts: d.attempts,
+    createdAt: d.createdAt.toISOString(),
+    nextAttemptAt: d.status === 'pending' && d.nextAttemptAt ? d.nextAttemptAt.toISOString() : null,
+    lastAttemptAt: d.lastAttemptAt?.toISOString() ?? null,
+    lastStatusCode: d.lastStatusCode,
+    lastError: d.lastError,
+    attemptLog: attempts.map((a) => ({ attempt: a.attempt, attemptedAt: a.attemptedAt.toISOString(), statusCode: a.statusCode, outcome: a.outcome as S['WebhookAttempt']['outcome'], error: a.error, durationMs: a.durationMs })),
+  };
+}
+
+function page(body: { page?: { pageNumber?: number; pageSize?: number } }) {
+  const pageNumber = body.page?.pageNumber ?? 1;
+  const pageSize = body.page?.pageSize ?? 100;
+  return { pageNumber, pageSize, offset: (pageNumber - 1) * pageSize };
+}
+
+function keyId(res: Response): string {
+  const key = res.locals.apiKey;
+  if (!key) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
+  return key.id;
+}
+
+type Handler = (req: Request, res: Response) => Promise<unknown>;
+const wrap = (h: Handler) => (req: Request, res: Response, next: NextFunction) => {
+  h(req, res).then((body) => res.json(body), next);
+};
+
+export function eventsRoutes(services: Services): Router {
+  const router = Router();
+  const mapped = (err: unknown) => services.boundary.problemFor(err);
+  const run = (h: Handler): Handler => async (req, res) => {
+    try {
+      return await h(req, res);
+    } catch (err) {
+      if (err instanceof ApiProblem) throw err;
+      throw mapped(err) ?? err;
+    }
+  };
+  // services.events is read per request (tests swap in one with a fake clock, DNS and HTTP client).
+  const withAttempts = async (d: DeliveryRow) => deliveryBody(d, await services.events.store.attempts(d.id));
+
+  router.post(
+    '/webhook-endpoints',
+    requireAdmin,
+    wrap(
+      run(async (req, res) => {
+        const b = req.body as S['WebhookEndpointCreateRequest'];
+        const e = await services.events.createEndpoint(keyId(res), { url: b.url, eventTypes: b.eventTypes, description: b.description ?? null });
+        const body: S['WebhookEndpointCreated'] = { ...endpointBody(e), secret: e.secret };
+        return body;
+      }),
+    ),
+  );
+
+  router.post(
+    '/webhook-endpoints/query',
+    requireAdmin,
+    wrap(
+      run(async (req) => {
+        const b = req.body as S['WebhookEndpointQueryRequest'];
+        const p = page(b);
+        const { total, rows } = await services.events.store.endpoints({ ...(b.status ? { states: b.status } : {}), limit: p.pageSize, offset: p.offset });
+        const body: S['WebhookEndpointPage'] = { page: { pageNumber: p.pageNumber, pageSize: p.pageSize, totalCount: total, returnedCount: rows.length }, data: rows.map(endpointBody) };
+        return body;
+      }),
+    ),
+  );
+
+  router.post(
+    '/webhook-endpoints/:id/update',
+    requireAdmin,
+    wrap(run(async (req, res) => endpointBody(await services.events.updateEndpoint(keyId(res), String(req.params.id), req.body as S['WebhookEndpointUpdateRequest'])))),
+  );
+
+  router.post(
+    '/webhook-endpoints/:id/delete',
+    requireAdmin,
+    wrap(
+      run(async (req, res) => {
+        const e = await services.events.deleteEndpoint(keyId(res), String(req.params.id));
+        const body: S['WebhookEndpointDeleted'] = { id: e.id, deleted: true };
+        return body;
+      }),
+    ),
+  );
+
+  router.post(
+    '/webhook-endpoints/:id/rotate-secret',
+    requireAdmin,
+    wrap(
+      run(async (req, res) => {
+        const r = await services.events.rotateSecret(keyId(res), String(req.params.id));
+        const body: S['WebhookSecretRotated'] = { id: r.endpoint.id, secret: r.secret, previousSecretExpiresAt: r.previousSecretExpiresAt.toISOString() };
+        return body;
+      }),
+    ),
+  );
+
+  router.post('/webhook-endpoints/:id/test', requireAdmin, wrap(run(async (req, res) => withAttempts(await services.events.sendTest(keyId(res), String(req.params.id), res.locals.apiKey?.name)))));
+
+  router.post(
+    '/webhook-deliveries/query',
+    requireAdmin,
+    wrap(
+      run(async (req) => {
+        const b = req.body as S['WebhookDeliveryQueryRequest'];
+        const p = page(b);
+        const { total, rows } = await services.events.deliveries(
+          {
+            ...(b.endpointId ? { endpointId: b.endpointId.toLowerCase() } : {}),
+            ...(b.status ? { status: b.status } : {}),
+            ...(b.since ? { since: new Date(b.since) } : {}),
+            ...(b.until ? { until: new Date(b.until) } : {}),
+          },
+          p.pageSize,
+          p.offset,
+        );
+        const data = await Promise.all(rows.map(withAttempts));
+        const body: S['WebhookDeliveryPage'] = { page: { pageNumber: p.pageNumber, pageSize: p.pageSize, totalCount: total, returnedCount: rows.length }, data };
+        return body;
+      }),
+    ),
+  );
+
+  router.post(
+    '/webhook-deliveries/resend-failed',
+    requireAdmin,
+    wrap(
+      run(async (req, res) => {
+        const b = req.body as S['WebhookResendFailedRequest'];
+        const body: S['WebhookResendFailedResult'] = { resent: await services.events.resendFailed(keyId(res), new Date(b.since), b.endpointId) };
+        return body;
+      }),
+    ),
+  );
+
+  router.post('/webhook-deliveries/:id/resend', requireAdmin, wrap(run(async (req, res) => withAttempts(await services.events.resend(keyId(res), String(req.params.id))))));
+
+  return router;
+}

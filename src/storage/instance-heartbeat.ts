@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Engine } from './database';
+import { fromDbTime, toDbTime } from './db-time';
+import { insertUnlessExists } from './insert-or-ignore';
+
+/**
+ * Who this server process is among the processes on one database, and that it is alive
+ * (docs/decisions.md, "Several processes and instances on one database").
+ *
+ * `instanceId` is the process's stable name (INSTANCE_ID, a cluster worker's `/w<n>` appended): it
+ * survives restarts. `bootId` is new on every start. Table `insthb` holds one row per name: the
+ * boot running under it now, and `last_seen`, written every `beatMs`. Idempotency claims record
+ * (instanceId, bootId) as their owner; an observer calls an owner gone when its name now runs
+ * another boot (restarted) or has not beaten for 3 of ITS intervals (stopped, partitioned).
+ *
+ * Times are the processes' own clocks (as the idempotency lease already is): instances are
+ * expected to run NTP. A skew only makes a takeover early or late; it never makes a posting
+ * happen twice (the old owner's completion is conditional, see KnexIdempotencyStore).
+ */
+export interface InstanceIdentity {
+  instanceId: string;
+  bootId: string;
+}
+
+/** Beats missed before an owner counts as gone. */
+export const MISSED_BEATS = 3;
+
+const TABLE = 'insthb';
+const CLAIMS = 'idmkey';
+
+export interface InstanceHeartbeatOptions {
+  knex: Knex;
+  engine: Engine;
+  logger: Logger;
+  instanceId: string;
+  /** Interval of the beats (HEARTBEAT_MS). */
+  beatMs: number;
+  /** No beat while true (the maintenance lock has dropped the pool). */
+  paused?: () => boolean;
+  /** Defaults to a new random id (a new boot). */
+  bootId?: string;
+}
+
+export class InstanceHeartbeat {
+  readonly identity: InstanceIdentity;
+  private timer: NodeJS.Timeout | null = null;
+  private beating: Promise<void> | null = null;
+
+  constructor(private readonly options: InstanceHeartbeatOptions) {
+    this.identity = { instanceId: options.instanceId, bootId: options.bootId ?? randomUUID() };
+  }
+
+  /**
+   * Records this boot under the instance name, frees the claims the previous boot of this name
+   * left in flight (it is gone: this name runs this boot now), and beats every `beatMs`.
+   * Returns how many claims were freed.
+   */
+  async start(): Promise<number> {
+    await this.record();
+    const freed = await this.freePreviousBoots();
+    if (freed > 0) this.options.logger.warn({ instanceId: this.identity.instanceId, freed }, 'freed the idempotency claims a previous boot of this instance left in flight');
+    this.timer ??= setInterval(() => void this.beat(), this.options.beatMs);
+    this.timer.unref();
+    return freed;
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** One beat (skipped while paused or while the previous one is still running); failures only logged. */
+  beat(): Promise<void> {
+    if (this.options.paused?.() || this.beating) return this.beating ?? Promise.resolve();
+    this.beating = this.record()
+      .catch((err) => this.options.logger.warn({ err }, 'heartbeat not recorded'))
+      .finally(() => {
+        this.beating = null;
+      });
+    return this.beating;
+  }
+
+  private async record(): Promise<void> {
+    const { knex, engine, instanceId, beatMs } = this.options;
+    const now = toDbTime(engine, new Date());
+    const row = { boot_id: this.identity.bootId, last_seen: now, beat_ms: beatMs };
+    const updated = await knex(TABLE).where({ instance_id: instanceId, boot_id: this.identity.bootId }).update(row);
+    if (Number(updated) === 1) return;
+    // First beat of this boot: take the name over from the previous boot (or create it).
+    const taken = await knex(TABLE).where({ instance_id: instanceId }).update({ ...row, started_at: now });
+    if (Number(taken) === 1) return;
+    if (!(await insertUnlessExists(knex, TABLE, { instance_id: instanceId, started_at: now, ...row }, ['instance_id'], 'instance_id'))) {
+      await knex(TABLE).where({ instance_id: instanceId }).update({ ...row, started_at: now });
+    }
+  }
+
+  /**
+   * Deletes the in-flight and unknown claims of earlier boots of this instance name. Their
+   * postings never committed (a posting commits together with its claim's completion) and never
+   * will: a late commit of such an owner finds its claim gone and rolls back.
+   */
+  private async freePreviousBoots(): Promise<number> {
+    const n = await this.options.knex(CLAIMS)
+      .where({ owner_instance: this.identity.instanceId })
+      .whereNot({ owner_boot: this.identity.bootId })
+      .whereIn('state', ['in_flight', 'unknown'])
+      .del();
+    return Number(n);
+  }
+}
+
+/** The heartbeat row of an owner, as an observer needs it. */
+export interface OwnerBeat {
+  bootId: string;
+  lastSeenMs: number;
+  beatMs: number;
+}
+
+export async function readBeat(db: Knex, instanceId: string): Promise<OwnerBeat | undefined> {
+  const row = await db(TABLE).where({ instance_id: instanceId }).first();
+  if (!row) return undefined;
+  return { bootId: String(row.boot_id), lastSeenMs: fromDbTime(row.last_seen)?.getTime() ?? 0, beatMs: Number(row.beat_ms) || 1000 };
+}
+
+/**
+ * Whether the owner of a claim is gone: its instance name runs another boot now, or stopped
+ * beating for MISSED_BEATS of its intervals. Unknown owners (no owner recorded, no heartbeat
+ * row) are NOT called gone: their claims wait for the lease, as before.
+ */
+export function ownerGone(ownerBoot: string | null | undefined, beat: OwnerBeat | undefined, nowMs: number): boolean {
+  if (!ownerBoot || !beat) return false;
+  if (beat.bootId !== ownerBoot) return true;
+  return nowMs - beat.lastSeenMs > MISSED_BEATS * beat.beatMs;
+}

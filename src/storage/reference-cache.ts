@@ -1,0 +1,118 @@
+/**
+ * Reference rows a posting reads (ledger setup, fiscal periods, ledger accounts, transaction
+ * sources), cached across requests and never stale: every read goes through a posting
+ * transaction, which first reads the reference change counter (table `refchg`, one row, bumped by
+ * triggers on those four tables in the very transaction that changes them, whoever makes the
+ * change: this service, another instance, the desktop system, a DBA; migration
+ * 20261124000041_reference_change_counter). Rows are used only by a transaction that read the
+ * counter value they were cached under; a higher value drops everything, a lower one (a
+ * transaction that started before a change it does not see) reads the database directly.
+ *
+ * Why a trigger-kept counter on SQLite too, not `PRAGMA data_version`: data_version moves only
+ * when *another* connection commits, so a change made through this process's own connection (one
+ * connection on SQLite) would go unseen; the counter sees every change, on every engine, at the
+ * cost of one primary-key read per posting (instead of three or four reference reads).
+ */
+import type { Knex } from 'knex';
+
+/** Columns cached per table (recnum first); a caller asking for others bypasses the cache. */
+export const CACHED_COLUMNS = {
+  lgract: ['recnum', 'inactv', 'acttyp'],
+  source: ['recnum', 'inactv'],
+} as const;
+
+export type CachedTable = keyof typeof CACHED_COLUMNS;
+
+const MAX_ROWS_PER_TABLE = 100_000;
+
+const FISCAL_COLUMNS = ['postyr', 'actprd', 'sttdte', 'enddte', 'status'] as const;
+
+interface State {
+  version: number;
+  setup?: Promise<{ setup: Record<string, any> | undefined; fiscal: Array<Record<string, any>> }>;
+  rows: Map<CachedTable, Map<string, Record<string, any> | null>>;
+}
+
+export class ReferenceCache {
+  private state: State = { version: -1, rows: new Map() };
+  private readonly versions = new WeakMap<Knex.Transaction, Promise<number>>();
+  /** Counter reads and cache hits/misses (tests and the bench read them). */
+  readonly stats = { versionReads: 0, hits: 0, misses: 0 };
+
+  /** The counter as `trx` sees it, read once per transaction. */
+  version(trx: Knex.Transaction): Promise<number> {
+    let v = this.versions.get(trx);
+    if (!v) {
+      this.stats.versionReads += 1;
+      v = trx('refchg')
+        .where({ id: 1 })
+        .first('n')
+        .then((row: { n: number | string } | undefined) => (row ? Number(row.n) : -1));
+      this.versions.set(trx, v);
+    }
+    return v;
+  }
+
+  /** The state valid for `trx`, or undefined when `trx` sees an older counter (read directly then). */
+  private async stateFor(trx: Knex.Transaction): Promise<State | undefined> {
+    const version = await this.version(trx);
+    if (version < 0) return undefined; // no counter row: not migrated, never cache
+    if (version > this.state.version) this.state = { version, rows: new Map() };
+    return version === this.state.version ? this.state : undefined;
+  }
+
+  /** The first ledger-setup row (every column) and every fiscal-periods row. */
+  async postingSetup(trx: Knex.Transaction): Promise<{ setup: Record<string, any> | undefined; fiscal: Array<Record<string, any>> }> {
+    const load = async () => ({
+      setup: (await trx('lgrstp').orderBy('recnum').first()) as Record<string, any> | undefined,
+      fiscal: (await trx('fscprd').select(...FISCAL_COLUMNS)) as Array<Record<string, any>>,
+    });
+    const state = await this.stateFor(trx);
+    if (!state) return load();
+    if (state.setup) this.stats.hits += 1;
+    else {
+      this.stats.misses += 1;
+      const pending = load();
+      state.setup = pending;
+      pending.catch(() => {
+        if (state.setup === pending) delete state.setup;
+      });
+    }
+    return state.setup!;
+  }
+
+  /**
+   * Rows of `table` by recnum (as string keys), only those that exist, with the cached columns.
+   * Same answer as `trx(table).whereIn('recnum', ids).select(CACHED_COLUMNS[table])`.
+   */
+  async rows(trx: Knex.Transaction, table: CachedTable, ids: ReadonlyArray<string | number>): Promise<Map<string, Record<string, any>>> {
+    const columns = CACHED_COLUMNS[table];
+    const wanted = [...new Set(ids.map(String))];
+    const read = async (keys: string[]) => {
+      const found: Array<Record<string, any>> = [];
+      for (let i = 0; i < keys.length; i += 1000) found.push(...((await trx(table).whereIn('recnum', keys.slice(i, i + 1000)).select(...columns)) as Array<Record<string, any>>));
+      return found;
+    };
+    const out = new Map<string, Record<string, any>>();
+    const state = await this.stateFor(trx);
+    if (!state) {
+      for (const row of await read(wanted)) out.set(String(row.recnum), row);
+      return out;
+    }
+    let cached = state.rows.get(table);
+    // Bounded: ids that do not exist are remembered too (as null), so a flood of them cannot grow it forever.
+    if (!cached || cached.size > MAX_ROWS_PER_TABLE) state.rows.set(table, (cached = new Map()));
+    const missing = wanted.filter((id) => !cached!.has(id));
+    if (missing.length === 0) this.stats.hits += 1;
+    else {
+      this.stats.misses += 1;
+      for (const row of await read(missing)) cached.set(String(row.recnum), row);
+      for (const id of missing) if (!cached.has(id)) cached.set(id, null);
+    }
+    for (const id of wanted) {
+      const row = cached.get(id);
+      if (row) out.set(id, row);
+    }
+    return out;
+  }
+}

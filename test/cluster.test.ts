@@ -1,0 +1,177 @@
+/**
+ * WORKERS=2: the real entry point (src/main.ts) as a cluster on one port and one database
+ * (TEST_ENGINE: SQLite file or PostgreSQL). Two worker processes serve (each records its own
+ * heartbeat), a lock taken through one connection reaches every worker within 1 s and an un-lock
+ * frees them all within 1 s, concurrent keyed postings spread over both workers post exactly
+ * once with no 5xx (SQLite: the writers queue), a key's rate limit holds for the instance as a
+ * whole (each worker has its share), a killed worker is replaced, and SIGTERM to the primary drains
+ * every worker and exits 0.
+ */
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import knexFactory, { type Knex } from 'knex';
+import { createTestDatabase } from './support/app';
+import { parseDatabaseUrl } from '../src/storage/database';
+import { ApiKeyRepository } from '../src/storage/api-keys';
+import { countRows, installPostingFixture, journal } from './support/posting-fixture';
+import { postJson, type HttpResult } from './support/server-process';
+import { assertBooksInvariants } from './support/invariants';
+
+const adminKey = randomUUID();
+const apiKey = randomUUID();
+const rateKey = randomUUID();
+const RATE = 200;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+let db: { url: string; drop: () => Promise<void> };
+let knex: Knex;
+let primary: ChildProcess;
+let exited: Promise<number | null>;
+let out = '';
+let port = 0;
+
+before(async () => {
+  db = await createTestDatabase();
+  knex = knexFactory(parseDatabaseUrl(db.url, { min: 0, max: 2 }).config);
+  await installPostingFixture(knex);
+  const keys = new ApiKeyRepository(knex);
+  await keys.ensure(adminKey, 'cluster admin', 'admin');
+  await keys.ensure(apiKey, 'cluster integration', 'integration');
+  await keys.ensure(rateKey, 'cluster rate', 'integration');
+  primary = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'main.ts')], {
+    cwd: path.resolve(__dirname, '..'),
+    env: { ...process.env, DATABASE_URL: db.url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cl', LOG_LEVEL: 'info', SEED_ON_START: 'false', RATE_LIMIT_PER_MINUTE: String(RATE) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  primary.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  primary.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  exited = new Promise((resolve) => primary.on('exit', (code) => resolve(code)));
+  for (let i = 0; i < 1200 && !port; i += 1) {
+    const line = logLines().find((l) => l.role === 'primary' && l.msg === 'listening');
+    if (line) port = line.port;
+    else await sleep(50);
+  }
+  assert.ok(port, `the cluster listens:\n${out}`);
+});
+after(async () => {
+  if (process.env.CLUSTER_TEST_LOG) (await import('node:fs')).writeFileSync(process.env.CLUSTER_TEST_LOG, out);
+  if (primary && primary.exitCode === null && primary.signalCode === null) {
+    primary.kill('SIGKILL');
+    for (const l of logLines()) if (l.msg === 'listening' && l.worker) process.kill(l.pid, 'SIGKILL');
+  }
+  await knex?.destroy();
+  await db?.drop();
+});
+
+function logLines(): Array<Record<string, any>> {
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
+}
+
+const read = (): Promise<HttpResult> => postJson(port, '/api/v3/ap-invoices/query', { select: ['recordNumber'], page: { pageNumber: 1, pageSize: 1 } }, { 'x-api-key': apiKey });
+/** Four reads on fresh connections: round-robin puts them on both workers. */
+const reads = (): Promise<HttpResult[]> => Promise.all([read(), read(), read(), read()]);
+
+/**
+ * Sends batches of reads until one batch is all `good`. Every answer that is not good must have
+ * ARRIVED within `limitMs` (a late 423 proves a worker still locked then); returns the arrival time
+ * of the last one that was not good (an upper bound of when the change reached every worker).
+ */
+async function until(limitMs: number, good: (r: HttpResult) => boolean, what: string): Promise<number> {
+  const started = Date.now();
+  let lastBad = 0;
+  for (;;) {
+    const batch = await Promise.all([0, 1, 2, 3].map(() => read().then((r) => ({ r, at: Date.now() - started }))));
+    for (const x of batch) if (!good(x.r)) lastBad = Math.max(lastBad, x.at);
+    assert.ok(lastBad < limitMs, `${what} within ${limitMs} ms (a worker still answered ${batch.map((x) => x.r.status)} after ${lastBad} ms)`);
+    if (batch.every((x) => good(x.r))) return lastBad;
+    await sleep(20);
+  }
+}
+
+test('two worker processes serve the port, each with its own instance name and heartbeat', async () => {
+  const workers = logLines().filter((l) => l.msg === 'listening' && l.worker);
+  assert.equal(new Set(workers.map((l) => l.pid)).size, 2, 'two worker processes');
+  assert.ok(!workers.some((l) => l.pid === primary.pid), 'the primary does not serve');
+  const beats = await knex('insthb').whereIn('instance_id', ['cl/w1', 'cl/w2']);
+  assert.equal(beats.length, 2);
+  assert.notEqual(beats[0].boot_id, beats[1].boot_id);
+});
+
+test('the maintenance lock holds across workers: 423 on all within 1 s, an un-lock frees all within 1 s', async (t) => {
+  assert.ok((await reads()).every((r) => r.status === 200));
+  const locked = await postJson(port, '/api/v3/utility/lock', { userName: 'cluster-ops' }, { 'x-api-key': adminKey });
+  assert.equal(locked.status, 200, JSON.stringify(locked.body));
+  const lockedAfter = await until(1000, (x) => x.status === 423 && x.body.lockUser === 'cluster-ops', 'every worker answers 423');
+  const unlocked = await postJson(port, '/api/v3/utility/un-lock', { userName: 'cluster-ops' }, { 'x-api-key': adminKey });
+  assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+  const freeAfter = await until(1000, (x) => x.status === 200, 'every worker serves again');
+  t.diagnostic(`lock on every worker after ${lockedAfter} ms, un-lock after ${freeAfter} ms`);
+});
+
+test('concurrent keyed postings over both workers: each exactly once, no 5xx, books balance', async () => {
+  const planned = Array.from({ length: 30 }, (_, i) => ({ key: `cl-${randomUUID()}`, number: `CL-${i}` }));
+  const answers = await Promise.all(planned.map((p) => postJson(port, '/api/v3/ledger-transactions', journal(p.number), { 'x-api-key': apiKey, 'Idempotency-Key': p.key })));
+  for (const [i, res] of answers.entries()) assert.equal(res.status, 200, `${planned[i]!.number}: ${JSON.stringify(res.body)}`);
+  // Replays on (likely) the other worker answer the recorded response.
+  const again = await Promise.all(planned.map((p) => postJson(port, '/api/v3/ledger-transactions', journal(p.number), { 'x-api-key': apiKey, 'Idempotency-Key': p.key })));
+  for (const [i, p] of planned.entries()) {
+    assert.equal(again[i]!.status, 200);
+    assert.equal(again[i]!.headers['idempotency-status'], 'replayed');
+    assert.deepEqual(again[i]!.body, answers[i]!.body);
+    assert.equal(await countRows(knex, 'lgrtrn', { trnnum: p.number }), 1, `${p.number} posted once`);
+  }
+  await assertBooksInvariants(knex);
+});
+
+test(`a key's rate limit holds for the instance as a whole: ${RATE}/min split between the workers`, async (t) => {
+  const answers: HttpResult[] = [];
+  const started = Date.now();
+  for (let batch = 0; batch < 15; batch += 1) {
+    answers.push(...(await Promise.all(Array.from({ length: 20 }, () => postJson(port, '/api/v3/utility/ping', {}, { 'x-api-key': rateKey })))));
+  }
+  const allowed = answers.filter((r) => r.status === 200).length;
+  const limited = answers.filter((r) => r.status === 429);
+  // The buckets refill at RATE/min while the requests run (slow on a busy machine).
+  const refill = Math.ceil(((Date.now() - started) / 60_000) * RATE);
+  t.diagnostic(`${allowed} of ${answers.length} allowed in ${Date.now() - started} ms (refill ${refill})`);
+  assert.equal(allowed + limited.length, answers.length, 'only 200 and 429');
+  // The burst is one minute's worth (each worker's share), plus the refill meanwhile.
+  assert.ok(allowed <= RATE + refill + 4, `at most ${RATE} + refill ${refill} allowed (got ${allowed})`);
+  // More than one worker's share (RATE/2 plus its refill): both workers served the key. (Not
+  // "exactly RATE": the primary hands connections to whichever worker is free, so a busy worker
+  // may see fewer than its share of the key's requests; the upper bound is the guarantee.)
+  assert.ok(allowed > RATE / 2 + refill / 2 + 4, `more than one worker's share allowed: both shares used (got ${allowed})`);
+  assert.equal(limited[0]!.headers['x-error-code'], 'RATE_LIMITED');
+  assert.ok(Number(limited[0]!.headers['retry-after']) >= 1);
+});
+
+test('a killed worker is replaced (its instance name runs a new boot); SIGTERM to the primary drains every worker and exits 0', async () => {
+  const before = await knex('insthb').where({ instance_id: 'cl/w1' }).first();
+  const w1 = logLines().find((l) => l.msg === 'listening' && l.worker === 1)!;
+  process.kill(w1.pid, 'SIGKILL');
+  let replaced: Record<string, any> | undefined;
+  for (let i = 0; i < 300 && !replaced; i += 1) {
+    await sleep(50);
+    replaced = logLines().find((l) => l.msg === 'listening' && l.worker === 1 && l.pid !== w1.pid);
+  }
+  assert.ok(replaced, 'worker 1 was started again');
+  const after = await knex('insthb').where({ instance_id: 'cl/w1' }).first();
+  assert.notEqual(after.boot_id, before.boot_id, 'the same instance name, a new boot');
+  assert.ok((await reads()).every((r) => r.status === 200));
+
+  const pids = logLines()
+    .filter((l) => l.msg === 'listening' && l.worker)
+    .map((l) => l.pid as number);
+  primary.kill('SIGTERM');
+  assert.equal(await exited, 0, `the primary exits 0:\n${out.slice(-2000)}`);
+  const stopped = logLines().filter((l) => l.msg === 'stopped' && l.worker);
+  assert.ok(stopped.length >= 2, 'the workers drained');
+  for (const pid of pids) {
+    assert.throws(() => process.kill(pid, 0), 'no worker is left running');
+  }
+});

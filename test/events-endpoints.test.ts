@@ -1,0 +1,151 @@
+/**
+ * Webhook endpoint management and the delivery log through HTTP (tag Events): admin keys only,
+ * the secret shown once, every change in the audit log, problem documents with their codes,
+ * and the registration-time target check (each refused class of address).
+ */
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestApp, type TestApp } from './support/app';
+import { installEvents, type EventsHarness } from './support/events';
+
+let t: TestApp;
+let h: EventsHarness;
+
+before(async () => {
+  t = await startTestApp();
+  h = installEvents(t);
+  h.dns.set('hooks.example.com', ['93.184.215.14']);
+});
+after(async () => t.close());
+
+const create = (body: unknown, key = t.adminKey) => t.post('/api/v3/webhook-endpoints', body, key);
+
+test('an integration key may not manage webhooks (403 FORBIDDEN)', async () => {
+  const res = await create({ url: 'https://hooks.example.com/a', eventTypes: ['payable_invoice.created'] }, t.apiKey);
+  assert.equal(res.status, 403);
+  assert.equal(res.headers['x-error-code'], 'FORBIDDEN');
+  const list = await t.post('/api/v3/webhook-deliveries/query', {}, t.apiKey);
+  assert.equal(list.status, 403);
+});
+
+test('create returns the id and a whsec_ secret once; query never shows it; the change is logged', async () => {
+  const res = await create({ url: 'https://hooks.example.com/a', eventTypes: ['payable_invoice.created', 'payable_invoice.updated'], description: 'AP' });
+  assert.equal(res.status, 200, res.text);
+  assert.match(res.body.secret, /^whsec_[A-Za-z0-9+/=]{32}$/);
+  assert.equal(res.body.status, 'active');
+  assert.deepEqual(res.body.eventTypes, ['payable_invoice.created', 'payable_invoice.updated']);
+  const row = await t.knex('whkept').where({ id: res.body.id }).first();
+  assert.equal(row.secret, res.body.secret);
+  const adminId = (await t.services.keys.findByKey(t.adminKey))!.id;
+  assert.equal(row.owner_key_id, adminId);
+
+  const list = await t.post('/api/v3/webhook-endpoints/query', {}, t.adminKey);
+  assert.equal(list.status, 200, list.text);
+  const listed = list.body.data.find((e: any) => e.id === res.body.id);
+  assert.ok(listed);
+  assert.equal(listed.secret, undefined);
+
+  const audit = await h.events.store.auditLog(res.body.id);
+  assert.deepEqual(audit.map((a) => a.action), ['created']);
+  assert.equal(audit[0]!.keyId, adminId);
+  // Detection of the subscribed kind starts now.
+  assert.ok((await h.events.store.cursors()).has('payable_invoice'));
+});
+
+test('update, pause, rotate, test, delete: each logged; unknown ids are 404 with their codes', async () => {
+  const { body: e } = await create({ url: 'https://hooks.example.com/b', eventTypes: ['purchase_order.created'] });
+  const up = await t.post(`/api/v3/webhook-endpoints/${e.id}/update`, { eventTypes: ['purchase_order.updated'], paused: true }, t.adminKey);
+  assert.equal(up.status, 200, up.text);
+  assert.equal(up.body.status, 'paused');
+  assert.deepEqual(up.body.eventTypes, ['purchase_order.updated']);
+
+  const rot = await t.post(`/api/v3/webhook-endpoints/${e.id}/rotate-secret`, {}, t.adminKey);
+  assert.equal(rot.status, 200, rot.text);
+  assert.notEqual(rot.body.secret, e.secret);
+  const row = await t.knex('whkept').where({ id: e.id }).first();
+  assert.equal(row.previous_secret, e.secret);
+  assert.equal(Date.parse(rot.body.previousSecretExpiresAt) - h.clock.now.getTime(), 24 * 3_600_000);
+
+  const test1 = await t.post(`/api/v3/webhook-endpoints/${e.id}/test`, {}, t.adminKey);
+  assert.equal(test1.status, 200, test1.text);
+  assert.equal(test1.body.eventType, 'webhook.test');
+  assert.equal(test1.body.status, 'pending');
+  const log = await t.post('/api/v3/webhook-deliveries/query', { endpointId: e.id }, t.adminKey);
+  assert.equal(log.status, 200, log.text);
+  assert.deepEqual(log.body.data.map((d: any) => d.id), [test1.body.id]);
+
+  const del = await t.post(`/api/v3/webhook-endpoints/${e.id}/delete`, {}, t.adminKey);
+  assert.deepEqual(del.body, { id: e.id, deleted: true });
+  const again = await t.post(`/api/v3/webhook-endpoints/${e.id}/update`, { paused: false }, t.adminKey);
+  assert.equal(again.status, 404);
+  assert.equal(again.headers['x-error-code'], 'WEBHOOK_ENDPOINT_NOT_FOUND');
+  assert.equal(again.headers['content-type'], 'application/problem+json; charset=utf-8');
+  const missing = await t.post('/api/v3/webhook-deliveries/00000000-0000-4000-8000-000000000000/resend', {}, t.adminKey);
+  assert.equal(missing.status, 404);
+  assert.equal(missing.headers['x-error-code'], 'WEBHOOK_DELIVERY_NOT_FOUND');
+
+  const audit = await h.events.store.auditLog(e.id);
+  assert.deepEqual(audit.map((a) => a.action), ['created', 'updated', 'secret-rotated', 'test-sent', 'deleted']);
+});
+
+test('bad input is a 400 naming the field (unknown event type, payroll, unknown field, not a uri)', async () => {
+  for (const body of [
+    { url: 'https://hooks.example.com/c', eventTypes: ['payroll_record.created'] },
+    { url: 'https://hooks.example.com/c', eventTypes: [] },
+    { url: 'https://hooks.example.com/c', eventTypes: ['payable_invoice.deleted'] },
+    { url: 'https://hooks.example.com/c', eventTypes: ['payable_invoice.created'], secret: 'mine' },
+    { url: 'not a url', eventTypes: ['payable_invoice.created'] },
+  ]) {
+    const res = await create(body);
+    assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+    assert.ok(res.body.errors?.length > 0, res.text);
+  }
+});
+
+test('refused targets at registration: http, each non-public class, localhost, and a name resolving to one (422)', async () => {
+  h.dns.set('internal.example.com', ['10.0.0.7']);
+  h.dns.set('mixed.example.com', ['93.184.215.14', '127.0.0.1']);
+  const refused: Array<[string, string]> = [
+    ['http://hooks.example.com/a', 'scheme'],
+    ['https://127.0.0.1/a', 'loopback'],
+    ['https://[::1]/a', 'loopback'],
+    ['https://localhost/a', 'loopback'],
+    ['https://10.1.2.3/a', 'private'],
+    ['https://172.16.0.1/a', 'private'],
+    ['https://192.168.1.1/a', 'private'],
+    ['https://169.254.169.254/latest/meta-data', 'linkLocal'],
+    ['https://[fe80::1]/a', 'linkLocal'],
+    ['https://[fd00:ec2::254]/a', 'uniqueLocal'],
+    ['https://100.64.0.1/a', 'carrierGradeNat'],
+    ['https://0.0.0.0/a', 'unspecified'],
+    ['https://240.0.0.1/a', 'reserved'],
+    ['https://[::ffff:127.0.0.1]/a', 'loopback'],
+    ['https://internal.example.com/a', 'private'],
+    ['https://mixed.example.com/a', 'loopback'],
+    ['https://user:pw@hooks.example.com/a', 'credentials'],
+  ];
+  for (const [url, reason] of refused) {
+    const res = await create({ url, eventTypes: ['payable_invoice.created'] });
+    assert.equal(res.status, 422, `${url}: ${res.text}`);
+    assert.equal(res.headers['x-error-code'], 'WEBHOOK_TARGET_REFUSED', url);
+    assert.equal(res.body.reason, reason, url);
+    assert.equal(res.body.errors[0].field, 'url');
+  }
+  const before = await t.knex('whkept').count<{ n: number }[]>({ n: '*' });
+  const ok = await create({ url: 'https://93.184.215.14/a', eventTypes: ['payable_invoice.created'] });
+  assert.equal(ok.status, 200, ok.text);
+  const after = await t.knex('whkept').count<{ n: number }[]>({ n: '*' });
+  assert.equal(Number(after[0]!.n), Number(before[0]!.n) + 1);
+});
+
+test('resend of every failed delivery since a time', async () => {
+  const { body: e } = await create({ url: 'https://hooks.example.com/d', eventTypes: ['service_invoice.created'] });
+  const d = (await t.post(`/api/v3/webhook-endpoints/${e.id}/test`, {}, t.adminKey)).body;
+  await t.knex('whkdlv').where({ id: d.id }).update({ status: 'failed', next_attempt_at: null });
+  const res = await t.post('/api/v3/webhook-deliveries/resend-failed', { since: new Date(h.clock.now.getTime() - 60_000).toISOString(), endpointId: e.id }, t.adminKey);
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual(res.body, { resent: 1 });
+  assert.equal((await t.knex('whkdlv').where({ id: d.id }).first()).status, 'pending');
+  const failedOnly = await t.post('/api/v3/webhook-deliveries/query', { endpointId: e.id, status: 'failed' }, t.adminKey);
+  assert.equal(failedOnly.body.page.totalCount, 0);
+});

@@ -1,0 +1,105 @@
+/**
+ * Events wing under test control: a settable clock, a DNS stub and (optionally) an HTTP client
+ * stub, installed as services.events so the HTTP routes use it too.
+ */
+import { Events } from '../../src/events';
+import type { Sender } from '../../src/events/delivery';
+import type { Resolver } from '../../src/events/targets';
+import type { TestApp } from './app';
+
+export interface EventsHarness {
+  events: Events;
+  clock: { now: Date; advance(ms: number): void; set(d: Date): void };
+  dns: Map<string, string[] | (() => string[])>;
+}
+
+export function installEvents(t: TestApp, options: { allowPrivate?: boolean; sender?: Sender; lagSeconds?: number; start?: Date; random?: () => number } = {}): EventsHarness {
+  const clock = {
+    now: options.start ?? new Date(),
+    advance(ms: number) {
+      this.now = new Date(this.now.getTime() + ms);
+    },
+    set(d: Date) {
+      this.now = d;
+    },
+  };
+  const dns = new Map<string, string[] | (() => string[])>();
+  const resolver: Resolver = async (host) => {
+    const entry = dns.get(host);
+    if (!entry) {
+      const err = new Error(`getaddrinfo ENOTFOUND ${host}`) as NodeJS.ErrnoException;
+      err.code = 'ENOTFOUND';
+      throw err;
+    }
+    const list = typeof entry === 'function' ? entry() : entry;
+    return list.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
+  const events = new Events({
+    knex: t.knex,
+    engine: t.engine,
+    keys: t.services.keys,
+    logger: t.services.logger,
+    config: {
+      eventDetectionIntervalSeconds: 300,
+      eventDetectionLagSeconds: options.lagSeconds ?? 0,
+      webhookAllowPrivateTargets: options.allowPrivate ?? false,
+      webhookTimeoutMs: 2000,
+    },
+    clock: () => clock.now,
+    resolver,
+    ...(options.sender ? { sender: options.sender } : {}),
+    random: options.random ?? (() => 0.5),
+  });
+  t.services.events = events;
+  return { events, clock, dns };
+}
+
+/** Ids the Events examples of openapi.yaml name (created by `seedEventExamples`). */
+export const EXAMPLE_IDS = {
+  endpoint: '5b0c3f1e-8d6a-4e0b-9c57-2f1d7a9e4b10',
+  endpointToDelete: '7d4e2a90-1c3b-4f5e-8a6d-9b0c1e2f3a40',
+  delivery: '3e9a1b2c-4d5e-4f60-8a7b-9c0d1e2f3a50',
+} as const;
+
+/**
+ * Webhook endpoints are not part of the demo company (they belong to the installation, not to
+ * the books): test/contract-examples.test.ts creates the ones its examples name, owned by the
+ * admin key: a paused endpoint with a failed delivery, and one to delete.
+ */
+export async function seedEventExamples(t: TestApp): Promise<void> {
+  const owner = (await t.services.keys.findByKey(t.adminKey))!.id;
+  const store = t.services.events.store;
+  const now = new Date();
+  for (const [id, state] of [
+    [EXAMPLE_IDS.endpoint, 'paused'],
+    [EXAMPLE_IDS.endpointToDelete, 'active'],
+  ] as const) {
+    await t.knex('whkept').insert({
+      id,
+      url: 'https://hooks.example.com/accounting',
+      description: 'contract example',
+      event_types: JSON.stringify(['payable_invoice.created', 'payable_invoice.updated']),
+      state,
+      state_reason: state === 'paused' ? 'paused by an administrator' : null,
+      owner_key_id: owner,
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      created_at: store.t(now),
+      updated_at: store.t(now),
+    });
+  }
+  await t.knex('whkdlv').insert({
+    id: EXAMPLE_IDS.delivery,
+    endpoint_id: EXAMPLE_IDS.endpoint,
+    event_id: 'evt_example',
+    event_type: 'payable_invoice.updated',
+    payload: '{}',
+    status: 'failed',
+    attempts: 10,
+    created_at: store.t(now),
+    window_start: store.t(now),
+    next_attempt_at: null,
+    last_attempt_at: store.t(now),
+    last_status_code: 503,
+    last_error: 'HTTP 503',
+  });
+}
