@@ -1,15 +1,21 @@
 import type { ApiKeyRecord } from '../storage/api-keys';
-import type { EventKind } from './kinds';
+import { holdsScope } from '../auth/scopes';
+import { PII_FIELDS } from '../catalog/pii';
+import { EVENT_KINDS, type EventKind } from './kinds';
 
 /**
  * The spec's Events rule 4 in one place: an event carries only what the endpoint's owner (the
- * API key that set it up) may read. Today every active key reads every published document
- * field, so the record passes whole; key scopes (read, pii, ...) plug in here. `undefined`
- * means the owner may read nothing: the endpoint is paused (`ownerMayReceive`).
+ * API key that set it up) may read, exactly as a query by that key would return it. An unscoped
+ * key reads every published field (the spec's key). A scoped key without `read` reads no
+ * document, so it receives no document event; without `pii` the employee personal fields are
+ * removed (src/catalog/pii.ts; none of today's document kinds has any, the rule still holds if one
+ * gains them). `undefined`: nothing to send to this owner.
  */
-export function visibleRecord(owner: ApiKeyRecord | undefined, _kind: EventKind, record: Record<string, unknown>): Record<string, unknown> | undefined {
-  if (!ownerMayReceive(owner)) return undefined;
-  return record;
+export function visibleRecord(owner: ApiKeyRecord | undefined, kind: EventKind, record: Record<string, unknown>): Record<string, unknown> | undefined {
+  if (!ownerMayReceive(owner) || !holdsScope(owner.scopes, 'read')) return undefined;
+  const withheld = holdsScope(owner.scopes, 'pii') ? [] : (PII_FIELDS[EVENT_KINDS[kind].entity] ?? []);
+  if (withheld.length === 0) return record;
+  return Object.fromEntries(Object.entries(record).filter(([field]) => !withheld.includes(field)));
 }
 
 /** A disabled or revoked (or deleted) owner key receives nothing; its endpoints are paused. */
