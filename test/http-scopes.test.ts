@@ -22,18 +22,23 @@ before(async () => {
 after(() => t.close());
 
 describe('the operation -> scope table', () => {
-  test('covers every operation: ping none, lock/un-lock lock, query/match read, everything else write', () => {
+  test('covers every operation: ping none, lock/un-lock lock, Events events:manage, query/match read, everything else write', () => {
     assert.equal(OPERATION_SCOPES.size, OPERATIONS.length);
     for (const op of OPERATIONS) {
       const scope = OPERATION_SCOPES.get(op.operationId);
       if (op.path === '/utility/ping') assert.equal(scope, null);
       else if (/^\/utility\/(un-)?lock$/.test(op.path)) assert.equal(scope, 'lock', op.operationId);
+      else if (op.tag === 'Events') assert.equal(scope, 'events:manage', op.operationId);
       else if (/\/(query|match)$/.test(op.path)) assert.equal(scope, 'read', op.operationId);
       else assert.equal(scope, 'write', op.operationId);
     }
     assert.equal([...OPERATION_SCOPES.values()].filter((s) => s === 'write').length, 7, 'the seven writes');
     assert.equal(scopeForPath('/webhook-endpoints'), 'events:manage');
     assert.equal(scopeForPath('/webhook-deliveries/{id}/retry'), 'events:manage');
+    // The frozen v2 surface, by its verb-first paths (v2 is no back door).
+    assert.equal(scopeForPath('/query/part'), 'read');
+    assert.equal(scopeForPath('/match/vendor'), 'read');
+    assert.equal(scopeForPath('/post/ledger-transaction'), 'write');
   });
 });
 
@@ -61,6 +66,19 @@ describe('a scoped key', () => {
     assert.equal(assertProblem(await t.post('/api/v3/vendors/query', {}, none), 'SCOPE_MISSING').requiredScope, 'read');
     // An unknown route stays 404 (the scope check does not hide it).
     assert.equal((await t.post('/api/v3/nothing-here/query', {}, none)).status, 404);
+  });
+
+  test('v2 is no back door: the same scopes and the same PII view on /api/v2', async () => {
+    const writer = await keyWith(['write']);
+    const refused = await t.post('/api/v2/query/vendor', {}, writer);
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(refused.body.errorCode, 'SCOPE_MISSING');
+    const reader = await keyWith(['read']);
+    const v2 = await t.post('/api/v2/query/employee', { pageSize: 1 }, reader);
+    assert.equal(v2.status, 200, v2.text);
+    assert.ok(v2.body.data.length === 1);
+    for (const f of PII) assert.ok(!(f in v2.body.data[0]), `v2 read without pii has no ${f}`);
+    assert.equal((await t.post('/api/v2/query/employee', { pageSize: 1 }, await keyWith(['read', 'pii']))).body.data[0].salary !== undefined, true);
   });
 
   test('with lock: locks, un-locks, overrides; without read it may not read', async () => {

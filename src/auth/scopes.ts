@@ -30,11 +30,12 @@ export const SCOPE_MEANING: Record<Scope, string> = {
 const RULES: ReadonlyArray<readonly [RegExp, Scope | null]> = [
   [/^\/utility\/ping$/, null],
   [/^\/utility\/(lock|un-lock)$/, 'lock'],
+  // Before the read rule: /webhook-endpoints/query lists endpoints, it is not an entity's read.
+  [/^\/webhook-(endpoints|deliveries)(\/|$)/, 'events:manage'],
   [/^\/[^/]+\/(query|match)$/, 'read'],
   // The frozen v2 surface names the verb first (/query/part, /match/vendor, /post/ledger-transaction):
   // v2 is no back door, so its reads need `read` and its posts fall to `write` below.
   [/^\/(query|match)\/[^/]+$/, 'read'],
-  [/^\/webhook-(endpoints|deliveries)(\/|$)/, 'events:manage'],
   [/./, 'write'],
 ];
 
