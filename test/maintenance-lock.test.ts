@@ -154,7 +154,7 @@ test('the lock survives a restart: a new service on the same database starts loc
     // Its admin key is another key: not the holder.
     assertProblem(await restarted.post('/api/v3/utility/un-lock', { userName: 'jsmith' }, restarted.adminKey), 'LOCK_HELD');
   } finally {
-    await restarted.knex.destroy();
+    await restarted.detach();
   }
 });
 

@@ -234,7 +234,7 @@ test('two service instances on one database: the unique (api key, key) decides, 
     assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-12' }), 1);
   } finally {
     delete t.services.writes.hooks.afterClaim;
-    await second.knex.destroy();
+    await second.detach();
   }
 });
 

@@ -37,6 +37,8 @@ export interface TestApp {
   /** supertest POST with the integration key and JSON content type. */
   post(path: string, body?: unknown, key?: string): supertest.Test;
   close(): Promise<void>;
+  /** Stops this service (lock re-reads, pool) but keeps the database: a second service on another's database. */
+  detach(): Promise<void>;
 }
 
 export const TEST_ENGINE: Engine = process.env.TEST_ENGINE === 'postgres' && process.env.TEST_POSTGRES_URL ? 'postgres' : 'sqlite';
@@ -222,6 +224,11 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
       services.lock.stop();
       await knex.destroy();
       await db.drop();
+    },
+    async detach() {
+      // Re-reads first: an un-lock seen by a still-polling service would re-create its pool (an open handle).
+      services.lock.stop();
+      await knex.destroy();
     },
   };
 }
