@@ -6,6 +6,7 @@ import { ApiProblem } from '../../errors/problem';
 import { queryDialectFor } from '../../storage/dialect';
 import { executePlan } from '../../engines/query/run';
 import { planQuery } from '../../engines/query/plan';
+import { ReadBudget } from '../../engines/query/read-budget';
 import { executeMatch, planMatch } from '../../engines/match/run';
 import type { QueryRequest } from '../../engines/query/types';
 import type { MatchRequest } from '../../engines/match/types';
@@ -18,6 +19,8 @@ import type { MatchRequest } from '../../engines/match/types';
 export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Router {
   const router = Router();
   const qd = queryDialectFor(services.engine);
+  // Pages in flight are what a process's memory grows with under load (read-budget.ts).
+  const budget = new ReadBudget();
 
   const entityOf = (req: Request, operation: 'query' | 'match'): EntityDef => {
     const name = String(req.params.entity);
@@ -31,9 +34,14 @@ export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Rou
   router.post('/:entity/query', async (req, res) => {
     const entity = entityOf(req, 'query');
     const plan = planQuery(entity, (req.body ?? {}) as QueryRequest, { maxFilterDepth: services.config.maxFilterDepth });
-    // Through the on-premise boundary: deadline (504) and driver errors (502).
-    const envelope = await services.boundary.read((db) => executePlan(db, qd, plan), { what: `reading ${entity.entity}` });
-    res.json(envelope);
+    const release = await budget.acquire(ReadBudget.weigh(plan.pageSize, plan.children.length));
+    try {
+      // Through the on-premise boundary: deadline (504) and driver errors (502).
+      const envelope = await services.boundary.read((db) => executePlan(db, qd, plan), { what: `reading ${entity.entity}` });
+      res.json(envelope);
+    } finally {
+      release();
+    }
   });
 
   router.post('/:entity/match', async (req, res) => {
