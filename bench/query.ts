@@ -19,7 +19,8 @@
  *
  * The server under test is the production build (`node dist/src/main.js`, built first); the
  * baseline runs under tsx. Each in its own child process, fresh per scenario (peak RSS = VmHWM
- * reset after boot), autocannon in this one. Usage:
+ * reset after boot; for the server, the largest of its processes': with WORKERS > 1 a worker's,
+ * each process's peak printed beside it), autocannon in this one. Usage:
  *   npx tsx bench/query.ts [--duration S] [--connections N] [--only A,C] [--no-write]
  *                          [--node-flags "..."] [--also-flags "--optimize-for-size"] [--engine-tsx]
  *                          [--engine sqlite|postgres]
@@ -505,7 +506,8 @@ async function main(): Promise<void> {
         `reads every name and runs a full Levenshtein) on the same ${ENGINE === 'postgres' ? 'PostgreSQL database' : 'SQLite file'}. Data: the demo company seeded at scale ${SEED_SCALE}`,
         `(100,000 parts; 84,000 service invoices with ~3.2 lines each; 1.1 million job costs; 7.8 million rows), ${ENGINE === 'postgres' ? `database ${PG_DATABASE}` : 'cached in bench/.data/'}.`,
         'Fresh server processes per scenario (the baseline under tsx); autocannon in the parent;',
-        'peak RSS is VmHWM reset after boot, i.e. the peak while the scenario ran. Scenarios too slow to complete',
+        'peak RSS is VmHWM reset after boot, i.e. the peak while the scenario ran (the engine: the largest per-process peak of',
+        'its processes, a worker\'s when WORKERS > 1). Scenarios too slow to complete',
         `2 × connections requests in the window are measured over a fixed ${'2 × connections'} requests instead.`,
         '',
         `Last run: ${new Date().toISOString().slice(0, 10)}, ${connections} connections, ${seconds} s per run after 2 s warm-up, Node ${process.version}, ${os.cpus().length} × ${cpu}.`,
