@@ -19,7 +19,8 @@
  *
  * The server under test is the production build (`node dist/src/main.js`, built first); the
  * baseline runs under tsx. Each in its own child process, fresh per scenario (peak RSS = VmHWM
- * reset after boot), autocannon in this one. Usage:
+ * reset after boot; for the server, the largest of its processes': with WORKERS > 1 a worker's,
+ * each process's peak printed beside it), autocannon in this one. Usage:
  *   npx tsx bench/query.ts [--duration S] [--connections N] [--only A,C] [--no-write]
  *                          [--node-flags "..."] [--also-flags "--optimize-for-size"] [--engine-tsx]
  *                          [--engine sqlite|postgres]
@@ -323,6 +324,30 @@ function resetPeak(pid: number): void {
   }
 }
 
+/**
+ * The processes of a server: the one started and its children (with WORKERS > 1 a node:cluster
+ * primary, which serves nothing, and its workers). Peak RSS is reported per process: the figure
+ * is the largest of them (a worker's), the target being one server process's peak.
+ */
+function serverPids(pid: number): number[] {
+  const out = [pid];
+  try {
+    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+      const children = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+      for (const c of children.split(/\s+/).filter(Boolean)) out.push(...serverPids(Number(c)));
+    }
+  } catch {
+    /* gone, or no /proc: the process alone */
+  }
+  return out;
+}
+
+/** Largest per-process peak (and current) RSS among a server's processes, and each process's peak. */
+function serverMemory(pid: number): { peak: number; rss: number; each: string } {
+  const all = serverPids(pid).map((p) => memory(p));
+  return { peak: Math.max(...all.map((m) => m.peak)), rss: Math.max(...all.map((m) => m.rss)), each: all.map((m) => m.peak.toFixed(0)).join('+') };
+}
+
 /** Peak and current resident set of a process, MB. */
 function memory(pid: number): { peak: number; rss: number } {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -405,13 +430,13 @@ async function main(): Promise<void> {
   await pickJobCostPair(file);
   process.stdout.write('building dist/ (the server runs as production runs it) ...\n');
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
-  const rows: Array<{ s: Scenario; full: Measured; base: Measured; fullPeak: number; basePeak: number; fullBoot: number; also?: { m: Measured; peak: number; boot: number } }> = [];
+  const rows: Array<{ s: Scenario; full: Measured; base: Measured; fullPeak: number; fullEach: string; basePeak: number; fullBoot: number; also?: { m: Measured; peak: number; boot: number } }> = [];
   for (const s of SCENARIOS.filter((x) => only.includes(x.id))) {
     // Fresh servers per scenario: no backlog or cache of one scenario leaks into the next.
     const full = process.argv.includes('--engine-tsx') ? await start('full', file) : await startProduction(file, nodeFlags);
     const base = await start('baseline', file);
     try {
-      const fullBoot = memory(full.child.pid!).rss;
+      const fullBoot = serverMemory(full.child.pid!).rss;
       // Same answer from both (asOf aside; the baseline's match answer has no ids to compare).
       const [a, b] = [await post(full.port, s.path, s.body), await post(base.port, s.path, s.body)];
       if (a.page) {
@@ -422,24 +447,25 @@ async function main(): Promise<void> {
         throw new Error(`${s.id}: the baseline matches differently`);
       }
       // Peak RSS from here on: the load, not the boot (the full app compiles its contract validator at boot).
-      resetPeak(full.child.pid!);
+      for (const pid of serverPids(full.child.pid!)) resetPeak(pid);
       resetPeak(base.child.pid!);
       const body = JSON.stringify(s.body);
       await load(`http://127.0.0.1:${base.port}${s.path}`, body, 2, connections);
       await load(`http://127.0.0.1:${full.port}${s.path}`, body, 2, connections);
       const bm = await load(`http://127.0.0.1:${base.port}${s.path}`, body, seconds, connections);
       const fm = await load(`http://127.0.0.1:${full.port}${s.path}`, body, seconds, connections);
-      const row: (typeof rows)[number] = { s, full: fm, base: bm, fullPeak: memory(full.child.pid!).peak, basePeak: memory(base.child.pid!).peak, fullBoot };
+      const fullMemory = serverMemory(full.child.pid!);
+      const row: (typeof rows)[number] = { s, full: fm, base: bm, fullPeak: fullMemory.peak, fullEach: fullMemory.each, basePeak: memory(base.child.pid!).peak, fullBoot };
       if (alsoFlags.length > 0) {
         full.child.kill('SIGTERM');
         const other = await startProduction(file, alsoFlags);
         try {
-          const boot = memory(other.child.pid!).rss;
+          const boot = serverMemory(other.child.pid!).rss;
           await post(other.port, s.path, s.body);
-          resetPeak(other.child.pid!);
+          for (const pid of serverPids(other.child.pid!)) resetPeak(pid);
           await load(`http://127.0.0.1:${other.port}${s.path}`, body, 2, connections);
           const m = await load(`http://127.0.0.1:${other.port}${s.path}`, body, seconds, connections);
-          row.also = { m, peak: memory(other.child.pid!).peak, boot };
+          row.also = { m, peak: serverMemory(other.child.pid!).peak, boot };
           process.stdout.write(`${s.id} with node ${alsoFlags.join(' ')}: ${m.rps.toFixed(1)} req/s (p50 ${m.p50} / p99 ${m.p99} ms), ratio ${(m.rps / bm.rps).toFixed(2)}, peak RSS ${row.also.peak.toFixed(0)} MB (after boot ${boot.toFixed(0)} MB)\n`);
         } finally {
           other.child.kill('SIGTERM');
@@ -447,7 +473,7 @@ async function main(): Promise<void> {
       }
       rows.push(row);
       process.stdout.write(
-        `${s.id} ${s.title}: engine ${fm.rps.toFixed(1)} req/s (p50 ${fm.p50} / p99 ${fm.p99} ms), baseline ${bm.rps.toFixed(1)} req/s (p50 ${bm.p50} / p99 ${bm.p99} ms), ratio ${(fm.rps / bm.rps).toFixed(2)}, peak RSS under load ${row.fullPeak.toFixed(0)} / ${row.basePeak.toFixed(0)} MB (engine after boot ${fullBoot.toFixed(0)} MB)\n`,
+        `${s.id} ${s.title}: engine ${fm.rps.toFixed(1)} req/s (p50 ${fm.p50} / p99 ${fm.p99} ms), baseline ${bm.rps.toFixed(1)} req/s (p50 ${bm.p50} / p99 ${bm.p99} ms), ratio ${(fm.rps / bm.rps).toFixed(2)}, peak RSS under load ${row.fullPeak.toFixed(0)} / ${row.basePeak.toFixed(0)} MB (engine per process ${row.fullEach}; after boot ${fullBoot.toFixed(0)} MB)\n`,
       );
     } finally {
       full.child.kill('SIGTERM');
@@ -480,7 +506,8 @@ async function main(): Promise<void> {
         `reads every name and runs a full Levenshtein) on the same ${ENGINE === 'postgres' ? 'PostgreSQL database' : 'SQLite file'}. Data: the demo company seeded at scale ${SEED_SCALE}`,
         `(100,000 parts; 84,000 service invoices with ~3.2 lines each; 1.1 million job costs; 7.8 million rows), ${ENGINE === 'postgres' ? `database ${PG_DATABASE}` : 'cached in bench/.data/'}.`,
         'Fresh server processes per scenario (the baseline under tsx); autocannon in the parent;',
-        'peak RSS is VmHWM reset after boot, i.e. the peak while the scenario ran. Scenarios too slow to complete',
+        'peak RSS is VmHWM reset after boot, i.e. the peak while the scenario ran (the engine: the largest per-process peak of',
+        'its processes, a worker\'s when WORKERS > 1). Scenarios too slow to complete',
         `2 × connections requests in the window are measured over a fixed ${'2 × connections'} requests instead.`,
         '',
         `Last run: ${new Date().toISOString().slice(0, 10)}, ${connections} connections, ${seconds} s per run after 2 s warm-up, Node ${process.version}, ${os.cpus().length} × ${cpu}.`,

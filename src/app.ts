@@ -20,7 +20,8 @@ import { rejectV2Fields } from './http/middleware/v2-fields';
 import { eventsRoutes } from './http/routes/events';
 import { V2_BASE, v2Api } from './v2/routes';
 
-export const API_BASE = '/api/v3';
+export { API_BASE } from './http/base';
+import { API_BASE } from './http/base';
 
 /**
  * The request pipeline, in order:

@@ -15,7 +15,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from './config';
-import { banner, prepareDatabase, type BootReport } from './server';
+import { banner, prepareDatabase, type BootReport } from './boot';
 import { openDatabase, parseDatabaseUrl } from './storage/database';
 import { perWorkerRate } from './http/middleware/rate-limit';
 

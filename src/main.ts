@@ -11,7 +11,8 @@
 import cluster from 'node:cluster';
 import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
-import { startServer, type RunningServer, type StartServerOptions } from './server';
+// The app (./server) is imported only by a process that serves: a cluster primary never loads it.
+import type { RunningServer, StartServerOptions } from './server';
 import { startTracing } from './telemetry/tracing';
 import { runPrimary, workerConfig, workerSetup, type WorkerSetup } from './cluster';
 
@@ -77,6 +78,7 @@ async function main(): Promise<void> {
   else process.on('SIGINT', stop);
 
   try {
+    const { startServer } = await import('./server');
     running = await startServer(config, options);
   } catch (err) {
     logger.fatal({ err }, 'start failed');

@@ -28,10 +28,10 @@ export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan)
     // Past the last row there is nothing to read.
     const rows: Row[] = plan.offset < totalCount ? await reader.all(pageQuery(reader.db, qd, plan)) : [];
     const records = rows.map(decode);
-    if (plan.children.length > 0) {
-      const keys = rows.map((r) => r[plan.entity.keyColumn]);
-      await attachChildren(reader, qd, plan.children, keys, records);
-    }
+    const keys = plan.children.length > 0 ? rows.map((r) => r[plan.entity.keyColumn]) : [];
+    // The driver rows are garbage from here: not kept alive while the children are read.
+    rows.length = 0;
+    if (plan.children.length > 0) await attachChildren(reader, qd, plan.children, keys, records);
     return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, records);
   });
 }

@@ -6,6 +6,7 @@ import { ApiProblem } from '../../errors/problem';
 import { queryDialectFor } from '../../storage/dialect';
 import { executePlan } from '../../engines/query/run';
 import { planQuery } from '../../engines/query/plan';
+import { ReadBudget } from '../../engines/query/read-budget';
 import { executeMatch, planMatch } from '../../engines/match/run';
 import type { QueryRequest } from '../../engines/query/types';
 import type { MatchRequest } from '../../engines/match/types';
@@ -19,6 +20,8 @@ import { entityAsSeenBy } from '../../auth/scopes';
 export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Router {
   const router = Router();
   const qd = queryDialectFor(services.engine);
+  // Pages in flight are what a process's memory grows with under load (read-budget.ts).
+  const budget = new ReadBudget();
 
   /** The entity as the calling key sees it: without employee PII unless the key holds `pii`. */
   const entityOf = (req: Request, res: Response, operation: 'query' | 'match'): EntityDef => {
@@ -33,9 +36,14 @@ export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Rou
   router.post('/:entity/query', async (req, res) => {
     const entity = entityOf(req, res, 'query');
     const plan = planQuery(entity, (req.body ?? {}) as QueryRequest, { maxFilterDepth: services.config.maxFilterDepth });
-    // Through the on-premise boundary: deadline (504) and driver errors (502).
-    const envelope = await services.boundary.read((db) => executePlan(db, qd, plan), { what: `reading ${entity.entity}` });
-    res.json(envelope);
+    const release = await budget.acquire(ReadBudget.weigh(plan.pageSize, plan.children.length));
+    try {
+      // Through the on-premise boundary: deadline (504) and driver errors (502).
+      const envelope = await services.boundary.read((db) => executePlan(db, qd, plan), { what: `reading ${entity.entity}` });
+      res.json(envelope);
+    } finally {
+      release();
+    }
   });
 
   router.post('/:entity/match', async (req, res) => {
