@@ -93,6 +93,17 @@ test('the trace id reaches the database session of a posting transaction', async
   else assert.equal(traceSessionStatement(t.knex, 'sqlite', TRACE_ID), undefined, 'SQLite: no session to label');
 });
 
+test('PostgreSQL: every statement of a request, reads included, carries the trace id as a leading comment', async () => {
+  const span = trace.wrapSpanContext({ traceId: TRACE_ID, spanId: PARENT, traceFlags: TraceFlags.SAMPLED });
+  const read = () => t.services.boundary.read(async (db) => (TEST_ENGINE === 'postgres' ? ((await db.raw('select current_query() as q')) as any).rows[0].q as string : undefined));
+  const inside = await context.with(trace.setSpan(context.active(), span), read);
+  if (TEST_ENGINE !== 'postgres') return;
+  // Outside any span (not through the boundary, which opens one): no comment.
+  const outside = ((await t.knex.raw('select current_query() as q')) as any).rows[0].q as string;
+  assert.ok(inside!.startsWith(`/* trace=${TRACE_ID} */ `), inside);
+  assert.ok(!outside!.includes('trace='), `no request, no comment: ${outside}`);
+});
+
 test('SQL Server: CONTEXT_INFO carries the trace id (compiled)', async () => {
   const mssql = knexFactory({ client: 'mssql' });
   try {

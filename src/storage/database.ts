@@ -1,6 +1,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
+import { currentTraceId } from '../telemetry/tracing';
 
 export type Engine = 'sqlite' | 'postgres' | 'mssql';
 
@@ -78,7 +79,17 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
     return {
       engine: 'postgres',
       display: `postgres://${u.username}@${u.host}${u.pathname}`,
-      config: { client: 'pg', connection: url, pool: { ...pool } },
+      config: {
+        client: 'pg',
+        connection: url,
+        pool: {
+          ...pool,
+          afterCreate(conn: any, done: (err: Error | null, conn: unknown) => void) {
+            traceComments(conn);
+            done(null, conn);
+          },
+        },
+      },
     };
   }
   if (url.startsWith('mssql://') || url.startsWith('sqlserver://')) {
@@ -102,6 +113,29 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
     };
   }
   throw new Error(`DATABASE_URL: unsupported scheme in "${url.split(':')[0]}": use sqlite://PATH, postgres://... or mssql://...`);
+}
+
+const TRACE_ID = /^[0-9a-f]{32}$/;
+
+/**
+ * PostgreSQL: every statement sent inside a request starts with `/* trace=<trace id> *\/`
+ * (sqlcommenter style), so a database administrator sees which request ran it in
+ * pg_stat_activity.query, pg_stat_statements samples and the server log, reads included (a
+ * posting transaction also sets application_name, trace-session.ts). A comment costs no round
+ * trip; the id is checked hex, so nothing from the request reaches the SQL text. SQLite is left
+ * alone: its statement cache is keyed by the SQL text.
+ */
+function traceComments(conn: any): void {
+  const query = conn.query.bind(conn);
+  conn.query = (config: any, ...rest: unknown[]) => {
+    const traceId = currentTraceId();
+    if (traceId && TRACE_ID.test(traceId)) {
+      const comment = `/* trace=${traceId} */ `;
+      if (typeof config === 'string') config = comment + config;
+      else if (config && typeof config.text === 'string' && typeof config.submit !== 'function' && !config.name) config = { ...config, text: comment + config.text };
+    }
+    return query(config, ...rest);
+  };
 }
 
 /** Where knex's own messages (pool warnings such as "Connection Error") go: the service's logger. */
