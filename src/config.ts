@@ -51,6 +51,11 @@ export interface Config {
   lockPollMs: number;
   /** How often this process records that it is alive; its claims are free to take over after 3 missed beats. */
   heartbeatMs: number;
+  /**
+   * How long an API key looked up for a request is reused without reading `apikey` again (0 = read on
+   * every request). A key disabled or revoked through another process is refused within this bound.
+   */
+  apiKeyCacheMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -108,6 +113,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     instanceId: instanceId(env, int(env, 'PORT', 8080, 0, 65535)),
     lockPollMs: int(env, 'LOCK_POLL_MS', 250, 20, 900),
     heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
+    // At most 1 s, the bound the maintenance lock keeps across processes too.
+    apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 250, 0, 1000),
   };
 }
 

@@ -58,7 +58,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     purgeEveryMs: 10 * 60_000,
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });
-  const keys = new LockAwareApiKeys(knex, lock);
+  const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
   const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
   return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat };
 }
