@@ -56,6 +56,11 @@ export interface Config {
    * every request). A key disabled or revoked through another process is refused within this bound.
    */
   apiKeyCacheMs: number;
+  /**
+   * Record numbers a process reserves per counter in one committed statement and hands out from
+   * memory (src/storage/numbers.ts); 1 = one statement per posting. Left over at exit: gaps.
+   */
+  numberBlockSize: number;
 }
 
 export class ConfigError extends Error {}
@@ -115,6 +120,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
     // At most 1 s, the bound the maintenance lock keeps across processes too.
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 250, 0, 1000),
+    numberBlockSize: int(env, 'NUMBER_BLOCK_SIZE', 32, 1, 1000),
   };
 }
 

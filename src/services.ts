@@ -42,7 +42,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   const dialect = dialectFor(engine);
   const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs });
   const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
-  const numbers = new NumberAllocator(knex, engine);
+  const numbers = new NumberAllocator(knex, engine, config.numberBlockSize);
   const heartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: () => lock.isLocked() });
   const writes = new WriteRunner({
     boundary,
