@@ -120,7 +120,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
     // At most 1 s, the bound the maintenance lock keeps across processes too.
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 250, 0, 1000),
-    numberBlockSize: int(env, 'NUMBER_BLOCK_SIZE', 32, 1, 1000),
+    numberBlockSize: int(env, 'NUMBER_BLOCK_SIZE', 100, 1, 1000),
   };
 }
 
