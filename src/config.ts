@@ -51,6 +51,16 @@ export interface Config {
   lockPollMs: number;
   /** How often this process records that it is alive; its claims are free to take over after 3 missed beats. */
   heartbeatMs: number;
+  /**
+   * How long an API key looked up for a request is reused without reading `apikey` again (0 = read on
+   * every request). A key disabled or revoked through another process is refused within this bound.
+   */
+  apiKeyCacheMs: number;
+  /**
+   * Record numbers a process reserves per counter in one committed statement and hands out from
+   * memory (src/storage/numbers.ts); 1 = one statement per posting. Left over at exit: gaps.
+   */
+  numberBlockSize: number;
 }
 
 export class ConfigError extends Error {}
@@ -108,6 +118,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     instanceId: instanceId(env, int(env, 'PORT', 8080, 0, 65535)),
     lockPollMs: int(env, 'LOCK_POLL_MS', 250, 20, 900),
     heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
+    // At most 1 s, the bound the maintenance lock keeps across processes too.
+    apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 250, 0, 1000),
+    numberBlockSize: int(env, 'NUMBER_BLOCK_SIZE', 100, 1, 1000),
   };
 }
 

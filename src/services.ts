@@ -45,7 +45,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   const dialect = dialectFor(engine);
   const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs });
   const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
-  const numbers = new NumberAllocator(knex, engine);
+  const numbers = new NumberAllocator(knex, engine, config.numberBlockSize);
   const heartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: () => lock.isLocked() });
   const writes = new WriteRunner({
     boundary,
@@ -61,7 +61,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     purgeEveryMs: 10 * 60_000,
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });
-  const keys = new LockAwareApiKeys(knex, lock);
+  const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
   const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
   return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat };
 }

@@ -47,6 +47,11 @@ function toRecord(row: any): ApiKeyRecord {
 export class ApiKeyRepository {
   constructor(private readonly knex: Knex) {}
 
+  /** The key as a request presents it (authentication); subclasses may answer from memory. */
+  findForRequest(key: string): Promise<ApiKeyRecord | undefined> {
+    return this.findByKey(key);
+  }
+
   async findByKey(key: string): Promise<ApiKeyRecord | undefined> {
     const row = await this.knex(TABLE).where({ key_hash: hashApiKey(key) }).first();
     return row ? toRecord(row) : undefined;

@@ -13,6 +13,18 @@ import { toDbTime } from './db-time';
  *
  * `allocateIn(trx, ...)` allocates inside a transaction instead (numbers that are not reference
  * numbers, such as the record number of a new ledger balance row, roll back with it).
+ *
+ * Reserved blocks (`blockSize` > 1, NUMBER_BLOCK_SIZE): a committed allocation takes at least
+ * `blockSize` numbers of a counter at once and hands the rest out from memory to this process's
+ * next postings, as SQL Server's identity cache does. A posting then pays no statement and no
+ * commit of its own for its numbers most of the time (bench/README.md, Posting: the numseq UPDATE
+ * and its commit were the costliest statement of a journal). Numbers are still never reused: a
+ * block is committed before any of it is handed out and every number is handed out once. What
+ * changes: the numbers left in a block when the process stops are permanent gaps (the spec allows
+ * gaps: dry runs and rollbacks leave them already), and with several processes on one database
+ * numbers are unique but no longer ascending in posting order across processes (each draws from
+ * its own block). A range that does not fit in what is left of the block takes a new block; the
+ * rest of the old one is a gap.
  */
 export interface NumberRange {
   first: number;
@@ -26,20 +38,47 @@ export function rangeValues(range: NumberRange): number[] {
 export class NumberAllocator {
   /** Counters checked against max(recnum) of their table since start. */
   private readonly synced = new Set<string>();
+  /** Per counter: the committed numbers not handed out yet, [next, end). */
+  private readonly reserved = new Map<string, { next: number; end: number }>();
 
   constructor(
     private readonly knex: Knex,
     private readonly engine: Engine,
+    private readonly blockSize = 1,
   ) {}
 
-  /** Allocates `count` consecutive numbers of `name` in their own committed statement. */
+  /** Forgets every reserved number (they become gaps): the next allocation reads the counter again. */
+  discardReserved(): void {
+    this.reserved.clear();
+  }
+
+  /** `count` numbers of `name` from the reserved block, or undefined when it has not that many left. */
+  private fromReserved(name: string, count: number): NumberRange | undefined {
+    const block = this.reserved.get(name);
+    if (!block || block.end - block.next < count) return undefined;
+    const range = { first: block.next, count };
+    block.next += count;
+    return range;
+  }
+
+  /** Of a committed range of `taken` numbers, hands out the first `count` and keeps the rest. */
+  private keep(name: string, taken: NumberRange, count: number): NumberRange {
+    if (taken.count > count) this.reserved.set(name, { next: taken.first + count, end: taken.first + taken.count });
+    else this.reserved.delete(name);
+    return { first: taken.first, count };
+  }
+
+  /** Allocates `count` consecutive numbers of `name`, committed (in a statement of their own unless reserved already). */
   async allocate(name: string, count: number): Promise<NumberRange> {
     if (count <= 0) return { first: 0, count: 0 };
+    const ready = this.fromReserved(name, count);
+    if (ready) return ready;
     if (!this.synced.has(name)) {
       await this.knex.transaction((trx) => this.sync(trx, name));
       this.synced.add(name);
     }
-    return this.bump(this.knex, name, count);
+    const take = Math.max(count, this.blockSize);
+    return this.keep(name, await this.bump(this.knex, name, take), count);
   }
 
   /**
@@ -47,9 +86,15 @@ export class NumberAllocator {
    * a journal and job cost numbers pays one round trip and one commit for all of them).
    */
   async allocateMany(counts: Record<string, number>): Promise<Record<string, NumberRange>> {
-    const names = Object.keys(counts).filter((n) => (counts[n] ?? 0) > 0);
     const out: Record<string, NumberRange> = {};
     for (const n of Object.keys(counts)) out[n] = { first: 0, count: 0 };
+    const names: string[] = [];
+    for (const n of Object.keys(counts)) {
+      if ((counts[n] ?? 0) <= 0) continue;
+      const ready = this.fromReserved(n, counts[n]!);
+      if (ready) out[n] = ready;
+      else names.push(n);
+    }
     if (names.length === 0) return out;
     if (names.length === 1) {
       out[names[0]!] = await this.allocate(names[0]!, counts[names[0]!]!);
@@ -63,16 +108,17 @@ export class NumberAllocator {
       for (const n of unsynced) this.synced.add(n);
     }
     const bindings: Array<string | number> = [];
+    const take = (n: string) => Math.max(counts[n]!, this.blockSize);
     const whens = names.map((n) => {
-      bindings.push(n, counts[n]!);
+      bindings.push(n, take(n));
       return 'WHEN ? THEN ?';
     });
     const rows: Array<{ name: string; next_value: number | string }> = await this.knex('numseq')
       .whereIn('name', names)
       .update({ next_value: this.knex.raw(`next_value + CASE name ${whens.join(' ')} ELSE 0 END`, bindings), upddte: toDbTime(this.engine, new Date()) }, ['name', 'next_value']);
     for (const row of rows) {
-      const count = counts[row.name]!;
-      out[row.name] = { first: Number(row.next_value) - count, count };
+      const taken = take(row.name);
+      out[row.name] = this.keep(row.name, { first: Number(row.next_value) - taken, count: taken }, counts[row.name]!);
     }
     for (const n of names) if (out[n]!.count === 0) out[n] = await this.allocate(n, counts[n]!);
     return out;

@@ -31,7 +31,7 @@ export function authenticate(keys: ApiKeyRepository, boundary: Boundary): Reques
       if (!value || !UUID.test(value.trim())) throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
       // Not under the deadline (it waits for a connection like before: on SQLite a retry queues
       // behind the late posting), but its driver errors are classified: 502, never 500.
-      const key = await keys.findByKey(value).catch((err: unknown) => {
+      const key = await keys.findForRequest(value).catch((err: unknown) => {
         throw boundary.mapError(err);
       });
       if (!key || key.state === 'revoked') throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
