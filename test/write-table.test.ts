@@ -39,7 +39,7 @@ function notImplementedRoute(): void {
     // A temporary table entry: the journal route listed but not wired up.
     table[index] = { route: '/ledger-transactions', definition: null };
     try {
-      t = await startTestApp();
+      t = await startTestApp({ doctored: true });
     } finally {
       table[index] = original;
     }
