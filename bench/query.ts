@@ -33,6 +33,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { freePort } from '../test/support/net';
 
 // autocannon ships no types
 // eslint-disable-next-line @typescript-eslint/no-var-requires
@@ -353,17 +354,6 @@ function memory(pid: number): { peak: number; rss: number } {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return { peak: kb('VmHWM') / 1024, rss: kb('VmRSS') / 1024 };
-}
-
-/** A free TCP port on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = http.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

@@ -10,11 +10,10 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import YAML from 'yaml';
+import { freePort } from '../test/support/net';
 
 const ROOT = path.resolve(__dirname, '..');
 const DATA_DIR = path.join(ROOT, 'bench', '.data');
@@ -25,16 +24,6 @@ const OPERATIONS = 20;
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? String(process.argv[i + 1]) : fallback;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = http.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function rssMb(pid: number): number {

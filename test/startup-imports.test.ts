@@ -10,22 +10,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { MIGRATIONS } from '../db/migrate';
 import { MIGRATION_NAMES } from '../db/migration-names';
+import { freePort } from './support/net';
 
 const ROOT = path.resolve(__dirname, '..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = http.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function startAndList(databaseFile: string): Promise<string[]> {
   const port = await freePort();
