@@ -13,6 +13,7 @@ import { contractValidator } from '../http/contract-validator';
 import type { OperationMap } from '../http/operations';
 import { toProblem } from '../http/errors/handler';
 import { utilityRoutes } from '../http/routes/utility';
+import { writeRequestOf } from '../http/routes/writes';
 import { v2Document, v2Entities, v2NameOf } from './document';
 import { deprecationHeaders, failureOf, sendLegacyFailure } from './legacy';
 import { translateMatch, translateQuery } from './translate';
@@ -117,18 +118,7 @@ export function v2Api(services: Services, guards: RequestHandler[], operations?:
     // v2 had no Idempotency-Key: a write that requires one in v3 (receipts) runs without it here.
     const definition = { ...entry.definition, requireKey: false };
     router.post(v2Path, async (req, res) => {
-      const apiKey = res.locals.apiKey;
-      if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
-      const out = await services.writes.run(definition, {
-        route: definition.route,
-        instance: req.originalUrl.split('?')[0] ?? req.originalUrl,
-        correlationId: String(res.locals.correlationId ?? ''),
-        apiKeyId: apiKey.id,
-        apiKeyName: apiKey.name,
-        idempotencyKey: undefined,
-        dryRun: false,
-        body: req.body,
-      });
+      const out = await services.writes.run(definition, writeRequestOf(req, res, definition.route, { idempotencyKey: undefined, dryRun: false }));
       if (out.status >= 400) {
         const b = out.body as { detail?: string; errors?: [] };
         sendLegacyFailure(res, { status: out.status, code: String(out.headers['X-Error-Code'] ?? 'INTERNAL_ERROR'), detail: String(b.detail ?? ''), errors: b.errors, headers: out.headers });

@@ -1,7 +1,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { Services } from '../../services';
 import { ApiProblem } from '../../errors/problem';
-import type { WriteDefinition, WriteResponse } from '../../engines/posting/runner';
+import type { WriteDefinition, WriteRequest, WriteResponse } from '../../engines/posting/runner';
 import { WRITES } from '../../engines/posting/writes';
 
 /**
@@ -53,21 +53,29 @@ export function sendWriteResponse(res: Response, out: WriteResponse): void {
   res.send(JSON.stringify(out.body));
 }
 
+/**
+ * The write runner's request for an HTTP request: one builder for v3 and for the v2 adapter (which
+ * passes no Idempotency-Key and no dry run).
+ */
+export function writeRequestOf(req: Request, res: Response, route: string, options: Pick<WriteRequest, 'idempotencyKey' | 'dryRun'>): WriteRequest {
+  const apiKey = res.locals.apiKey;
+  if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
+  return {
+    route,
+    instance: req.originalUrl.split('?')[0] ?? req.originalUrl,
+    correlationId: String(res.locals.correlationId ?? ''),
+    apiKeyId: apiKey.id,
+    apiKeyName: apiKey.name,
+    idempotencyKey: options.idempotencyKey,
+    dryRun: options.dryRun,
+    body: req.body,
+  };
+}
+
 export function writeHandler<I, A, R>(services: Services, def: WriteDefinition<I, A, R>) {
   return async (req: Request, res: Response, next: (err?: unknown) => void) => {
     try {
-      const apiKey = res.locals.apiKey;
-      if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
-      const out = await services.writes.run(def, {
-        route: def.route,
-        instance: req.originalUrl.split('?')[0] ?? req.originalUrl,
-        correlationId: String(res.locals.correlationId ?? ''),
-        apiKeyId: apiKey.id,
-        apiKeyName: apiKey.name,
-        idempotencyKey: idempotencyKey(req),
-        dryRun: isDryRun(req),
-        body: req.body,
-      });
+      const out = await services.writes.run(def, writeRequestOf(req, res, def.route, { idempotencyKey: idempotencyKey(req), dryRun: isDryRun(req) }));
       sendWriteResponse(res, out);
     } catch (err) {
       next(err);
