@@ -107,7 +107,10 @@ class FaultyProxy {
         this.cutOn = undefined;
         this.mode = cut.then;
         this.fired += 1;
-        this.kill(pair);
+        // A database that stays down takes every live connection with it (an idle pooled one, e.g.
+        // the lock re-read's, would otherwise still answer the next request).
+        if (cut.then === 'refuse') this.cutAll();
+        else this.kill(pair);
         return;
       }
       const rule = this.commitRule;
