@@ -65,114 +65,68 @@ const wrap = (h: Handler) => (req: Request, res: Response, next: NextFunction) =
 
 export function eventsRoutes(services: Services): Router {
   const router = Router();
-  const mapped = (err: unknown) => services.boundary.problemFor(err);
-  const run = (h: Handler): Handler => async (req, res) => {
-    try {
-      return await h(req, res);
-    } catch (err) {
-      if (err instanceof ApiProblem) throw err;
-      throw mapped(err) ?? err;
-    }
-  };
+  // Admin keys only (the spec: subscriptions are the company administrator's). Failures go to the
+  // app's error handler, which maps database errors through the boundary like every other route.
+  const post = (path: string, h: Handler) => router.post(path, requireAdmin, wrap(h));
   // services.events is read per request (tests swap in one with a fake clock, DNS and HTTP client).
   const withAttempts = async (d: DeliveryRow) => deliveryBody(d, await services.events.store.attempts(d.id));
 
-  router.post(
-    '/webhook-endpoints',
-    requireAdmin,
-    wrap(
-      run(async (req, res) => {
-        const b = req.body as S['WebhookEndpointCreateRequest'];
-        const e = await services.events.createEndpoint(keyId(res), { url: b.url, eventTypes: b.eventTypes, description: b.description ?? null });
-        const body: S['WebhookEndpointCreated'] = { ...endpointBody(e), secret: e.secret };
-        return body;
-      }),
-    ),
-  );
+  post('/webhook-endpoints', async (req, res) => {
+    const b = req.body as S['WebhookEndpointCreateRequest'];
+    const e = await services.events.createEndpoint(keyId(res), { url: b.url, eventTypes: b.eventTypes, description: b.description ?? null });
+    const body: S['WebhookEndpointCreated'] = { ...endpointBody(e), secret: e.secret };
+    return body;
+  });
 
-  router.post(
-    '/webhook-endpoints/query',
-    requireAdmin,
-    wrap(
-      run(async (req) => {
-        const b = req.body as S['WebhookEndpointQueryRequest'];
-        const p = page(b);
-        const { total, rows } = await services.events.store.endpoints({ ...(b.status ? { states: b.status } : {}), limit: p.pageSize, offset: p.offset });
-        const body: S['WebhookEndpointPage'] = { page: { pageNumber: p.pageNumber, pageSize: p.pageSize, totalCount: total, returnedCount: rows.length }, data: rows.map(endpointBody) };
-        return body;
-      }),
-    ),
-  );
+  post('/webhook-endpoints/query', async (req) => {
+    const b = req.body as S['WebhookEndpointQueryRequest'];
+    const p = page(b);
+    const { total, rows } = await services.events.store.endpoints({ ...(b.status ? { states: b.status } : {}), limit: p.pageSize, offset: p.offset });
+    const body: S['WebhookEndpointPage'] = { page: { pageNumber: p.pageNumber, pageSize: p.pageSize, totalCount: total, returnedCount: rows.length }, data: rows.map(endpointBody) };
+    return body;
+  });
 
-  router.post(
-    '/webhook-endpoints/:id/update',
-    requireAdmin,
-    wrap(run(async (req, res) => endpointBody(await services.events.updateEndpoint(keyId(res), String(req.params.id), req.body as S['WebhookEndpointUpdateRequest'])))),
-  );
+  post('/webhook-endpoints/:id/update', async (req, res) => endpointBody(await services.events.updateEndpoint(keyId(res), String(req.params.id), req.body as S['WebhookEndpointUpdateRequest'])));
 
-  router.post(
-    '/webhook-endpoints/:id/delete',
-    requireAdmin,
-    wrap(
-      run(async (req, res) => {
-        const e = await services.events.deleteEndpoint(keyId(res), String(req.params.id));
-        const body: S['WebhookEndpointDeleted'] = { id: e.id, deleted: true };
-        return body;
-      }),
-    ),
-  );
+  post('/webhook-endpoints/:id/delete', async (req, res) => {
+    const e = await services.events.deleteEndpoint(keyId(res), String(req.params.id));
+    const body: S['WebhookEndpointDeleted'] = { id: e.id, deleted: true };
+    return body;
+  });
 
-  router.post(
-    '/webhook-endpoints/:id/rotate-secret',
-    requireAdmin,
-    wrap(
-      run(async (req, res) => {
-        const r = await services.events.rotateSecret(keyId(res), String(req.params.id));
-        const body: S['WebhookSecretRotated'] = { id: r.endpoint.id, secret: r.secret, previousSecretExpiresAt: r.previousSecretExpiresAt.toISOString() };
-        return body;
-      }),
-    ),
-  );
+  post('/webhook-endpoints/:id/rotate-secret', async (req, res) => {
+    const r = await services.events.rotateSecret(keyId(res), String(req.params.id));
+    const body: S['WebhookSecretRotated'] = { id: r.endpoint.id, secret: r.secret, previousSecretExpiresAt: r.previousSecretExpiresAt.toISOString() };
+    return body;
+  });
 
-  router.post('/webhook-endpoints/:id/test', requireAdmin, wrap(run(async (req, res) => withAttempts(await services.events.sendTest(keyId(res), String(req.params.id), res.locals.apiKey?.name)))));
+  post('/webhook-endpoints/:id/test', async (req, res) => withAttempts(await services.events.sendTest(keyId(res), String(req.params.id), res.locals.apiKey?.name)));
 
-  router.post(
-    '/webhook-deliveries/query',
-    requireAdmin,
-    wrap(
-      run(async (req) => {
-        const b = req.body as S['WebhookDeliveryQueryRequest'];
-        const p = page(b);
-        const { total, rows } = await services.events.deliveries(
-          {
-            ...(b.endpointId ? { endpointId: b.endpointId.toLowerCase() } : {}),
-            ...(b.status ? { status: b.status } : {}),
-            ...(b.since ? { since: new Date(b.since) } : {}),
-            ...(b.until ? { until: new Date(b.until) } : {}),
-          },
-          p.pageSize,
-          p.offset,
-        );
-        const data = await Promise.all(rows.map(withAttempts));
-        const body: S['WebhookDeliveryPage'] = { page: { pageNumber: p.pageNumber, pageSize: p.pageSize, totalCount: total, returnedCount: rows.length }, data };
-        return body;
-      }),
-    ),
-  );
+  post('/webhook-deliveries/query', async (req) => {
+    const b = req.body as S['WebhookDeliveryQueryRequest'];
+    const p = page(b);
+    const { total, rows } = await services.events.deliveries(
+      {
+        ...(b.endpointId ? { endpointId: b.endpointId.toLowerCase() } : {}),
+        ...(b.status ? { status: b.status } : {}),
+        ...(b.since ? { since: new Date(b.since) } : {}),
+        ...(b.until ? { until: new Date(b.until) } : {}),
+      },
+      p.pageSize,
+      p.offset,
+    );
+    const data = await Promise.all(rows.map(withAttempts));
+    const body: S['WebhookDeliveryPage'] = { page: { pageNumber: p.pageNumber, pageSize: p.pageSize, totalCount: total, returnedCount: rows.length }, data };
+    return body;
+  });
 
-  router.post(
-    '/webhook-deliveries/resend-failed',
-    requireAdmin,
-    wrap(
-      run(async (req, res) => {
-        const b = req.body as S['WebhookResendFailedRequest'];
-        const body: S['WebhookResendFailedResult'] = { resent: await services.events.resendFailed(keyId(res), new Date(b.since), b.endpointId) };
-        return body;
-      }),
-    ),
-  );
+  post('/webhook-deliveries/resend-failed', async (req, res) => {
+    const b = req.body as S['WebhookResendFailedRequest'];
+    const body: S['WebhookResendFailedResult'] = { resent: await services.events.resendFailed(keyId(res), new Date(b.since), b.endpointId) };
+    return body;
+  });
 
-  router.post('/webhook-deliveries/:id/resend', requireAdmin, wrap(run(async (req, res) => withAttempts(await services.events.resend(keyId(res), String(req.params.id))))));
+  post('/webhook-deliveries/:id/resend', async (req, res) => withAttempts(await services.events.resend(keyId(res), String(req.params.id))));
 
   return router;
 }
