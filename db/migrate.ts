@@ -16,6 +16,7 @@ import * as m007 from './migrations/20261124000010_webhooks';
 import * as m008 from './migrations/20261124000031_api_key_scopes';
 import * as m009 from './migrations/20261124000041_reference_change_counter';
 import * as m010 from './migrations/20261124000051_instance_claims';
+import * as m011 from './migrations/20261125000001_data_change_counter';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -34,6 +35,7 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261124000031_api_key_scopes', m008],
   ['20261124000041_reference_change_counter', m009],
   ['20261124000051_instance_claims', m010],
+  ['20261125000001_data_change_counter', m011],
 ];
 
 type Entry = readonly [string, MigrationModule];

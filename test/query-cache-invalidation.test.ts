@@ -2,8 +2,8 @@
  * The exact totalCount cache (src/engines/query/count-cache.ts) and the in-memory match index
  * (src/engines/match/index-cache.ts) are reused only under an unchanged change token; a commit
  * made through a second, independent connection (another instance, the desktop system, a DBA)
- * must be seen by the very next read. SQLite: data_version moves on another connection's commit;
- * PostgreSQL: the transaction snapshot changes.
+ * must be seen by the very next read: the data change counter's triggers bump in that commit
+ * (test/data-change-counter.test.ts covers the token itself).
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';

@@ -116,9 +116,11 @@ export interface SnapshotReader {
   /** Runs a built SELECT inside the snapshot. */
   all(query: Knex.QueryBuilder): Promise<Row[]>;
   /**
-   * A token equal for two snapshots only when no data of the database can differ between them
-   * (keeps in-memory match indexes exact). `undefined` where the engine offers no cheap exact
-   * token (SQL Server).
+   * A token equal for two snapshots only when no book data (entity and line tables) can differ
+   * between them (keeps reused counts and in-memory match indexes exact): the sum of the data
+   * change counter rows, which triggers bump in every transaction that changes book data
+   * (migration 20261125000001_data_change_counter). The service's bookkeeping writes (heartbeats,
+   * claims, number blocks) do not move it.
    */
   changeToken(): Promise<string | undefined>;
 }
@@ -165,16 +167,14 @@ function transactionReader(trx: Knex.Transaction, token: (trx: Knex.Transaction)
   };
 }
 
-/** Identity of a driver connection (a replaced connection restarts SQLite's counters). */
-const connectionIds = new WeakMap<object, number>();
-let nextConnectionId = 1;
-function connectionId(conn: object): number {
-  let id = connectionIds.get(conn);
-  if (id === undefined) {
-    id = nextConnectionId++;
-    connectionIds.set(conn, id);
-  }
-  return id;
+/** The data change counter (migration 20261125000001_data_change_counter): its rows' sum is the change token. */
+const DATA_COUNTER_TABLE = 'datchg';
+const DATA_TOKEN_SQL = `select sum(n) as n from ${DATA_COUNTER_TABLE}`;
+
+/** The counter sum as a token (a string: PostgreSQL's bigint sum arrives as text, SQLite's as a number). */
+function tokenOf(row: Row | undefined): string | undefined {
+  const n = row?.n;
+  return n === null || n === undefined ? undefined : String(n);
 }
 
 /** `_`, `[` (SQL Server) and the escape character itself are literals; `%` stays the wildcard. */
@@ -317,12 +317,7 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
           return prepared(conn, sql).all(bindings.map(sqliteBinding));
         },
         async changeToken() {
-          // data_version changes when another connection commits; total_changes() counts this
-          // connection's own writes; both are per connection, hence the connection's identity.
-          // The first statement starts the read snapshot the counters then describe.
-          prepared(conn, 'select 1 from sqlite_master limit 1').all([]);
-          const row = prepared(conn, 'select (select data_version from pragma_data_version) as dv, total_changes() as tc').get([]) as { dv: number; tc: number };
-          return `${connectionId(conn)}:${row.dv}:${row.tc}`;
+          return tokenOf(prepared(conn, DATA_TOKEN_SQL).get([]));
         },
       };
       try {
@@ -336,10 +331,10 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
   },
 });
 
-/** The transaction snapshot (xmin:xmax:in-progress list): equal snapshots see the same committed transactions. */
-async function postgresToken(trx: Knex.Transaction): Promise<string | undefined> {
-  const result = (await trx.raw('select pg_current_snapshot()::text as s')) as { rows: Array<{ s: string }> };
-  return result.rows[0]?.s;
+/** The data change counter's sum as a transaction's snapshot sees it (PostgreSQL, SQL Server). */
+async function counterToken(trx: Knex.Transaction): Promise<string | undefined> {
+  const rows = (await trx.select(trx.raw('sum(n) as n')).from(DATA_COUNTER_TABLE)) as Row[];
+  return tokenOf(rows[0]);
 }
 
 const PG_TYPE: Record<ValueKind, (scale?: number) => string> = {
@@ -389,7 +384,7 @@ const postgresQueryDialect = (base: Dialect): QueryDialect => ({
     return { sql: `?? ${negate ? 'NOT ILIKE' : 'ILIKE'} ? ESCAPE '!'`, bindings: [column, escapeLike(pattern)] };
   },
   readSnapshot(knex, fn) {
-    return knex.transaction((trx) => fn(transactionReader(trx, postgresToken)), { isolationLevel: 'repeatable read', readOnly: true });
+    return knex.transaction((trx) => fn(transactionReader(trx, counterToken)), { isolationLevel: 'repeatable read', readOnly: true });
   },
 });
 
@@ -438,7 +433,7 @@ const mssqlQueryDialect = (base: Dialect): QueryDialect => ({
   },
   readSnapshot(knex, fn) {
     // Needs ALLOW_SNAPSHOT_ISOLATION ON (docs/decisions.md).
-    return knex.transaction((trx) => fn(transactionReader(trx, async () => undefined)), { isolationLevel: 'snapshot' });
+    return knex.transaction((trx) => fn(transactionReader(trx, counterToken)), { isolationLevel: 'snapshot' });
   },
 });
 

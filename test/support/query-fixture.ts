@@ -8,6 +8,7 @@ import type { EntityDef, FieldDef } from '../../src/catalog/types';
 import { dialectFor } from '../../src/storage/dialect';
 import type { Engine } from '../../src/storage/database';
 import { Dec } from '../../src/storage/decimal';
+import { installDataCounter } from '../../db/migrations/20261125000001_data_change_counter';
 
 /** SQLite, or PostgreSQL with TEST_ENGINE=postgres and TEST_POSTGRES_URL. */
 export const FIXTURE_ENGINE: Engine = process.env.TEST_ENGINE === 'postgres' && process.env.TEST_POSTGRES_URL ? 'postgres' : 'sqlite';
@@ -161,6 +162,8 @@ export async function fixtureDatabase(rows: FixtureRow[]): Promise<FixtureDataba
     dialect.decimalColumn(t, 'extttl', 12, 2).notNullable();
     t.unique(['_idref', 'linnum']);
   });
+  // Change tokens (count reuse, match index) come from the data change counter, as in the books.
+  await installDataCounter(knex, ['wdgt', 'wdgln']);
   const enc = (v: number | null, scale: number) => (v === null ? null : dialect.encodeDecimal(new Dec(String(v)), scale));
   for (let i = 0; i < rows.length; i += 200) {
     const slice = rows.slice(i, i + 200);

@@ -6,9 +6,9 @@
  *
  * Exact, never stale: an index is used only by a snapshot whose change token
  * (SnapshotReader.changeToken) equals the token of the snapshot it was built from, i.e. when no
- * data of the database can have changed in between; any commit anywhere in the database makes
- * the next match rebuild what it needs (one scan of the key and the match column). Engines
- * without an exact token (SQL Server) do not use it.
+ * book data can have changed in between; any commit that changes book data, from any process or
+ * connection, makes the next match rebuild what it needs (one scan of the key and the match
+ * column). The service's bookkeeping writes (heartbeats, claims) do not.
  */
 import type { Knex } from 'knex';
 import type { EntityDef } from '../../catalog/types';

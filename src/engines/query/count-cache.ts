@@ -1,9 +1,9 @@
 /**
  * Exact totalCount reuse: an integrator paging through one filter asks for the same count on
  * every page. A count is reused only by a snapshot whose change token (SnapshotReader
- * .changeToken) equals the token of the snapshot that computed it, i.e. when no data of the
- * database can have changed in between; otherwise it is computed again. Engines without a
- * token (SQL Server) always count.
+ * .changeToken) equals the token of the snapshot that computed it, i.e. when no book data can
+ * have changed in between (the data change counter, migration 20261125000001); otherwise it is
+ * computed again.
  */
 import type { Knex } from 'knex';
 

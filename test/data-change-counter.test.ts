@@ -1,0 +1,109 @@
+/**
+ * The change token of reads (SnapshotReader.changeToken) is the data change counter (migration
+ * 20261125000001): it moves with every commit that changes book data, through any connection,
+ * and NOT with the service's bookkeeping writes (heartbeat, claims, number blocks, the lock), which
+ * used to rebuild every worker's match index and recount every second.
+ */
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Knex } from 'knex';
+import { startTestApp, type TestApp } from './support/app';
+import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
+import { queryDialectFor } from '../src/storage/dialect';
+import { CATALOG } from '../generated/catalog';
+import { installPostingFixture, journal } from './support/posting-fixture';
+import { COUNTED_TABLES, DATA_COUNTER_TABLE, SHARDS, createStatements } from '../db/migrations/20261125000001_data_change_counter';
+
+let t: TestApp;
+let other: Knex;
+
+before(async () => {
+  t = await startTestApp();
+  await installPostingFixture(t.knex);
+  other = openDatabase(parseDatabaseUrl(t.services.config.databaseUrl, { min: 0, max: 2 }));
+});
+after(async () => {
+  await other?.destroy();
+  await t?.close();
+});
+
+async function token(): Promise<string | undefined> {
+  return queryDialectFor(t.engine).readSnapshot(t.knex, (reader) => reader.changeToken());
+}
+
+test('every table the query engine reads (entities and their children) is counted', async () => {
+  const read = new Set<string>();
+  for (const entity of Object.values(CATALOG)) {
+    read.add(entity.table);
+    for (const child of Object.values(entity.children)) read.add(child.table);
+  }
+  const missing = [...read].filter((table) => !COUNTED_TABLES.includes(table));
+  assert.deepEqual(missing, [], 'tables read but not counted');
+  // And the triggers are in the database itself.
+  const triggers =
+    t.engine === 'sqlite'
+      ? ((await t.knex('sqlite_master').where({ type: 'trigger' }).andWhere('name', 'like', '%datchg%').select('tbl_name as table')) as Array<{ table: string }>)
+      : ((await t.knex.raw(`select c.relname as "table" from pg_trigger g join pg_class c on c.oid = g.tgrelid where g.tgname like '%datchg'`)).rows as Array<{ table: string }>);
+  const withTrigger = new Set(triggers.map((r) => r.table));
+  assert.deepEqual([...read].filter((table) => !withTrigger.has(table)), [], 'tables without a counting trigger in the database');
+});
+
+test('a direct change of book data through another connection moves the token; bookkeeping writes do not', async () => {
+  const before = await token();
+  assert.ok(before !== undefined, 'the engine has a token');
+  assert.equal(await token(), before, 'no change: same token');
+
+  // Bookkeeping: a heartbeat, a number block, a claim row. None of them is book data.
+  await t.services.heartbeat.beat();
+  await other('numseq').update({ next_value: other.raw('next_value') });
+  await other('idmkey').where('idem_key', '__none__').update({ idem_key: '__none__' });
+  assert.equal(await token(), before, 'bookkeeping writes leave the token alone');
+
+  const part = await other('tkfprt').orderBy('recnum').first('recnum', 'prtnme');
+  await other('tkfprt').where({ recnum: part.recnum }).update({ prtnme: part.prtnme });
+  const afterUpdate = await token();
+  assert.notEqual(afterUpdate, before, 'an UPDATE of a part (even to the same value) is a change');
+  await other.transaction(async (trx) => {
+    await trx('tkfprt').where({ recnum: part.recnum }).update({ prtnme: part.prtnme });
+    await trx('tkfprt').where({ recnum: part.recnum }).update({ prtnme: part.prtnme });
+  });
+  assert.notEqual(await token(), afterUpdate, 'a second transaction moves it again');
+});
+
+test('a posting through the API moves the token, a rolled-back change does not', async () => {
+  const before = await token();
+  await other
+    .transaction(async (trx) => {
+      await trx('tkfprt').orderBy('recnum').limit(1).update({ prtnme: 'rolled back' });
+      throw new Error('roll back');
+    })
+    .catch(() => undefined);
+  assert.equal(await token(), before, 'rolled back: nothing changed');
+  const res = await t.post('/api/v3/ledger-transactions', journal(`DCC-${Date.now()}`));
+  if (res.status !== 200) return assert.fail(`posting refused: ${res.status} ${res.text}`);
+  assert.notEqual(await token(), before);
+});
+
+test('the counter has its rows, and PostgreSQL bumps one row once per transaction', async () => {
+  const rows = (await t.knex(DATA_COUNTER_TABLE).select('id')) as Array<{ id: number }>;
+  assert.equal(rows.length, t.engine === 'sqlite' ? 1 : SHARDS);
+  if (t.engine !== 'postgres') return;
+  const sum = async () => Number((await other(DATA_COUNTER_TABLE).sum('n as n').first())!.n);
+  const before = await sum();
+  await other.transaction(async (trx) => {
+    const part = await trx('tkfprt').orderBy('recnum').first('recnum', 'prtnme');
+    for (let i = 0; i < 5; i++) await trx('tkfprt').where({ recnum: part.recnum }).update({ prtnme: part.prtnme });
+    await trx('jobcst').where('recnum', -1).del();
+  });
+  assert.equal(await sum(), before + 1, 'seven statements on two tables: one bump');
+});
+
+test('SQL Server: one statement trigger per table, each its own batch, on the session’s row', () => {
+  const statements = createStatements('mssql');
+  assert.equal(statements.length, COUNTED_TABLES.length);
+  for (const sql of statements) {
+    assert.match(sql, /^CREATE OR ALTER TRIGGER \[\w+_datchg\] ON \[\w+\] AFTER INSERT, UPDATE, DELETE AS BEGIN SET NOCOUNT ON; /);
+    assert.match(sql, new RegExp(`UPDATE \\[datchg\\] SET \\[n\\] = \\[n\\] \\+ 1 WHERE \\[id\\] = @@SPID % ${SHARDS}; END$`));
+    assert.ok(!/;\s*GO\b/i.test(sql));
+  }
+});
