@@ -18,6 +18,7 @@ import type { Config } from './config';
 import { banner, prepareDatabase, type BootReport } from './boot';
 import { openDatabase, parseDatabaseUrl } from './storage/database';
 import { perWorkerRate } from './http/middleware/rate-limit';
+import { workerExecArgv } from './heap-limit';
 
 export interface WorkerSetup {
   /** 1..workers, stable across replacements. */
@@ -125,6 +126,8 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   process.on('SIGTERM', (s) => stop(s));
   process.on('SIGINT', (s) => stop(s));
 
-  log.info({ workers: config.workers }, 'starting workers');
+  const execArgv = workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, config.heapLimitMb);
+  cluster.setupPrimary({ execArgv });
+  log.info({ workers: config.workers, execArgv }, 'starting workers');
   for (let i = 1; i <= config.workers; i += 1) fork(i);
 }

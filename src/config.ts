@@ -41,6 +41,8 @@ export interface Config {
   webhookTimeoutMs: number;
   /** Server processes on the one port (node:cluster); 1 runs in the started process itself. */
   workers: number;
+  /** V8 heap limit of each cluster worker, MB (0: V8's default); src/heap-limit.ts says why. */
+  heapLimitMb: number;
   /**
    * This process's name among the instances on one database: its idempotency claims carry it
    * (with a boot id), and a restart under the same name frees the previous boot's claims at once.
@@ -115,6 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     workers: int(env, 'WORKERS', Math.max(1, Math.min(64, os.availableParallelism())), 1, 64),
+    heapLimitMb: heapLimit(env),
     instanceId: instanceId(env, int(env, 'PORT', 8080, 0, 65535)),
     lockPollMs: int(env, 'LOCK_POLL_MS', 250, 20, 900),
     heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
@@ -133,3 +136,11 @@ function instanceId(env: NodeJS.ProcessEnv, port: number): string {
   if (!/^[\w.:@-]{1,80}$/.test(raw)) throw new ConfigError(`INSTANCE_ID must be 1 to 80 letters, digits or . _ : @ - (got "${raw}")`);
   return raw;
 }
+
+/** HEAP_LIMIT_MB: 0 (V8's default) or 256 to 65536. Below 256 a worker would run out of heap under load. */
+function heapLimit(env: NodeJS.ProcessEnv): number {
+  const value = int(env, 'HEAP_LIMIT_MB', 1024, 0, 65_536);
+  if (value !== 0 && value < 256) throw new ConfigError(`HEAP_LIMIT_MB must be 0 (V8's default) or at least 256 (got ${value})`);
+  return value;
+}
+

@@ -102,6 +102,23 @@ test('two worker processes serve the port, each with its own instance name and h
   assert.notEqual(beats[0].boot_id, beats[1].boot_id);
 });
 
+test('workers run under the heap limit (HEAP_LIMIT_MB, default 1024 MB), which sizes their collector', async () => {
+  const starting = logLines().find((l) => l.role === 'primary' && l.msg === 'starting workers');
+  assert.ok(starting?.execArgv?.includes('--max-old-space-size=1024'), `workers forked with the limit: ${JSON.stringify(starting?.execArgv)}`);
+  const limits = new Set<number>();
+  for (let i = 0; i < 8; i += 1) {
+    // A fresh connection each: round-robin reaches both workers.
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { connection: 'close' } })).text();
+    const m = /^nodejs_heap_size_limit_bytes (\d+)/m.exec(text);
+    assert.ok(m, 'the gauge is exported');
+    limits.add(Number(m[1]));
+  }
+  for (const limit of limits) {
+    // Old generation 1024 MB plus the young generation V8 adds on top.
+    assert.ok(limit >= 1024 * 2 ** 20 && limit < 1100 * 2 ** 20, `heap limit ${limit / 2 ** 20} MB`);
+  }
+});
+
 test('the maintenance lock holds across workers: 423 on all within 1 s, an un-lock frees all within 1 s', async (t) => {
   assert.ok((await reads()).every((r) => r.status === 200));
   const locked = await postJson(port, '/api/v3/utility/lock', { userName: 'cluster-ops' }, { 'x-api-key': adminKey });

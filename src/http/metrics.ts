@@ -1,3 +1,4 @@
+import v8 from 'node:v8';
 import client from 'prom-client';
 import type { RequestHandler } from 'express';
 import type { Knex } from 'knex';
@@ -28,6 +29,7 @@ function poolOf(knex: Knex | undefined): TarnPool | undefined {
  *   http_requests_total{operation,status}               counter
  *   http_request_duration_seconds{operation,status}     histogram
  *   db_pool_connections_used / _free, db_pool_pending_acquires / _creates, db_pool_max   gauges
+ *   nodejs_heap_size_limit_bytes                        gauge
  * plus prom-client's default process metrics. `operation` is the operationId of openapi.yaml
  * (or the name of a route outside the contract, or `unmatched`), so label sets stay bounded.
  *
@@ -67,6 +69,15 @@ export function createMetrics(knex: () => Knex | undefined): HttpMetrics {
   gauge('db_pool_pending_acquires', 'Requests waiting for a database connection', (p) => p.numPendingAcquires());
   gauge('db_pool_pending_creates', 'Database connections being opened', (p) => p.numPendingCreates());
   gauge('db_pool_max', 'Largest size of the database pool', (p) => p.max);
+  // The limit V8 sizes its collector from (HEAP_LIMIT_MB, src/heap-limit.ts): lets an operator see it took.
+  new client.Gauge({
+    name: 'nodejs_heap_size_limit_bytes',
+    help: 'V8 heap size limit of this process',
+    registers: [registry],
+    collect() {
+      this.set(v8.getHeapStatistics().heap_size_limit);
+    },
+  });
 
   const observe: RequestHandler = (_req, res, next) => {
     const started = process.hrtime.bigint();
