@@ -12,64 +12,33 @@ import type { Knex } from 'knex';
 import type { Engine } from '../../src/storage/database';
 import { engineOf } from '../../src/storage/dialect';
 import type { AlterStep, TableStep } from './support/schema';
+import { counterTableStep, counterTriggers, dropCounterTriggers, type CounterSpec } from './support/change-counter';
 
 /** The tables whose rows the reference cache holds. */
 export const REFERENCE_TABLES: readonly string[] = ['lgrstp', 'fscprd', 'lgract', 'source'];
 
 export const COUNTER_TABLE = 'refchg';
 
-export const steps: TableStep[] = [
-  {
-    table: COUNTER_TABLE,
-    build: (knex) =>
-      knex.schema.createTable(COUNTER_TABLE, (t) => {
-        t.integer('id').notNullable().primary();
-        t.bigInteger('n').notNullable().defaultTo(0);
-      }),
-  },
-];
+export const steps: TableStep[] = [counterTableStep(COUNTER_TABLE)];
 
 export const alterations: AlterStep[] = [];
 
-const PG_FUNCTION = 'books_bump_refchg';
+const SPEC: CounterSpec = {
+  counter: COUNTER_TABLE,
+  suffix: 'refchg',
+  sqliteRow: '1',
+  mssqlRow: '1',
+  pgFunction: 'books_bump_refchg',
+  pgBody: `BEGIN UPDATE "${COUNTER_TABLE}" SET "n" = "n" + 1 WHERE "id" = 1; RETURN NULL; END`,
+};
 
 /** The statements that create the counting triggers on `engine`, one statement each. */
 export function createStatements(engine: Engine, tables: readonly string[] = REFERENCE_TABLES): string[] {
-  switch (engine) {
-    case 'sqlite':
-      return tables.flatMap((t) =>
-        ['INSERT', 'UPDATE', 'DELETE'].map(
-          (event) => `CREATE TRIGGER IF NOT EXISTS "${t}_refchg_${event.toLowerCase()}" AFTER ${event} ON "${t}" BEGIN UPDATE "${COUNTER_TABLE}" SET "n" = "n" + 1 WHERE "id" = 1; END`,
-        ),
-      );
-    case 'postgres':
-      return [
-        `CREATE OR REPLACE FUNCTION ${PG_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ ` +
-          `BEGIN UPDATE "${COUNTER_TABLE}" SET "n" = "n" + 1 WHERE "id" = 1; RETURN NULL; END $$`,
-        ...tables.flatMap((t) => [
-          `DROP TRIGGER IF EXISTS "${t}_refchg" ON "${t}"`,
-          `CREATE TRIGGER "${t}_refchg" AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON "${t}" FOR EACH STATEMENT EXECUTE FUNCTION ${PG_FUNCTION}()`,
-        ]),
-      ];
-    case 'mssql':
-      // Each trigger its own batch (one knex.raw each); CREATE OR ALTER needs SQL Server 2016 SP1.
-      return tables.map(
-        (t) =>
-          `CREATE OR ALTER TRIGGER [${t}_refchg] ON [${t}] AFTER INSERT, UPDATE, DELETE AS BEGIN SET NOCOUNT ON; ` +
-          `IF EXISTS (SELECT 1 FROM inserted) OR EXISTS (SELECT 1 FROM deleted) UPDATE [${COUNTER_TABLE}] SET [n] = [n] + 1 WHERE [id] = 1; END`,
-      );
-  }
+  return counterTriggers(SPEC, engine, tables);
 }
 
 export function dropStatements(engine: Engine, tables: readonly string[] = REFERENCE_TABLES): string[] {
-  switch (engine) {
-    case 'sqlite':
-      return tables.flatMap((t) => ['insert', 'update', 'delete'].map((e) => `DROP TRIGGER IF EXISTS "${t}_refchg_${e}"`));
-    case 'postgres':
-      return [...tables.map((t) => `DROP TRIGGER IF EXISTS "${t}_refchg" ON "${t}"`), `DROP FUNCTION IF EXISTS ${PG_FUNCTION}()`];
-    case 'mssql':
-      return tables.map((t) => `DROP TRIGGER IF EXISTS [${t}_refchg]`);
-  }
+  return dropCounterTriggers(SPEC, engine, tables);
 }
 
 export async function up(knex: Knex): Promise<void> {

@@ -24,6 +24,7 @@ import type { Engine } from '../../src/storage/database';
 import { engineOf } from '../../src/storage/dialect';
 import { TABLES as BOOK_TABLES } from './20261122000004_upddte_triggers';
 import type { AlterStep, TableStep } from './support/schema';
+import { counterTableStep, counterTriggers, dropCounterTriggers, type CounterSpec } from './support/change-counter';
 
 export const DATA_COUNTER_TABLE = 'datchg';
 
@@ -33,65 +34,32 @@ export const SHARDS = 32;
 /** Tables whose changes are data changes: every entity and line table. */
 export const COUNTED_TABLES: readonly string[] = BOOK_TABLES;
 
-export const steps: TableStep[] = [
-  {
-    table: DATA_COUNTER_TABLE,
-    build: (knex) =>
-      knex.schema.createTable(DATA_COUNTER_TABLE, (t) => {
-        t.integer('id').notNullable().primary();
-        t.bigInteger('n').notNullable().defaultTo(0);
-      }),
-  },
-];
+export const steps: TableStep[] = [counterTableStep(DATA_COUNTER_TABLE)];
 
 export const alterations: AlterStep[] = [];
 
-const PG_FUNCTION = 'books_bump_datchg';
+const SPEC: CounterSpec = {
+  counter: DATA_COUNTER_TABLE,
+  suffix: 'datchg',
+  sqliteRow: '0',
+  mssqlRow: `@@SPID % ${SHARDS}`,
+  pgFunction: 'books_bump_datchg',
+  // Once per transaction: later statements of the same transaction find the setting (local to
+  // the transaction, and undone with a rolled-back savepoint together with its UPDATE).
+  pgBody:
+    `DECLARE x text := txid_current()::text; ` +
+    `BEGIN IF current_setting('books.datchg_xid', true) IS DISTINCT FROM x THEN ` +
+    `UPDATE "${DATA_COUNTER_TABLE}" SET "n" = "n" + 1 WHERE "id" = pg_backend_pid() % ${SHARDS}; ` +
+    `PERFORM set_config('books.datchg_xid', x, true); END IF; RETURN NULL; END`,
+};
 
 /** The statements that create the counting triggers on `engine`, one statement each. */
 export function createStatements(engine: Engine, tables: readonly string[] = COUNTED_TABLES): string[] {
-  switch (engine) {
-    case 'sqlite':
-      return tables.flatMap((t) =>
-        ['INSERT', 'UPDATE', 'DELETE'].map(
-          (event) =>
-            `CREATE TRIGGER IF NOT EXISTS "${t}_datchg_${event.toLowerCase()}" AFTER ${event} ON "${t}" ` +
-            `BEGIN UPDATE "${DATA_COUNTER_TABLE}" SET "n" = "n" + 1 WHERE "id" = 0; END`,
-        ),
-      );
-    case 'postgres':
-      return [
-        // Once per transaction: later statements of the same transaction find the setting (local to
-        // the transaction, and undone with a rolled-back savepoint together with its UPDATE).
-        `CREATE OR REPLACE FUNCTION ${PG_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ ` +
-          `DECLARE x text := txid_current()::text; ` +
-          `BEGIN IF current_setting('books.datchg_xid', true) IS DISTINCT FROM x THEN ` +
-          `UPDATE "${DATA_COUNTER_TABLE}" SET "n" = "n" + 1 WHERE "id" = pg_backend_pid() % ${SHARDS}; ` +
-          `PERFORM set_config('books.datchg_xid', x, true); END IF; RETURN NULL; END $$`,
-        ...tables.flatMap((t) => [
-          `DROP TRIGGER IF EXISTS "${t}_datchg" ON "${t}"`,
-          `CREATE TRIGGER "${t}_datchg" AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON "${t}" FOR EACH STATEMENT EXECUTE FUNCTION ${PG_FUNCTION}()`,
-        ]),
-      ];
-    case 'mssql':
-      // Each trigger its own batch (one knex.raw each); CREATE OR ALTER needs SQL Server 2016 SP1.
-      return tables.map(
-        (t) =>
-          `CREATE OR ALTER TRIGGER [${t}_datchg] ON [${t}] AFTER INSERT, UPDATE, DELETE AS BEGIN SET NOCOUNT ON; ` +
-          `IF EXISTS (SELECT 1 FROM inserted) OR EXISTS (SELECT 1 FROM deleted) UPDATE [${DATA_COUNTER_TABLE}] SET [n] = [n] + 1 WHERE [id] = @@SPID % ${SHARDS}; END`,
-      );
-  }
+  return counterTriggers(SPEC, engine, tables);
 }
 
 export function dropStatements(engine: Engine, tables: readonly string[] = COUNTED_TABLES): string[] {
-  switch (engine) {
-    case 'sqlite':
-      return tables.flatMap((t) => ['insert', 'update', 'delete'].map((e) => `DROP TRIGGER IF EXISTS "${t}_datchg_${e}"`));
-    case 'postgres':
-      return [...tables.map((t) => `DROP TRIGGER IF EXISTS "${t}_datchg" ON "${t}"`), `DROP FUNCTION IF EXISTS ${PG_FUNCTION}()`];
-    case 'mssql':
-      return tables.map((t) => `DROP TRIGGER IF EXISTS [${t}_datchg]`);
-  }
+  return dropCounterTriggers(SPEC, engine, tables);
 }
 
 /** The counter table, its rows and the triggers on `tables` (the query-engine fixtures count their own tables). */
