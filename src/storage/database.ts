@@ -20,6 +20,9 @@ export const DEFAULT_DATABASE_URL = 'sqlite://./data/books.sqlite';
 /** Parses DATABASE_URL: sqlite://PATH, postgres://..., mssql://user:pass@host:port/db?encrypt=true */
 const PREPARED_PER_CONNECTION = 500;
 
+/** SQLite page cache per connection, KiB (see afterCreate). */
+const SQLITE_PAGE_CACHE_KB = 4096;
+
 /**
  * knex's better-sqlite3 client prepares every statement it runs (`connection.prepare(sql)` per
  * query): on the write path that compile was about a fifth of a posting's CPU. Statements are
@@ -64,6 +67,11 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
               conn.pragma('foreign_keys = ON');
               conn.pragma('synchronous = NORMAL');
               conn.pragma('busy_timeout = 5000');
+              // better-sqlite3 builds SQLite with a 16 MB page cache per connection (SQLite's own
+              // default is 2 MB): a scan of a large table (the match index of 100,000 parts) filled
+              // it and held 16 MB more per process for good. The OS page cache still holds the
+              // file; 4 MB keeps the hot index pages (bench/README.md, "Peak RSS under load").
+              conn.pragma(`cache_size = -${SQLITE_PAGE_CACHE_KB}`);
               reusePreparedStatements(conn);
               done(null, conn);
             } catch (err) {
