@@ -15,6 +15,7 @@ import type { EntityDef } from '../../catalog/types';
 import type { SnapshotReader } from '../../storage/dialect';
 import { BASE, col } from '../query/sql';
 import { normalise } from './normalize';
+import { rowKeys, type RowKeys } from './row-keys';
 
 export interface ColumnIndex {
   /** Distinct normalised values, shortest first. */
@@ -27,7 +28,7 @@ export interface ColumnIndex {
 }
 
 export interface MatchIndex {
-  keys: unknown[];
+  keys: RowKeys;
   columns: Map<string, ColumnIndex>;
 }
 
@@ -37,13 +38,13 @@ export const MATCH_INDEX_MAX_ROWS = 1_000_000;
 const BATCH = 2_000;
 
 interface Scanned {
-  keys: unknown[];
+  keys: RowKeys;
   column: ColumnIndex;
 }
 
 interface Entry {
   token: string;
-  keys?: unknown[];
+  keys?: RowKeys;
   columns: Map<string, Promise<Scanned | undefined>>;
 }
 
@@ -121,7 +122,7 @@ async function scan(reader: SnapshotReader, entity: EntityDef, column: string): 
     if (rows.length < BATCH) break;
     after = rows[rows.length - 1]![key];
   }
-  return { keys, column: compress(norm) };
+  return { keys: rowKeys(keys), column: compress(norm) };
 }
 
 /**
@@ -157,5 +158,5 @@ export async function matchIndex(knex: Knex, reader: SnapshotReader, entity: Ent
     scanned.keys = entry.keys; // one copy of the keys per entity
     out.set(c, scanned.column);
   }
-  return { keys: entry.keys ?? [], columns: out };
+  return { keys: entry.keys ?? rowKeys([]), columns: out };
 }

@@ -179,7 +179,10 @@ function scoreIndex(index: MatchIndex, plan: MatchPlan, cap: number): Hit[] {
     }
   }
   const best = new BestList(cap);
-  for (const [row, d] of distance) best.offer({ key: index.keys[row], sortKey: keyOf(index.keys[row]), distance: d });
+  for (const [row, d] of distance) {
+    const key = index.keys.at(row);
+    best.offer({ key, sortKey: keyOf(key), distance: d });
+  }
   return best.result();
 }
 
