@@ -59,6 +59,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const services = createServices(config, logger, knex, target.engine);
   // Before the lock is read (a held lock drops the pool): record this boot, free the previous boot's claims.
   await services.heartbeat.start();
+  services.dataChanges.start();
   // A service restarted while the maintenance lock is held drops its pool before serving anything.
   await services.lock.ensureLoaded();
   const app = createApp(services);
@@ -141,6 +142,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
       await services.events.stop();
       services.lock.stop();
       services.heartbeat.stop();
+      services.dataChanges.stop();
       await services.knex.destroy();
       logger.info({ ms: Date.now() - started, outcome }, 'stopped');
     })();

@@ -12,6 +12,7 @@ import { KnexIdempotencyStore } from './engines/idempotency/store';
 import { WriteRunner } from './engines/posting/runner';
 import { Events } from './events';
 import { InstanceHeartbeat } from './storage/instance-heartbeat';
+import { DataChangeLog } from './storage/data-change-log';
 import { ReferenceCache } from './storage/reference-cache';
 
 /**
@@ -37,7 +38,12 @@ export interface Services {
   events: Events;
   /** This process among those on the database (instance + boot); owner of its idempotency claims. Started by the server. */
   heartbeat: InstanceHeartbeat;
+  /** Folds the data change log every second (the change token of reads). */
+  dataChanges: DataChangeLog;
 }
+
+/** How often a process folds the data change log (it grows by one row per posting in between). */
+const DATA_LOG_FOLD_MS = 1000;
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
   // A span per statement while a request's span records (nothing to do otherwise).
@@ -47,6 +53,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
   const numbers = new NumberAllocator(knex, engine, config.numberBlockSize);
   const heartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: () => lock.isLocked() });
+  const dataChanges = new DataChangeLog({ knex, engine, logger, foldMs: DATA_LOG_FOLD_MS, paused: () => lock.isLocked() });
   const writes = new WriteRunner({
     boundary,
     dialect,
@@ -63,5 +70,5 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   });
   const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
   const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
-  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat };
+  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges };
 }

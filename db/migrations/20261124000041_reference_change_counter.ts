@@ -24,10 +24,9 @@ export const steps: TableStep[] = [counterTableStep(COUNTER_TABLE)];
 export const alterations: AlterStep[] = [];
 
 const SPEC: CounterSpec = {
-  counter: COUNTER_TABLE,
   suffix: 'refchg',
-  sqliteRow: '1',
-  mssqlRow: '1',
+  sqliteStatement: `UPDATE "${COUNTER_TABLE}" SET "n" = "n" + 1 WHERE "id" = 1`,
+  mssqlStatement: `UPDATE [${COUNTER_TABLE}] SET [n] = [n] + 1 WHERE [id] = 1`,
   pgFunction: 'books_bump_refchg',
   pgBody: `BEGIN UPDATE "${COUNTER_TABLE}" SET "n" = "n" + 1 WHERE "id" = 1; RETURN NULL; END`,
 };

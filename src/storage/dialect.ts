@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { Dec, toDec } from './decimal';
 import type { Engine } from './database';
+import { DATA_TOKEN_SQL } from './data-change-log';
 
 /**
  * Everything that differs between SQLite, PostgreSQL and SQL Server lives here, so the
@@ -117,9 +118,9 @@ export interface SnapshotReader {
   all(query: Knex.QueryBuilder): Promise<Row[]>;
   /**
    * A token equal for two snapshots only when no book data (entity and line tables) can differ
-   * between them (keeps reused counts and in-memory match indexes exact): the sum of the data
-   * change counter rows, which triggers bump in every transaction that changes book data
-   * (migration 20261125000001_data_change_counter). The service's bookkeeping writes (heartbeats,
+   * between them (keeps reused counts and in-memory match indexes exact): the data change
+   * counter, which triggers move in every transaction that changes book data (migration
+   * 20261125000001_data_change_counter, src/storage/data-change-log.ts). The service's bookkeeping writes (heartbeats,
    * claims, number blocks) do not move it.
    */
   changeToken(): Promise<string | undefined>;
@@ -167,11 +168,8 @@ function transactionReader(trx: Knex.Transaction, token: (trx: Knex.Transaction)
   };
 }
 
-/** The data change counter (migration 20261125000001_data_change_counter): its rows' sum is the change token. */
-const DATA_COUNTER_TABLE = 'datchg';
-const DATA_TOKEN_SQL = `select sum(n) as n from ${DATA_COUNTER_TABLE}`;
 
-/** The counter sum as a token (a string: PostgreSQL's bigint sum arrives as text, SQLite's as a number). */
+/** The data change counter as a token (a string: PostgreSQL's bigint arrives as text, SQLite's as a number). */
 function tokenOf(row: Row | undefined): string | undefined {
   const n = row?.n;
   return n === null || n === undefined ? undefined : String(n);
@@ -331,10 +329,10 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
   },
 });
 
-/** The data change counter's sum as a transaction's snapshot sees it (PostgreSQL, SQL Server). */
+/** The data change counter as a transaction's snapshot sees it (PostgreSQL, SQL Server). */
 async function counterToken(trx: Knex.Transaction): Promise<string | undefined> {
-  const rows = (await trx.select(trx.raw('sum(n) as n')).from(DATA_COUNTER_TABLE)) as Row[];
-  return tokenOf(rows[0]);
+  const result = (await trx.raw(DATA_TOKEN_SQL)) as { rows?: Row[] } | Row[];
+  return tokenOf(Array.isArray(result) ? result[0] : result.rows?.[0]);
 }
 
 const PG_TYPE: Record<ValueKind, (scale?: number) => string> = {

@@ -1,8 +1,8 @@
 /**
  * Change counters kept by triggers (migrations 20261124000041 `refchg` and 20261125000001
- * `datchg`): a table of (id, n) rows, and on every counted table a trigger that adds 1 to a row
- * in the transaction that changes it. What differs between the two counters is which row a
- * change bumps, and on PostgreSQL the trigger function's body; the statements' shape is here.
+ * `datchg`): a table of (id, n) rows, and on every counted table a trigger that counts the change
+ * in the transaction that makes it. What differs between the two counters is the statement a
+ * trigger runs (and on PostgreSQL the trigger function's body); the triggers' shape is here.
  *
  * Part of already-applied migrations: what these functions emit must not change for `refchg`.
  */
@@ -11,14 +11,12 @@ import type { Engine } from '../../../src/storage/database';
 import type { TableStep } from './schema';
 
 export interface CounterSpec {
-  /** The counter table. */
-  counter: string;
   /** Trigger names are `<table>_<suffix>` (SQLite: `<table>_<suffix>_<event>`). */
   suffix: string;
-  /** SQLite: the row (id) a change bumps. */
-  sqliteRow: string;
-  /** SQL Server: the expression of the row a change bumps. */
-  mssqlRow: string;
+  /** SQLite: the statement a changed row runs. */
+  sqliteStatement: string;
+  /** SQL Server: the statement a changing statement runs (when it changed a row). */
+  mssqlStatement: string;
   /** PostgreSQL: the trigger function and its plpgsql body (between BEGIN and END). */
   pgFunction: string;
   pgBody: string;
@@ -37,12 +35,12 @@ export function counterTableStep(counter: string): TableStep {
 
 /** The statements that create the counting triggers on `tables`, one statement (batch) each. */
 export function counterTriggers(spec: CounterSpec, engine: Engine, tables: readonly string[]): string[] {
-  const { counter, suffix } = spec;
+  const { suffix } = spec;
   switch (engine) {
     case 'sqlite':
       return tables.flatMap((t) =>
         ['INSERT', 'UPDATE', 'DELETE'].map(
-          (event) => `CREATE TRIGGER IF NOT EXISTS "${t}_${suffix}_${event.toLowerCase()}" AFTER ${event} ON "${t}" BEGIN UPDATE "${counter}" SET "n" = "n" + 1 WHERE "id" = ${spec.sqliteRow}; END`,
+          (event) => `CREATE TRIGGER IF NOT EXISTS "${t}_${suffix}_${event.toLowerCase()}" AFTER ${event} ON "${t}" BEGIN ${spec.sqliteStatement}; END`,
         ),
       );
     case 'postgres':
@@ -58,7 +56,7 @@ export function counterTriggers(spec: CounterSpec, engine: Engine, tables: reado
       return tables.map(
         (t) =>
           `CREATE OR ALTER TRIGGER [${t}_${suffix}] ON [${t}] AFTER INSERT, UPDATE, DELETE AS BEGIN SET NOCOUNT ON; ` +
-          `IF EXISTS (SELECT 1 FROM inserted) OR EXISTS (SELECT 1 FROM deleted) UPDATE [${counter}] SET [n] = [n] + 1 WHERE [id] = ${spec.mssqlRow}; END`,
+          `IF EXISTS (SELECT 1 FROM inserted) OR EXISTS (SELECT 1 FROM deleted) ${spec.mssqlStatement}; END`,
       );
   }
 }

@@ -1,0 +1,84 @@
+/**
+ * The data change counter's log (migration 20261125000001_data_change_counter): on PostgreSQL and
+ * SQL Server every transaction that changes book data inserts its transaction id into `datlog`,
+ * and the change token of a read is `datchg.n + count(datlog)`. This module keeps the log short:
+ * every `foldMs` it moves the log into `datchg.n` in one transaction (delete the rows, add their
+ * number), which leaves the token unchanged for every snapshot. Any process may fold; two folding
+ * at once each move only the rows they deleted. SQLite counts in `datchg.n` directly: nothing to fold.
+ */
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Engine } from './database';
+
+const COUNTER = 'datchg';
+const LOG = 'datlog';
+
+/** The token of a read snapshot: one statement, so both parts come from the same snapshot. */
+export const DATA_TOKEN_SQL = `select (select n from ${COUNTER} where id = 0) + (select count(*) from ${LOG}) as n`;
+
+/** Moves the committed log rows into the counter; returns how many. */
+export async function foldDataChangeLog(knex: Knex, engine: Engine): Promise<number> {
+  switch (engine) {
+    case 'sqlite':
+      return 0;
+    case 'postgres': {
+      // A data-modifying CTE runs to completion once; rows of transactions still in flight are
+      // not visible to it and stay for the next fold.
+      const result = (await knex.raw(
+        `with moved as (delete from ${LOG} returning 1), n as (select count(*) as k from moved) ` +
+          `update ${COUNTER} set n = n + (select k from n) where id = 0 and (select k from n) > 0 returning (select k from n) as k`,
+      )) as { rows: Array<{ k: string | number }> };
+      return Number(result.rows[0]?.k ?? 0);
+    }
+    case 'mssql': {
+      // READPAST: rows of transactions still in flight are locked; skipped, left for the next fold.
+      const rows = (await knex.raw(
+        `SET XACT_ABORT ON; BEGIN TRAN; DECLARE @k bigint; DELETE FROM [${LOG}] WITH (READPAST); SET @k = @@ROWCOUNT; ` +
+          `IF @k > 0 UPDATE [${COUNTER}] SET [n] = [n] + @k WHERE [id] = 0; COMMIT TRAN; SELECT @k AS k;`,
+      )) as Array<{ k: number }>;
+      return Number(rows[0]?.k ?? 0);
+    }
+  }
+}
+
+export interface DataChangeLogOptions {
+  knex: Knex;
+  engine: Engine;
+  logger: Logger;
+  /** Interval of the folds. */
+  foldMs: number;
+  /** No fold while true (the maintenance lock has dropped the pool). */
+  paused?: () => boolean;
+}
+
+export class DataChangeLog {
+  private timer: NodeJS.Timeout | null = null;
+  private folding: Promise<number> | null = null;
+
+  constructor(private readonly options: DataChangeLogOptions) {}
+
+  start(): void {
+    if (this.options.engine === 'sqlite') return;
+    this.timer ??= setInterval(() => void this.fold(), this.options.foldMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** One fold (skipped while paused or while one runs); failures only logged. */
+  fold(): Promise<number> {
+    if (this.options.paused?.() || this.folding) return this.folding ?? Promise.resolve(0);
+    this.folding = foldDataChangeLog(this.options.knex, this.options.engine)
+      .catch((err) => {
+        this.options.logger.warn({ err }, 'data change log not folded');
+        return 0;
+      })
+      .finally(() => {
+        this.folding = null;
+      });
+    return this.folding;
+  }
+}
