@@ -147,7 +147,9 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
   t.diagnostic(`at the kill (posted / 504 / in flight): ${JSON.stringify(landed)}`);
   const lastPending = [PAYROLL, SERVICE_POST, SERVICE_INVENTORY].map((path) => landed[path.replace('/api/v3/', '')]!).reduce((n, k) => n + k[1] + k[2], 0);
   assert.ok(lastPending >= 1, 'the crash left payroll, service invoice or service inventory postings unfinished');
-  const orphaned = await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).where({ state: 'in_flight' });
+  // In flight, or `unknown` (answered 504 past the deadline, its commit still pending): on a loaded
+  // machine every claim left at the kill may be the latter.
+  const orphaned = await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).whereIn('state', ['in_flight', 'unknown']);
   assert.ok(orphaned.length >= 1, 'the crash left claimed keys whose posting never committed');
 
   const second = await start();
