@@ -77,27 +77,87 @@ export function sumBalanceChanges(changes: readonly BalanceChange[]): BalanceCha
   return [...cells.values()].sort((a, b) => a.account - b.account || a.year - b.year || a.period - b.period);
 }
 
+/**
+ * Balance cells known to exist, per database (keyed by its NumberAllocator: one per service and
+ * database), cell -> record number. A cell row is never deleted by the service, and its record
+ * number never changes (the upsert does not touch recnum), so once a committed row was seen its
+ * prediction "present, this record number" stays true; the pre-read above is then skipped (one
+ * statement less per posting). Only rows read by a transaction that then COMMITTED are remembered:
+ * a cell created inside a transaction that rolls back (a dry run, a refusal) must not be predicted
+ * present, or a later posting would insert it under a record number the rollback gave back. Cells
+ * created by other processes are simply not known yet: the read runs, as before. Should a row ever
+ * be deleted from outside, the upsert re-creates it under its old record number (unique: numbers
+ * are never handed out twice), which is what the read would have led to as well, with a new number.
+ */
+const KNOWN_CELLS_MAX = 20_000;
+const knownCells = new WeakMap<object, Map<string, number>>();
+
+function knownCellsOf(owner: object): Map<string, number> {
+  let cells = knownCells.get(owner);
+  if (!cells) {
+    cells = new Map();
+    knownCells.set(owner, cells);
+  }
+  return cells;
+}
+
+/** Remembers `seen` once `trx` has committed (knex resolves executionPromise on COMMIT, rejects on rollback). */
+function rememberAfterCommit(trx: Knex.Transaction, known: Map<string, number>, seen: ReadonlyArray<[string, number]>): void {
+  // A savepoint's promise settles at its release: the outermost transaction's commit is what counts.
+  type Transactor = { executionPromise?: Promise<unknown>; parentTransaction?: Transactor };
+  let outer = trx as unknown as Transactor;
+  while (outer.parentTransaction) outer = outer.parentTransaction;
+  const committed = outer.executionPromise;
+  if (!committed) return;
+  committed.then(
+    () => {
+      if (known.size + seen.length > KNOWN_CELLS_MAX) known.clear();
+      for (const [key, recnum] of seen) known.set(key, recnum);
+    },
+    () => undefined,
+  );
+}
+
+/** Forgets the cells known to exist (tests that delete balance rows by hand). */
+export function forgetKnownBalanceCells(owner: object): void {
+  knownCells.delete(owner);
+}
+
 /** Adds the changes to lgrbal, creating the cells that do not exist yet. */
 export async function addToLedgerBalances(trx: Knex.Transaction, changes: readonly BalanceChange[], options: BalanceWriteOptions): Promise<void> {
   const cells = sumBalanceChanges(changes);
   if (cells.length === 0) return;
 
-  // Which cells exist (a plain read: it only decides how many record numbers to take).
+  // Which cells exist (a plain read: it only decides how many record numbers to take). Cells this
+  // process has seen committed are known without the read (knownCellsOf).
+  const known = knownCellsOf(options.numbers);
   const existing = new Map<string, number>();
   const byPeriod = new Map<string, { year: number; period: number; accounts: number[] }>();
   for (const c of cells) {
+    const key = cellKey(c.account, c.year, c.period);
+    const recnum = known.get(key);
+    if (recnum !== undefined) {
+      existing.set(key, recnum);
+      continue;
+    }
     const k = `${c.year}/${c.period}`;
     const group = byPeriod.get(k) ?? { year: c.year, period: c.period, accounts: [] };
     group.accounts.push(c.account);
     byPeriod.set(k, group);
   }
+  const seen: Array<[string, number]> = [];
   for (const g of byPeriod.values()) {
     const rows: Array<{ lgract: number | string; recnum: number | string }> = await trx('lgrbal')
       .where({ postyr: g.year, actprd: g.period })
       .whereIn('lgract', g.accounts)
       .select('lgract', 'recnum');
-    for (const r of rows) existing.set(cellKey(Number(r.lgract), g.year, g.period), Number(r.recnum));
+    for (const r of rows) {
+      const key = cellKey(Number(r.lgract), g.year, g.period);
+      existing.set(key, Number(r.recnum));
+      seen.push([key, Number(r.recnum)]);
+    }
   }
+  if (seen.length > 0) rememberAfterCommit(trx, known, seen);
   const missing = cells.filter((c) => !existing.has(cellKey(c.account, c.year, c.period))).length;
   const range = await options.numbers.allocateIn(trx, 'lgrbal', missing);
   let next = range.first;

@@ -140,10 +140,28 @@ function traceComments(conn: any): void {
     if (traceId && TRACE_ID.test(traceId)) {
       const comment = `/* trace=${traceId} */ `;
       if (typeof config === 'string') config = comment + config;
-      else if (config && typeof config.text === 'string' && typeof config.submit !== 'function' && !config.name) config = { ...config, text: comment + config.text };
+      else if (config && typeof config.text === 'string' && typeof config.submit !== 'function' && !config.name) {
+        config = { ...config, text: comment + (isPlainBegin(config) ? labelledBegin(traceId) : config.text) };
+      }
     }
     return query(config, ...rest);
   };
+}
+
+/** knex's `BEGIN;` of a read-write transaction, sent without parameters (pg's simple query protocol). */
+function isPlainBegin(config: { text: string; values?: unknown[] }): boolean {
+  return config.text === 'BEGIN;' && (config.values === undefined || config.values.length === 0);
+}
+
+/**
+ * A transaction begun inside a request also labels its session with the trace id
+ * (application_name `ais trace=<id>`, for this transaction only; see trace-session.ts) in the SAME
+ * round trip as BEGIN: a simple-protocol query may carry several statements, and the id is checked
+ * hex, so it is a literal, never a bound value. Before, a posting sent the set_config as a
+ * statement of its own: one round trip of the dozen a journal takes.
+ */
+function labelledBegin(traceId: string): string {
+  return `BEGIN; select set_config('application_name', 'ais trace=${traceId}', true);`;
 }
 
 /** Where knex's own messages (pool warnings such as "Connection Error") go: the service's logger. */

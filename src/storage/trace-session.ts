@@ -7,13 +7,15 @@ const TRACE_ID = /^[0-9a-f]{32}$/;
  * The statement that labels a posting transaction's database session with the request's trace id,
  * so a database administrator sees which request ran a statement:
  *   PostgreSQL: application_name `ais trace=<trace id>` for this transaction only (set_config
- *               local: pg_stat_activity and log_line_prefix %a show it; pooled connections revert);
+ *               local: pg_stat_activity and log_line_prefix %a show it; pooled connections revert),
+ *               sent with BEGIN by the connection itself (database.ts labelledBegin), so no statement here;
  *   SQL Server: CONTEXT_INFO = the 16 bytes of the trace id (sys.dm_exec_sessions.context_info);
  *   SQLite:     none (embedded: there is no other session to tell apart).
  */
 export function traceSessionStatement(knex: Knex, engine: Engine, traceId: string): Knex.Raw | undefined {
   if (!TRACE_ID.test(traceId)) return undefined;
-  if (engine === 'postgres') return knex.raw("select set_config('application_name', ?, true)", [`ais trace=${traceId}`]);
+  // PostgreSQL: the connection's BEGIN carries it in the same round trip (database.ts, labelledBegin).
+  if (engine === 'postgres') return undefined;
   // The id is checked hex above: a binary literal, not a bound value (SET CONTEXT_INFO takes no parameter).
   if (engine === 'mssql') return knex.raw(`SET CONTEXT_INFO 0x${traceId}`);
   return undefined;

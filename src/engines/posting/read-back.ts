@@ -108,6 +108,78 @@ export async function readRecord(trx: Knex | Knex.Transaction, entityName: strin
   return record;
 }
 
+/** Rows per insert statement under every engine's parameter limit (SQL Server: 2,100). */
+function rowsPerStatement(rows: ReadonlyArray<Record<string, unknown>>): number {
+  const columns = rows.length === 0 ? 1 : Object.keys(rows[0]!).length;
+  return Math.max(1, Math.floor(2000 / Math.max(columns, 1)));
+}
+
+/**
+ * Inserts `rows` into `table` and returns what was stored, columns `columns`, in the order of
+ * `rows`: the insert's RETURNING clause (SQL Server: OUTPUT INSERTED into a temporary table,
+ * which knex writes when asked to include trigger modifications: every table there has an
+ * upddte trigger, and a plain OUTPUT is refused on a table with triggers).
+ */
+async function insertReturningRows(trx: Knex | Knex.Transaction, table: string, keyColumn: string, columns: readonly string[], rows: ReadonlyArray<Record<string, unknown>>): Promise<Row[]> {
+  const byKey = new Map<string, Row>();
+  const size = rowsPerStatement(rows);
+  for (let i = 0; i < rows.length; i += size) {
+    const stored = (await trx(table)
+      .insert(rows.slice(i, i + size))
+      .returning([...columns], { includeTriggerModifications: true })) as Row[];
+    for (const row of stored) byKey.set(String(row[keyColumn]).toLowerCase(), row);
+  }
+  return rows.map((r) => {
+    const row = byKey.get(String(r[keyColumn]).toLowerCase());
+    if (!row) throw new Error(`read-back: ${table} ${String(r[keyColumn])} not returned by its own insert`);
+    return row;
+  });
+}
+
+/**
+ * Write and read back in ONE statement: inserts records of `entityName` (storage rows built by
+ * write-rows.ts, each with its key) and returns them as readRecordsById would read them right
+ * after, without the SELECT. Provably the same: the insert returns the very columns the read
+ * selects (every field of the catalog, no `select`), as the engine stored them (defaults and
+ * type conversion applied; no trigger changes an inserted row), and they are decoded by the same
+ * recordDecoder; nothing runs between the insert and where the read stood. One round trip per
+ * insert instead of two (PostgreSQL pays a round trip per statement).
+ */
+export async function insertRecordsReturning(trx: Knex | Knex.Transaction, entityName: string, rows: ReadonlyArray<Record<string, unknown>>): Promise<PublishedRecord[]> {
+  const entity = entityOf(entityName);
+  const fields = Object.values(entity.fields);
+  const columns = [...new Set([...fields.map((f) => f.column), entity.keyColumn])];
+  const decode = recordDecoder(queryDialectFor(engineOf(trx as Knex)), fields);
+  return (await insertReturningRows(trx, entity.table, entity.keyColumn, columns, rows)).map(decode);
+}
+
+/**
+ * The lines of ONE parent record, inserted and returned as attachChildren reads them (every field
+ * of the collection, in the order column's order): the same argument as insertRecordsReturning.
+ * `keyColumn` is the child table's own key (`_idnum`), present in every row.
+ */
+export async function insertChildrenReturning(trx: Knex | Knex.Transaction, entityName: string, collection: string, rows: ReadonlyArray<Record<string, unknown>>, keyColumn = '_idnum'): Promise<PublishedRecord[]> {
+  const entity = entityOf(entityName);
+  const child = Object.hasOwn(entity.children, collection) ? entity.children[collection] : undefined;
+  if (!child) throw new Error(`read-back: ${entityName} has no child collection ${collection}`);
+  const fields = Object.values(child.fields);
+  const columns = [...new Set([...fields.map((f) => f.column), child.parentColumn, child.orderColumn, keyColumn])];
+  const decode = recordDecoder(queryDialectFor(engineOf(trx as Knex)), fields);
+  const stored = await insertReturningRows(trx, child.table, keyColumn, columns, rows);
+  // The read orders by (parent, order column); one parent here. Stable: ties keep insert order.
+  const order = (row: Row) => row[child.orderColumn] as number | string;
+  const sorted = [...stored].sort((a, b) => {
+    const x = order(a);
+    const y = order(b);
+    const nx = Number(x);
+    const ny = Number(y);
+    // Numbers (a bigint arrives as text from pg) compare as numbers, anything else as text.
+    if (x !== null && y !== null && x !== '' && y !== '' && Number.isFinite(nx) && Number.isFinite(ny)) return nx - ny;
+    return String(x) < String(y) ? -1 : String(x) > String(y) ? 1 : 0;
+  });
+  return sorted.map(decode);
+}
+
 /**
  * The TypeScript shape of a record read back with every field (the contract's entity schema,
  * generated/api-types.ts, all fields present since no `select` is given), with its `lines`.

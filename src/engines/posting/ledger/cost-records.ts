@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Dec } from '../../../storage/decimal';
 import type { PostingContext } from '../context';
-import { readRecordsById } from '../read-back';
+import { insertRecordsReturning } from '../read-back';
 import type { PublishedRecord } from '../../query/envelope';
-import { insertChunked } from './journal';
-import { recordRow, tableOf, type PublishedValue } from '../write-rows';
+import { recordRow, type PublishedValue } from '../write-rows';
 
 /**
  * The one writer shape of the cost records a posting cascade creates (job costs, jobcst, and
@@ -32,7 +31,8 @@ export interface CostRecordToWrite {
 
 /**
  * Inserts one row per cost (the shared fields plus `own(cost)`, all in published names, into the
- * entity's table through the catalog: write-rows.ts) and returns them read back via `entityName`.
+ * entity's table through the catalog: write-rows.ts) and returns them as stored (the insert's
+ * RETURNING, decoded as a read of `entityName` would: read-back.ts insertRecordsReturning).
  */
 export async function writeCostRecords<C extends CostRecordToWrite>(
   ctx: PostingContext,
@@ -63,6 +63,6 @@ export async function writeCostRecords<C extends CostRecordToWrite>(
       ...own(c),
     }),
   );
-  await insertChunked(ctx.trx, tableOf(entityName), rows);
-  return readRecordsById(ctx.trx, entityName, ids);
+  // Inserted and read back in the same statement(s): read-back.ts insertRecordsReturning.
+  return insertRecordsReturning(ctx.trx, entityName, rows);
 }

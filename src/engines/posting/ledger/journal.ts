@@ -4,8 +4,8 @@ import { addToLedgerBalances } from '../../../storage/balances';
 import { Dec } from '../../../storage/decimal';
 import type { NumberAllocator } from '../../../storage/numbers';
 import { SCALE, type PostingContext } from '../context';
-import { readRecord } from '../read-back';
-import { childRow, childTableOf, recordRow, tableOf } from '../write-rows';
+import { insertChildrenReturning, insertRecordsReturning, readRecord } from '../read-back';
+import { childRow, childTableOf, recordRow } from '../write-rows';
 
 /**
  * Writes a ledger transaction (lgrtrn + lgtnln) and the ledger balances it moves (lgrbal), for
@@ -126,7 +126,9 @@ export async function writeJournal(ctx: PostingContext, journal: JournalToWrite)
   const totals = assertBalanced(journal);
   const { trx } = ctx;
   const id = randomUUID();
-  await trx(tableOf('ledger-transactions')).insert(
+  // Written and read back in the same statements (read-back.ts insertRecordsReturning: the
+  // stored row, decoded through the catalog exactly as readPostedLedgerTransaction would read it).
+  const [header] = await insertRecordsReturning(trx, 'ledger-transactions', [
     recordRow(ctx, 'ledger-transactions', {
       id,
       recordNumber: journal.recordNumber,
@@ -142,7 +144,7 @@ export async function writeJournal(ctx: PostingContext, journal: JournalToWrite)
       period: journal.period,
       year: journal.year,
     }),
-  );
+  ]);
   const lineTable = childTableOf('ledger-transactions', 'lines');
   const lineRows = journal.lines.map((line) =>
     childRow(
@@ -163,10 +165,11 @@ export async function writeJournal(ctx: PostingContext, journal: JournalToWrite)
       { [lineTable.parentColumn]: id },
     ),
   );
-  await insertChunked(trx, lineTable.table, lineRows);
+  const lines = await insertChildrenReturning(trx, 'ledger-transactions', 'lines', lineRows);
   await applyToBalances(ctx, journal);
 
-  return readPostedLedgerTransaction(trx, id);
+  // The balance upsert touches lgrbal only: the journal's rows are still as returned.
+  return { ...header!, lines } as unknown as PostedLedgerTransaction;
 }
 
 /** A posted ledger transaction with its lines, read back through the catalog (read-back.ts). */

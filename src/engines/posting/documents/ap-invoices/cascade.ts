@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Dec } from '../../../../storage/decimal';
 import type { PostingContext } from '../../context';
 import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
-import { insertChunked, writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
+import { insertChildrenReturning, insertRecordsReturning } from '../../read-back';
+import type { PostedApInvoice } from './read-back';
 import type { LedgerSetup } from '../../ledger/period';
 import { AP_SOURCE, type ApInvoiceInput } from './input';
 import type { ResolvedLine } from './references';
-import { childRow, childTableOf, recordRow, tableOf } from '../../write-rows';
+import { childRow, childTableOf, recordRow } from '../../write-rows';
 
 /**
  * POST /ap-invoices, the cascade (domain notes, "How it posts", source 11), inside the posting
@@ -31,13 +33,16 @@ export interface InvoiceToWrite {
   year: number;
 }
 
-/** Inserts the invoice and its lines; returns the invoice's id. */
-export async function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite): Promise<string> {
+/**
+ * Inserts the invoice and its lines; returns the invoice as stored, with its lines, as
+ * readPostedApInvoice reads it (the inserts' RETURNING: read-back.ts insertRecordsReturning).
+ */
+export async function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite): Promise<PostedApInvoice> {
   const { trx } = ctx;
   const { input, lines } = invoice;
   const invoiceId = randomUUID();
   const salesTax = lines.reduce((sum, r) => sum.plus(r.line.salesTax), new Dec(0));
-  await trx(tableOf('ap-invoices')).insert(
+  const [header] = await insertRecordsReturning(trx, 'ap-invoices', [
     recordRow(
       ctx,
       'ap-invoices',
@@ -65,11 +70,12 @@ export async function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite
         ledgerRecordNumber: invoice.ledgerRecord,
       },
     ),
-  );
+  ]);
   const lineTable = childTableOf('ap-invoices', 'lines');
-  await insertChunked(
+  const postedLines = await insertChildrenReturning(
     trx,
-    lineTable.table,
+    'ap-invoices',
+    'lines',
     lines.map((r) =>
       childRow(
         ctx,
@@ -94,7 +100,7 @@ export async function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite
       ),
     ),
   );
-  return invoiceId;
+  return { ...header!, lines: postedLines } as unknown as PostedApInvoice;
 }
 
 /** The journal's lines: each line debited, AP control (and retainage payable) credited. */

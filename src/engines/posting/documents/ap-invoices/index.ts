@@ -6,7 +6,7 @@ import { addDays } from '../../dates';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { insertInvoice, postInvoiceJobCosts, postInvoiceJournal, type InvoiceToWrite } from './cascade';
 import { AP_SOURCE, STATUS_OPEN, STATUS_REVIEW, STATUS_VOID, checkApTotals, jobOf, prepareApInvoice, type ApInvoiceInput } from './input';
-import { differences, existingResult, readPostedApInvoice, type ApInvoiceWriteResult } from './read-back';
+import { differences, existingResult, type ApInvoiceWriteResult } from './read-back';
 import { resolveLines } from './references';
 
 /**
@@ -93,8 +93,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       period,
       year,
     };
-    const invoiceId = await insertInvoice(ctx, invoice);
-    const result: ApInvoiceWriteResult = { document: await readPostedApInvoice(trx, invoiceId), jobCosts: [], inventory: [], period, year };
+    const result: ApInvoiceWriteResult = { document: await insertInvoice(ctx, invoice), jobCosts: [], inventory: [], period, year };
     if (!posts || input.status === STATUS_REVIEW) return { result };
 
     const description = (input.description || `${String(vendor.shtnme || vendor.vndnme || `Vendor ${input.vendorNumber}`)} ${input.invoiceNumber}`).slice(0, 50);

@@ -13,7 +13,7 @@ import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { addDays } from '../../dates';
-import { insertInvoice, invoiceJobCosts, invoiceJournalLines, readPostedApInvoice, resolveApLines, type ApInvoiceInput, type ApLineInput, type InvoiceToWrite, type PostedApInvoice } from '../ap-invoices';
+import { insertInvoice, invoiceJobCosts, invoiceJournalLines, resolveApLines, type ApInvoiceInput, type ApLineInput, type InvoiceToWrite, type PostedApInvoice } from '../ap-invoices';
 
 /**
  * POST /purchase-order-receipts (source 13, domain notes "How it posts": PO receipt). One
@@ -299,7 +299,7 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
     // A receipt at zero cost posts no journal: the invoice then points to none.
     const posts = invoiceTotal.greaterThan(0);
     const toWrite: InvoiceToWrite = { input: invoice, lines, recordNumber: numbers.invoiceRecord, ledgerRecord: posts ? numbers.ledgerRecord : null, dueDate, enteredDate, period, year };
-    const payableInvoice = await readPostedApInvoice(trx, await insertInvoice(ctx, toWrite));
+    const payableInvoice = await insertInvoice(ctx, toWrite);
     const result: ReceiptWriteResult = { document: undefined as unknown as PostedReceipt, jobCosts: [], inventory: [], period, year };
 
     // Stock in (before the journal: part locks, then ledger balance rows). Each movement is
