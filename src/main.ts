@@ -40,6 +40,8 @@ async function main(): Promise<void> {
     setup = workerSetup(process.env);
     config = workerConfig(config, setup);
     logger = logger.child({ worker: setup.index });
+    // The primary prepares the database while this worker loads its modules; startServer waits
+    // for that (setup.boot) before it reads the database.
     Object.assign(options, { logger, prepared: setup.boot, banner: false });
   }
 

@@ -34,9 +34,10 @@ export interface StartServerOptions {
   host?: string;
   /**
    * The database was prepared already (a cluster worker: the primary migrated and seeded before
-   * forking): skip migrations, seeding and key creation, and report this.
+   * forking, or is preparing it while this worker loads: a promise, awaited before the database
+   * is read): skip migrations, seeding and key creation, and report this.
    */
-  prepared?: BootReport;
+  prepared?: BootReport | Promise<BootReport>;
 }
 
 /**
@@ -50,7 +51,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const knex = openDatabase(target, logger);
   let report: BootReport;
   try {
-    report = options.prepared ?? (await prepareDatabase(config, target, knex, logger));
+    report = options.prepared !== undefined ? await options.prepared : await prepareDatabase(config, target, knex, logger);
   } catch (err) {
     await knex.destroy().catch(() => undefined);
     throw err;
