@@ -30,14 +30,21 @@ export interface WorkerSetup {
   boot: Promise<BootReport>;
 }
 
-/** The message by which the primary tells its workers that the database is migrated and seeded. */
+/**
+ * The handshake by which a worker learns that the database is migrated and seeded: the worker asks
+ * once it listens for the answer (a message sent before a process has a 'message' listener is
+ * lost), the primary answers when it has prepared the database, at once if it has already.
+ */
+interface AskPreparedMessage {
+  type: 'prepared?';
+}
 interface PreparedMessage {
   type: 'prepared';
   seeded: boolean;
 }
 
 /** What the primary tells a worker: its index and count through the environment, the database's readiness by message. */
-export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process, 'on' | 'off'> = process): WorkerSetup {
+export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process, 'on' | 'off' | 'send'> = process): WorkerSetup {
   const index = Number(env.WORKER_INDEX);
   const workers = Number(env.WORKER_COUNT);
   if (!Number.isInteger(index) || index < 1 || !Number.isInteger(workers) || workers < 1) throw new Error('a cluster worker needs WORKER_INDEX and WORKER_COUNT');
@@ -48,6 +55,7 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
       resolve({ seeded: message.seeded === true });
     };
     channel.on('message', onMessage);
+    channel.send?.({ type: 'prepared?' } satisfies AskPreparedMessage);
   });
   return { index, workers, boot };
 }
@@ -65,10 +73,12 @@ export function workerConfig(config: Config, setup: WorkerSetup): Config {
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
   const log = logger.child({ role: 'primary' });
   const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: 1 });
-  /** Set once the database is prepared: then told to every worker, also to one forked later. */
+  /** Set once the database is prepared: then told to every worker that asked, also to one forked later. */
   let report: BootReport | undefined;
+  const asked = new Set<Worker>();
   const tellPrepared = (worker: Worker): void => {
-    if (report) worker.send({ type: 'prepared', seeded: report.seeded } satisfies PreparedMessage);
+    if (!report || !asked.delete(worker)) return;
+    worker.send({ type: 'prepared', seeded: report.seeded } satisfies PreparedMessage);
   };
 
   const workers = new Map<number, Worker>();
@@ -80,9 +90,13 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   const fork = (index: number): void => {
     const worker = cluster.fork({ WORKER_INDEX: String(index), WORKER_COUNT: String(config.workers) });
     workers.set(index, worker);
-    tellPrepared(worker);
     let listened = false;
     worker.on('message', (message: { type?: string; port?: number }) => {
+      if (message?.type === 'prepared?') {
+        asked.add(worker);
+        tellPrepared(worker);
+        return;
+      }
       if (message?.type !== 'listening') return;
       listened = true;
       listening.add(index);
@@ -94,6 +108,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     });
     worker.on('exit', (code, signal) => {
       workers.delete(index);
+      asked.delete(worker);
       listening.delete(index);
       if (stopping) {
         log.info({ worker: index, code, signal }, 'worker stopped');

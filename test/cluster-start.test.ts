@@ -125,9 +125,12 @@ test('every worker compiles its own contract validator (warm-up not answered by 
 });
 
 test('a worker learns that the database is prepared from the primary\'s message, not before', async () => {
-  const channel = new EventEmitter();
+  const channel = Object.assign(new EventEmitter(), { sent: [] as unknown[], send(m: unknown) { this.sent.push(m); return true; } });
   const setup = workerSetup({ WORKER_INDEX: '2', WORKER_COUNT: '2' }, channel as unknown as NodeJS.Process);
   assert.equal(setup.index, 2);
+  // It asks only once it listens: an answer sent before a process listens for it would be lost.
+  assert.deepEqual(channel.sent, [{ type: 'prepared?' }]);
+  assert.equal(channel.listenerCount('message'), 1);
   let report: unknown;
   void setup.boot.then((r) => (report = r));
   channel.emit('message', { type: 'something else' });
