@@ -130,7 +130,9 @@ async function start(port: number, workers: number): Promise<Started> {
       run += 1;
       if (run >= 2 * workers) return { child, readyMs, allReadyMs: Math.max(readyMs, runStart), prepared };
     } else run = 0;
-    if (elapsed() > 120e3) throw new Error(`not ready after 120 s: ${stderr}`);
+    if (!readyMs && elapsed() > 120e3) throw new Error(`not ready after 120 s: ${stderr}`);
+    // Some worker answered 200 but not every one within 20 s (one stuck 503): recorded, not fatal.
+    if (readyMs && elapsed() > 20e3) return { child, readyMs, allReadyMs: Infinity, prepared };
     if (!ok) await new Promise((r) => setTimeout(r, 5));
   }
 }

@@ -72,8 +72,12 @@ export async function startServer(config: Config, options: StartServerOptions = 
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
+  // Requests in flight: the validator's background compile waits while there are any.
+  let inFlight = 0;
   // While draining, answer the request in flight on each connection with Connection: close.
   server.on('request', (_req, res) => {
+    inFlight += 1;
+    res.once('close', () => (inFlight -= 1));
     const writeHead = res.writeHead;
     res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
       if (opsState.draining && !this.headersSent) this.setHeader('Connection', 'close');
@@ -98,7 +102,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // first. A document that does not compile turns readiness 503 (warmError).
   opsState.warming = true;
   const prepare = app.locals.prepareContract as () => Promise<{ operations: number; ms: number }>;
-  const warm = app.locals.warmContract as () => Promise<{ operations: number; ms: number }>;
+  const warm = app.locals.warmContract as (o: { idle: () => boolean }) => Promise<{ operations: number; ms: number }>;
   const failed = (err: unknown) => {
     opsState.warming = false;
     opsState.warmError = err instanceof Error ? err.message : String(err);
@@ -108,7 +112,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
     (prepared) => {
       opsState.warming = false;
       logger.info(prepared, 'contract validator prepared');
-      return warm().then((result) => logger.info(result, 'contract validator compiled'), failed);
+      return warm({ idle: () => inFlight === 0 }).then((result) => logger.info(result, 'contract validator compiled'), failed);
     },
     failed,
   );

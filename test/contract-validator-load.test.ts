@@ -5,6 +5,7 @@
  *   goes through the parser;
  * - the OpenAPI meta-schema is compiled only when `validateApiSpec` is on, and then still
  *   refuses a broken document.
+ * And the background compile after readiness (warm) waits while the server has requests in flight.
  */
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ import $RefParser from '@apidevtools/json-schema-ref-parser';
 import { onlyLocalRefs } from '../src/http/contract-validator';
 import { contractDocument } from '../src/http/openapi-document';
 import { v2Document } from '../src/v2/document';
+import { OPERATIONS } from '../generated/operations';
 
 const EOV = path.dirname(require.resolve('express-openapi-validator'));
 
@@ -61,4 +63,19 @@ test('the OpenAPI meta-schema is compiled only when validateApiSpec is on, and t
   const broken = { openapi: '3.1.0', info: { title: 't' }, paths: 5 };
   assert.deepEqual(new OpenAPISchemaValidator({ version: '3.1.0', validateApiSpec: false }).validate(broken).errors, []);
   assert.ok(new OpenAPISchemaValidator({ version: '3.1.0', validateApiSpec: true }).validate(broken).errors.length > 0);
+});
+
+test('the background compile (warm) compiles nothing while the server has requests in flight, and finishes once idle', async () => {
+  const { contractValidator } = await import('../src/http/contract-validator');
+  const validator = contractValidator({ base: '/api/v3', validateResponses: false });
+  let idle = false;
+  let asked = 0;
+  let settled: { operations: number } | undefined;
+  const warming = validator.warm({ idle: () => (asked++, idle) }).then((r) => (settled = r));
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(settled, undefined, 'no progress while busy');
+  assert.ok(asked > 1, 'it keeps asking');
+  idle = true;
+  await warming;
+  assert.equal(settled!.operations, OPERATIONS.length, 'every operation compiled once idle');
 });

@@ -184,6 +184,16 @@ function writesFirst<T extends { operationId: string }>(ops: readonly T[]): T[] 
   return [...ops.filter(write), ...ops.filter((op) => !write(op))];
 }
 
+export interface WarmOptions {
+  /**
+   * Whether the server has no request of its own in flight. The warm-up compiles the next
+   * operation only then (it waits otherwise): a request's every step (auth, validation, handler)
+   * would otherwise queue behind a compile, one per await, and a first request right after start
+   * paid several compiles instead of at most one.
+   */
+  idle?: () => boolean;
+}
+
 export interface ContractValidator {
   /** express-openapi-validator's middleware chain (request validation; responses too when asked), as one handler. */
   middleware: RequestHandler[];
@@ -193,7 +203,7 @@ export interface ContractValidator {
    * about 250 ms and errors in the document would only surface then). Runs the same middleware
    * instances on a private loopback server that has no handlers, so nothing is executed.
    */
-  warm(): Promise<{ operations: number; ms: number }>;
+  warm(options?: WarmOptions): Promise<{ operations: number; ms: number }>;
   /**
    * Loads the document and compiles one operation (ping): what every operation shares (the
    * document, the validator's preprocessing, the shared component schemas it needs). The rest
@@ -246,7 +256,7 @@ export function contractValidator(options: { base: string; validateResponses: bo
   };
   const middleware = [run];
 
-  async function warm(only?: (op: (typeof OPERATIONS)[number]) => boolean): Promise<{ operations: number; ms: number }> {
+  async function warm(only?: (op: (typeof OPERATIONS)[number]) => boolean, idle?: () => boolean): Promise<{ operations: number; ms: number }> {
     const started = process.hrtime.bigint();
     const mini = express();
     mini.set('query parser', 'simple');
@@ -277,6 +287,7 @@ export function contractValidator(options: { base: string; validateResponses: bo
     const { port } = server.address() as AddressInfo;
     try {
       for (const op of only ? OPERATIONS.filter(only) : writesFirst(OPERATIONS)) {
+        while (idle && !idle()) await new Promise((resolve) => setTimeout(resolve, 2));
         const route = options.base + op.path.replace(/\{[^}]+\}/g, 'warm');
         const hasBody = op.method !== 'GET' && op.method !== 'HEAD';
         const res = await fetch(`http://127.0.0.1:${port}${route}`, {
@@ -294,5 +305,5 @@ export function contractValidator(options: { base: string; validateResponses: bo
     return { operations: only ? OPERATIONS.filter(only).length : OPERATIONS.length, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6) };
   }
 
-  return { middleware, warm: () => warm(), prepare: () => warm((op) => op.operationId === 'ping') };
+  return { middleware, warm: (o) => warm(undefined, o?.idle), prepare: () => warm((op) => op.operationId === 'ping') };
 }
