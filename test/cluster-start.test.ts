@@ -1,7 +1,8 @@
 /**
  * How a WORKERS=2 cluster starts (src/cluster.ts), on an EMPTY database of TEST_ENGINE: the
  * primary forks the workers at once and migrates meanwhile; the migrations run once, in the
- * primary, and no worker listens (so none answers /readyz) before they are applied. Each worker
+ * primary, and no worker listens (so none answers /readyz) before they are applied, nor before its
+ * contract validator is prepared. Each worker
  * compiles its own contract validator in the background: its warm-up requests go to its own
  * loopback server, never to the other worker's (a plain listen(0) in a cluster worker is shared
  * through the primary), so both log "contract validator compiled" and neither "failed".
@@ -106,6 +107,16 @@ test('the primary forks the workers first, migrates once meanwhile, and no worke
   const listening = lines.filter((l) => l.msg === 'listening' && l.worker);
   assert.equal(listening.length, 2);
   for (const l of listening) assert.ok(l.time >= migrated[0]!.time, `worker ${l.worker} listened after the migrations were applied`);
+});
+
+test('a worker listens only once its contract validator is prepared (no connection is handed to a worker still compiling)', () => {
+  const lines = logLines();
+  for (const worker of [1, 2]) {
+    const prepared = lines.find((l) => l.worker === worker && l.msg === 'contract validator prepared');
+    const listening = lines.find((l) => l.worker === worker && l.msg === 'listening');
+    assert.ok(prepared && listening, `worker ${worker} prepared and listened`);
+    assert.ok(lines.indexOf(prepared) < lines.indexOf(listening) && prepared.time <= listening.time, `worker ${worker} prepared before it listened`);
+  }
 });
 
 test('every worker compiles its own contract validator (warm-up not answered by the other worker); /readyz 200 from both', async () => {
