@@ -8,8 +8,9 @@
  *
  * /readyz is polled on a new connection each time, so with WORKERS > 1 (default: the cores) the
  * cluster hands the polls to every worker: reported are the first 200 (the service is ready) and
- * the first run of 2 × WORKERS 200s in a row (every worker is), and each worker's "contract
- * validator prepared" log time. CPU and RSS cover the primary and its workers (RSS: the largest).
+ * the first run of 2 × WORKERS 200s in a row, and each worker's "contract validator prepared" log
+ * time (its readiness gate; the last of them = every worker ready: a cluster worker listens only
+ * once prepared, so polls alone reach only the ready workers). CPU and RSS cover the primary and its workers (RSS: the largest).
  *
  *   WORKERS=1 npx tsx bench/startup.ts [--starts N] [--no-build] [--verbose] [--settle MS]
  */
@@ -162,6 +163,7 @@ async function main(): Promise<void> {
   const ready: number[] = [];
   const allReady: number[] = [];
   const preparedAll: number[] = [];
+  const lastPrepared: number[] = [];
   const readyCpu: number[] = [];
   const first: number[] = [];
   const rssReady: number[] = [];
@@ -173,6 +175,8 @@ async function main(): Promise<void> {
       ready.push(readyMs);
       allReady.push(allReadyMs);
       preparedAll.push(...prepared);
+      // Every worker ready: the last one's readiness gate (polls cannot tell: a cluster worker listens only once prepared, so polls reach ready workers only).
+      if (prepared.length >= workers) lastPrepared.push(Math.max(...prepared));
       const procs = [child.pid!, ...childPids(child.pid!)];
       readyCpu.push(procs.reduce((sum, pid) => sum + cpuMs(pid), 0));
       rssReady.push(Math.max(...procs.map(rssMb)));
@@ -204,7 +208,8 @@ async function main(): Promise<void> {
     `\n${starts} starts, ${reqs.length} operations each (${reqs.map((r) => r.operationId).join(', ')})\n` +
       `WORKERS=${workers}; readyz 200 (new connection each poll) after start: p50 ${pct(ready, 50).toFixed(0)} ms, max ${Math.max(...ready).toFixed(0)} ms; ` +
       `every worker 200 (${2 * workers} polls in a row): p50 ${pct(allReady, 50).toFixed(0)} ms, max ${Math.max(...allReady).toFixed(0)} ms; ` +
-      `validator prepared per worker: p50 ${pct(preparedAll, 50).toFixed(0)} ms, max ${Math.max(...preparedAll).toFixed(0)} ms; CPU of all processes by then p50 ${pct(readyCpu, 50).toFixed(0)} ms, max ${Math.max(...readyCpu).toFixed(0)} ms\n` +
+      `validator prepared per worker: p50 ${pct(preparedAll, 50).toFixed(0)} ms, max ${Math.max(...preparedAll).toFixed(0)} ms; ` +
+      `last worker prepared: p50 ${lastPrepared.length ? pct(lastPrepared, 50).toFixed(0) : '-'} ms, max ${lastPrepared.length ? Math.max(...lastPrepared).toFixed(0) : '-'} ms (${lastPrepared.length} of ${starts} starts had every worker prepared by the first requests); CPU of all processes by then p50 ${pct(readyCpu, 50).toFixed(0)} ms, max ${Math.max(...readyCpu).toFixed(0)} ms\n` +
       `1-minute load average: ${load0.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} at the end (${os.loadavg().map((x) => x.toFixed(1)).join(' ')}) on ${os.cpus().length} cores\n` +
       `first request per operation: p50 ${pct(first, 50).toFixed(1)} ms, p99 ${pct(first, 99).toFixed(1)} ms, max ${Math.max(...first).toFixed(1)} ms\n` +
       `RSS at ready: max ${Math.max(...rssReady).toFixed(0)} MB; after the ${reqs.length} requests: max ${Math.max(...rssAfter).toFixed(0)} MB\n`,
