@@ -175,8 +175,7 @@ async function main(): Promise<void> {
       ready.push(readyMs);
       allReady.push(allReadyMs);
       preparedAll.push(...prepared);
-      // Every worker ready: the last one's readiness gate (polls cannot tell: a cluster worker listens only once prepared, so polls reach ready workers only).
-      if (prepared.length >= workers) lastPrepared.push(Math.max(...prepared));
+
       const procs = [child.pid!, ...childPids(child.pid!)];
       readyCpu.push(procs.reduce((sum, pid) => sum + cpuMs(pid), 0));
       rssReady.push(Math.max(...procs.map(rssMb)));
@@ -197,6 +196,8 @@ async function main(): Promise<void> {
         times.push(`${r.operationId} ${res.status} ${ms.toFixed(0)}`);
       }
       rssAfter.push(Math.max(...procs.map(rssMb)));
+      // Every worker ready: the last one's readiness gate (polls cannot tell: a cluster worker listens only once prepared, so polls reach ready workers only).
+      if (prepared.length >= workers) lastPrepared.push(Math.max(...prepared));
       process.stdout.write(`start ${s + 1}: ready ${readyMs.toFixed(0)} ms, every worker ${allReadyMs.toFixed(0)} ms (prepared at ${prepared.map((x) => x.toFixed(0)).join(', ')} ms; CPU of all processes ${readyCpu.at(-1)!.toFixed(0)} ms), RSS ${rssReady.at(-1)!.toFixed(0)} MB; first requests max ${Math.max(...first.slice(-reqs.length)).toFixed(0)} ms; RSS after ${rssAfter.at(-1)!.toFixed(0)} MB\n`);
       if (process.argv.includes('--verbose')) process.stdout.write(`  ${times.join(', ')}\n`);
     } finally {
@@ -209,7 +210,7 @@ async function main(): Promise<void> {
       `WORKERS=${workers}; readyz 200 (new connection each poll) after start: p50 ${pct(ready, 50).toFixed(0)} ms, max ${Math.max(...ready).toFixed(0)} ms; ` +
       `every worker 200 (${2 * workers} polls in a row): p50 ${pct(allReady, 50).toFixed(0)} ms, max ${Math.max(...allReady).toFixed(0)} ms; ` +
       `validator prepared per worker: p50 ${pct(preparedAll, 50).toFixed(0)} ms, max ${Math.max(...preparedAll).toFixed(0)} ms; ` +
-      `last worker prepared: p50 ${lastPrepared.length ? pct(lastPrepared, 50).toFixed(0) : '-'} ms, max ${lastPrepared.length ? Math.max(...lastPrepared).toFixed(0) : '-'} ms (${lastPrepared.length} of ${starts} starts had every worker prepared by the first requests); CPU of all processes by then p50 ${pct(readyCpu, 50).toFixed(0)} ms, max ${Math.max(...readyCpu).toFixed(0)} ms\n` +
+      `last worker prepared: p50 ${lastPrepared.length ? pct(lastPrepared, 50).toFixed(0) : '-'} ms, max ${lastPrepared.length ? Math.max(...lastPrepared).toFixed(0) : '-'} ms (${lastPrepared.length} of ${starts} starts had every worker prepared by the end of the 20 requests); CPU of all processes by then p50 ${pct(readyCpu, 50).toFixed(0)} ms, max ${Math.max(...readyCpu).toFixed(0)} ms\n` +
       `1-minute load average: ${load0.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} at the end (${os.loadavg().map((x) => x.toFixed(1)).join(' ')}) on ${os.cpus().length} cores\n` +
       `first request per operation: p50 ${pct(first, 50).toFixed(1)} ms, p99 ${pct(first, 99).toFixed(1)} ms, max ${Math.max(...first).toFixed(1)} ms\n` +
       `RSS at ready: max ${Math.max(...rssReady).toFixed(0)} MB; after the ${reqs.length} requests: max ${Math.max(...rssAfter).toFixed(0)} MB\n`,
