@@ -18,8 +18,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from './config';
-import { banner, prepareDatabase, type BootReport } from './boot';
-import { openDatabase, parseDatabaseUrl } from './storage/database';
+// Types only: the primary loads the storage layer (knex) after it has forked the workers.
+import type { BootReport } from './boot';
 import { perWorkerRate } from './http/middleware/rate-limit';
 
 export interface WorkerSetup {
@@ -72,9 +72,11 @@ export function workerConfig(config: Config, setup: WorkerSetup): Config {
 
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
   const log = logger.child({ role: 'primary' });
-  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: 1 });
   /** Set once the database is prepared: then told to every worker that asked, also to one forked later. */
   let report: BootReport | undefined;
+  /** Loaded after the fork (see above); set before any worker can listen. */
+  let banner: ((port: number, report: BootReport) => string) | undefined;
+  let database: { display: string; engine: string } | undefined;
   const asked = new Set<Worker>();
   const tellPrepared = (worker: Worker): void => {
     if (!report || !asked.delete(worker)) return;
@@ -100,9 +102,9 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       if (message?.type !== 'listening') return;
       listened = true;
       listening.add(index);
-      if (!announced && listening.size === config.workers && report) {
+      if (!announced && listening.size === config.workers && report && banner) {
         announced = true;
-        log.info({ port: message.port, workers: config.workers, database: target.display, engine: target.engine }, 'listening');
+        log.info({ port: message.port, workers: config.workers, database: database?.display, engine: database?.engine }, 'listening');
         process.stderr.write(banner(message.port ?? config.port, report));
       }
     });
@@ -158,6 +160,11 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
 
   // While the workers load their modules. They wait for this before reading the database, so
   // migrations still run once, here, before any worker serves.
+  const { banner: bannerText, prepareDatabase } = await import('./boot');
+  const { openDatabase, parseDatabaseUrl } = await import('./storage/database');
+  banner = bannerText;
+  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: 1 });
+  database = { display: target.display, engine: target.engine };
   const knex = openDatabase(target, log);
   try {
     report = await prepareDatabase(config, target, knex, log);

@@ -152,3 +152,13 @@ test('a worker learns that the database is prepared from the primary\'s message,
   assert.deepEqual(report, { seeded: true });
   assert.equal(channel.listenerCount('message'), 0, 'the listener is removed');
 });
+
+test('what a primary loads before it forks (configuration, cluster) does not load knex: the workers start loading first', () => {
+  const { execFileSync } = require('node:child_process') as typeof import('node:child_process');
+  const out = execFileSync(
+    process.execPath,
+    ['--import', 'tsx', '-e', "require('./src/config'); require('./src/cluster'); console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/node_modules/knex/')).length))"],
+    { cwd: path.resolve(__dirname, '..'), encoding: 'utf8' },
+  );
+  assert.equal(out.trim().split('\n').at(-1), '0');
+});
