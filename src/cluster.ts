@@ -1,7 +1,10 @@
 /**
- * WORKERS server processes on one port (node:cluster). The primary prepares the database once
- * (migrations, seeding an empty embedded database, the demo key), closes its connection, and forks
- * the workers; it holds no pool while serving. Connections are handed to the workers round-robin.
+ * WORKERS server processes on one port (node:cluster). The primary forks the workers at once and,
+ * meanwhile, prepares the database once (migrations, seeding an empty embedded database, the demo
+ * key) and closes its connection; it holds no pool while serving. A worker loads its modules while
+ * the primary prepares, and touches the database only after the primary's `prepared` message
+ * (start-up time: the two overlap instead of adding up). Connections are handed to the workers
+ * round-robin.
  * Each worker is a whole server (src/server.ts) with its own pool, caches, rate-limit buckets and
  * instance name (`INSTANCE_ID/w<n>`); the state that must agree between them lives in the
  * database (docs/deployment.md).
@@ -15,8 +18,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from './config';
-import { banner, prepareDatabase, type BootReport } from './boot';
-import { openDatabase, parseDatabaseUrl } from './storage/database';
+// Types only: the primary loads the storage layer (knex) after it has forked the workers.
+import type { BootReport } from './boot';
 import { perWorkerRate } from './http/middleware/rate-limit';
 import { workerExecArgv } from './heap-limit';
 
@@ -24,15 +27,38 @@ export interface WorkerSetup {
   /** 1..workers, stable across replacements. */
   index: number;
   workers: number;
-  boot: BootReport;
+  /** Settles when the primary has prepared the database (its `prepared` message): only then may the worker read it. */
+  boot: Promise<BootReport>;
 }
 
-/** What the primary tells a worker through its environment. */
-export function workerSetup(env: NodeJS.ProcessEnv): WorkerSetup {
+/**
+ * The handshake by which a worker learns that the database is migrated and seeded: the worker asks
+ * once it listens for the answer (a message sent before a process has a 'message' listener is
+ * lost), the primary answers when it has prepared the database, at once if it has already.
+ */
+interface AskPreparedMessage {
+  type: 'prepared?';
+}
+interface PreparedMessage {
+  type: 'prepared';
+  seeded: boolean;
+}
+
+/** What the primary tells a worker: its index and count through the environment, the database's readiness by message. */
+export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process, 'on' | 'off' | 'send'> = process): WorkerSetup {
   const index = Number(env.WORKER_INDEX);
   const workers = Number(env.WORKER_COUNT);
   if (!Number.isInteger(index) || index < 1 || !Number.isInteger(workers) || workers < 1) throw new Error('a cluster worker needs WORKER_INDEX and WORKER_COUNT');
-  return { index, workers, boot: { seeded: env.WORKER_SEEDED === 'true' } };
+  const boot = new Promise<BootReport>((resolve) => {
+    const onMessage = (message: Partial<PreparedMessage> | undefined) => {
+      if (message?.type !== 'prepared') return;
+      channel.off('message', onMessage);
+      resolve({ seeded: message.seeded === true });
+    };
+    channel.on('message', onMessage);
+    channel.send?.({ type: 'prepared?' } satisfies AskPreparedMessage);
+  });
+  return { index, workers, boot };
 }
 
 /** A worker's configuration: its own instance name and its share of the rate limit. */
@@ -47,18 +73,16 @@ export function workerConfig(config: Config, setup: WorkerSetup): Config {
 
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
   const log = logger.child({ role: 'primary' });
-  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: 1 });
-  const knex = openDatabase(target, log);
-  let report: BootReport;
-  try {
-    report = await prepareDatabase(config, target, knex, log);
-  } catch (err) {
-    log.fatal({ err }, 'start failed');
-    process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  } finally {
-    await knex.destroy().catch(() => undefined);
-  }
+  /** Set once the database is prepared: then told to every worker that asked, also to one forked later. */
+  let report: BootReport | undefined;
+  /** Loaded after the fork (see above); set before any worker can listen. */
+  let banner: ((port: number, report: BootReport) => string) | undefined;
+  let database: { display: string; engine: string } | undefined;
+  const asked = new Set<Worker>();
+  const tellPrepared = (worker: Worker): void => {
+    if (!report || !asked.delete(worker)) return;
+    worker.send({ type: 'prepared', seeded: report.seeded } satisfies PreparedMessage);
+  };
 
   const workers = new Map<number, Worker>();
   const listening = new Set<number>();
@@ -67,21 +91,27 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   let exitCode = 0;
 
   const fork = (index: number): void => {
-    const worker = cluster.fork({ WORKER_INDEX: String(index), WORKER_COUNT: String(config.workers), WORKER_SEEDED: String(report.seeded) });
+    const worker = cluster.fork({ WORKER_INDEX: String(index), WORKER_COUNT: String(config.workers) });
     workers.set(index, worker);
     let listened = false;
     worker.on('message', (message: { type?: string; port?: number }) => {
+      if (message?.type === 'prepared?') {
+        asked.add(worker);
+        tellPrepared(worker);
+        return;
+      }
       if (message?.type !== 'listening') return;
       listened = true;
       listening.add(index);
-      if (!announced && listening.size === config.workers) {
+      if (!announced && listening.size === config.workers && report && banner) {
         announced = true;
-        log.info({ port: message.port, workers: config.workers, database: target.display, engine: target.engine }, 'listening');
+        log.info({ port: message.port, workers: config.workers, database: database?.display, engine: database?.engine }, 'listening');
         process.stderr.write(banner(message.port ?? config.port, report));
       }
     });
     worker.on('exit', (code, signal) => {
       workers.delete(index);
+      asked.delete(worker);
       listening.delete(index);
       if (stopping) {
         log.info({ worker: index, code, signal }, 'worker stopped');
@@ -130,4 +160,25 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   cluster.setupPrimary({ execArgv });
   log.info({ workers: config.workers, execArgv }, 'starting workers');
   for (let i = 1; i <= config.workers; i += 1) fork(i);
+
+  // While the workers load their modules. They wait for this before reading the database, so
+  // migrations still run once, here, before any worker serves.
+  const { banner: bannerText, prepareDatabase } = await import('./boot');
+  const { openDatabase, parseDatabaseUrl } = await import('./storage/database');
+  banner = bannerText;
+  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: 1 });
+  database = { display: target.display, engine: target.engine };
+  const knex = openDatabase(target, log);
+  try {
+    report = await prepareDatabase(config, target, knex, log);
+  } catch (err) {
+    log.fatal({ err }, 'start failed');
+    process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    stopping = true;
+    for (const w of workers.values()) w.process.kill('SIGKILL');
+    process.exit(1);
+  } finally {
+    await knex.destroy().catch(() => undefined);
+  }
+  for (const worker of workers.values()) tellPrepared(worker);
 }

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { DEFAULT_DATABASE_URL } from './storage/database';
+import { DEFAULT_DATABASE_URL } from './storage/default-url';
 
 /**
  * All configuration comes from environment variables, validated once at start; a bad value

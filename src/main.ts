@@ -36,11 +36,15 @@ async function main(): Promise<void> {
 
   const options: StartServerOptions = { logger };
   let setup: WorkerSetup | undefined;
+  let databasePrepared = false;
   if (cluster.isWorker) {
     setup = workerSetup(process.env);
     config = workerConfig(config, setup);
     logger = logger.child({ worker: setup.index });
-    Object.assign(options, { logger, prepared: setup.boot, banner: false });
+    // The primary prepares the database while this worker loads its modules; startServer waits
+    // for that (setup.boot) before it reads the database.
+    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true });
+    void setup.boot.then(() => (databasePrepared = true));
   }
 
   // OpenTelemetry in each serving process: the SDK and OTLP exporter load only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
@@ -60,6 +64,9 @@ async function main(): Promise<void> {
     }
     stopping = true;
     logger.info({ signal }, 'signal received');
+    // A worker still waiting for the primary's prepared answer has opened nothing: it exits at once
+    // (the answer may never come: the primary stops preparing when it is stopped).
+    if (!running && setup && !databasePrepared) process.exit(0);
     if (!running) return; // still starting: closed as soon as it has started
     running
       .close()

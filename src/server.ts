@@ -13,6 +13,9 @@ export { banner, prepareDatabase, type BootReport };
 import type { OpsState } from './http/routes/ops';
 import { answerClientErrors } from './http/client-error';
 
+/** How long after a request ends the validator's background compile waits before it goes on. */
+const QUIET_MS = 25;
+
 export interface RunningServer {
   port: number;
   services: Services;
@@ -34,9 +37,12 @@ export interface StartServerOptions {
   host?: string;
   /**
    * The database was prepared already (a cluster worker: the primary migrated and seeded before
-   * forking): skip migrations, seeding and key creation, and report this.
+   * forking, or is preparing it while this worker loads: a promise, awaited before the database
+   * is read): skip migrations, seeding and key creation, and report this.
    */
-  prepared?: BootReport;
+  prepared?: BootReport | Promise<BootReport>;
+  /** Listen only once the contract validator is prepared (a cluster worker; default: listen first). */
+  listenWhenPrepared?: boolean;
 }
 
 /**
@@ -50,7 +56,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const knex = openDatabase(target, logger);
   let report: BootReport;
   try {
-    report = options.prepared ?? (await prepareDatabase(config, target, knex, logger));
+    report = options.prepared !== undefined ? await options.prepared : await prepareDatabase(config, target, knex, logger);
   } catch (err) {
     await knex.destroy().catch(() => undefined);
     throw err;
@@ -72,8 +78,18 @@ export async function startServer(config: Config, options: StartServerOptions = 
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
+  // Requests in flight and when the last one ended: the validator's background compile runs only
+  // while the worker is idle (none in flight, none for QUIET_MS), so a burst of first requests
+  // does not queue behind compiles between its requests.
+  let inFlight = 0;
+  let lastEnded = 0;
   // While draining, answer the request in flight on each connection with Connection: close.
   server.on('request', (_req, res) => {
+    inFlight += 1;
+    res.once('close', () => {
+      inFlight -= 1;
+      lastEnded = Date.now();
+    });
     const writeHead = res.writeHead;
     res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
       if (opsState.draining && !this.headersSent) this.setHeader('Connection', 'close');
@@ -81,37 +97,57 @@ export async function startServer(config: Config, options: StartServerOptions = 
     } as typeof res.writeHead;
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
+  const listen = async (): Promise<number> => {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
-  const port = (server.address() as AddressInfo).port;
-  logger.info({ port, database: target.display, engine: target.engine }, 'listening');
-  if (options.banner !== false) process.stderr.write(banner(port, report));
+    const port = (server.address() as AddressInfo).port;
+    logger.info({ port, database: target.display, engine: target.engine }, 'listening');
+    if (options.banner !== false) process.stderr.write(banner(port, report));
+    return port;
+  };
 
   // The contract validator: the document and what every operation shares are prepared before
-  // /readyz turns 200 (well under a second; the port is open meanwhile); the other operations then
-  // compile in the background, a few milliseconds each, or on their first request if it comes
-  // first. A document that does not compile turns readiness 503 (warmError).
+  // /readyz turns 200 (well under a second); the other operations then compile in the background
+  // while the server is idle, or on their first request if it comes first. A document that does
+  // not compile turns readiness 503 (warmError).
   opsState.warming = true;
   const prepare = app.locals.prepareContract as () => Promise<{ operations: number; ms: number }>;
-  const warm = app.locals.warmContract as () => Promise<{ operations: number; ms: number }>;
+  const warm = app.locals.warmContract as (o: { idle: () => boolean }) => Promise<{ operations: number; ms: number }>;
   const failed = (err: unknown) => {
     opsState.warming = false;
     opsState.warmError = err instanceof Error ? err.message : String(err);
     logger.error({ err }, 'contract validator failed to compile openapi.yaml');
   };
-  const warmed = prepare().then(
-    (prepared) => {
-      opsState.warming = false;
-      logger.info(prepared, 'contract validator prepared');
-      return warm().then((result) => logger.info(result, 'contract validator compiled'), failed);
-    },
-    failed,
-  );
+  const preparing = (): Promise<boolean> =>
+    prepare().then(
+      (prepared) => {
+        opsState.warming = false;
+        logger.info(prepared, 'contract validator prepared');
+        return true;
+      },
+      (err) => (failed(err), false),
+    );
+  // One process: the port opens first (/readyz answers 503 meanwhile). A cluster worker listens
+  // once prepared (or failed, to answer why): the primary hands connections only to workers that
+  // listen, so no request waits behind a worker that is still compiling while another is ready.
+  let prepared: Promise<boolean>;
+  let port: number;
+  if (options.listenWhenPrepared) {
+    await (prepared = preparing());
+    port = await listen();
+  } else {
+    port = await listen();
+    prepared = preparing();
+  }
+  const warmed = prepared.then((ok) => {
+    if (!ok) return;
+    return warm({ idle: () => inFlight === 0 && Date.now() - lastEnded >= QUIET_MS }).then((result) => logger.info(result, 'contract validator compiled'), failed);
+  });
 
   // Change detection and webhook delivery (one detector across instances: a lease in the database).
   services.events.start();

@@ -31,7 +31,7 @@ function listFiles(dir: string, base = dir): string[] {
 function copyProject(name: string): string {
   const dir = path.join(tmp, name);
   fs.mkdirSync(dir, { recursive: true });
-  for (const entry of ['Makefile', 'openapi.yaml', '.redocly.yaml', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts', 'generated', 'src/catalog', 'src/storage', 'db']) {
+  for (const entry of ['Makefile', 'openapi.yaml', 'openapi-v2.yaml', '.redocly.yaml', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts', 'generated', 'src/catalog', 'src/storage', 'db']) {
     fs.cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
   }
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');

@@ -100,6 +100,63 @@ function resolveComponentRefsWithoutCompiling(): void {
 resolveComponentRefsWithoutCompiling();
 
 /**
+ * express-openapi-validator (5.6.2) builds an OpenAPISchemaValidator at every load, which compiles
+ * the whole OpenAPI 3.1 meta-schema with ajv (~150 ms of each start), and uses it only when
+ * `validateApiSpec` is on. It is off here (the document is linted and compiled by the test suite),
+ * so the meta-schema is compiled only when it will be used. The framework builds the class
+ * through the module's exports object, so replacing the export takes effect.
+ */
+function compileMetaSchemaOnlyWhenUsed(): void {
+  const modPath = path.join(path.dirname(require.resolve('express-openapi-validator')), 'framework', 'openapi.schema.validator.js');
+  const mod = require(modPath) as { OpenAPISchemaValidator?: new (opts: { validateApiSpec?: boolean }) => unknown; __lazy?: boolean };
+  const Original = mod.OpenAPISchemaValidator;
+  if (typeof Original !== 'function' || mod.__lazy) return;
+  try {
+    mod.OpenAPISchemaValidator = function OpenAPISchemaValidator(opts: { validateApiSpec?: boolean }) {
+      if (opts?.validateApiSpec) return new Original(opts);
+      return { validate: () => ({ errors: [] }) };
+    } as unknown as typeof Original;
+    mod.__lazy = true;
+  } catch {
+    /* read-only exports: run as shipped */
+  }
+}
+compileMetaSchemaOnlyWhenUsed();
+
+/** Whether every `$ref` in the document points into the document itself (`#/...`). */
+export function onlyLocalRefs(node: unknown): boolean {
+  if (Array.isArray(node)) return node.every(onlyLocalRefs);
+  if (node === null || typeof node !== 'object') return true;
+  for (const [key, value] of Object.entries(node)) {
+    if (key === '$ref' && typeof value === 'string') {
+      if (!value.startsWith('#/')) return false;
+    } else if (!onlyLocalRefs(value)) return false;
+  }
+  return true;
+}
+
+/**
+ * The validator hands the document object to json-schema-ref-parser's `bundle` at every load,
+ * which crawls and re-points every `$ref` (~150 ms of each start). Ours are self-contained: every
+ * ref is already a local `#/components/...` pointer, and bundling them changes nothing
+ * (test/contract-validator-load.test.ts proves it for the v3 and v2 documents). Such a document is
+ * used as it is; any other goes through the parser as before.
+ */
+function skipBundlingSelfContainedDocuments(): void {
+  const modPath = path.join(path.dirname(require.resolve('express-openapi-validator')), 'framework', 'index.js');
+  const mod = require(modPath) as { OpenAPIFramework?: { prototype: Record<string, any> } };
+  const proto = mod.OpenAPIFramework?.prototype;
+  if (!proto || typeof proto.loadSpec !== 'function' || proto.__selfContained) return;
+  const original = proto.loadSpec as (doc: unknown, refParser?: { mode?: string }) => unknown;
+  proto.loadSpec = function (this: unknown, doc: unknown, refParser?: { mode?: string }) {
+    if (doc && typeof doc === 'object' && (refParser?.mode ?? 'bundle') === 'bundle' && onlyLocalRefs(doc)) return Promise.resolve(doc);
+    return original.call(this, doc, refParser);
+  };
+  proto.__selfContained = true;
+}
+skipBundlingSelfContainedDocuments();
+
+/**
  * The document without what only response validation reads (responses, response headers,
  * examples): the validator preprocesses every response schema of every operation at load (a third
  * of its start-up work) even when responses are not validated, as in production.
@@ -118,6 +175,25 @@ function requestOnly(doc: Record<string, any>): Record<string, any> {
   return doc;
 }
 
+/**
+ * The warm-up order: the writes (posting) first, whose request bodies are the largest schemas and
+ * whose first request would otherwise pay the longest compile; then queries and the rest.
+ */
+function writesFirst<T extends { operationId: string }>(ops: readonly T[]): T[] {
+  const write = (op: T) => /^post[A-Z]/.test(op.operationId);
+  return [...ops.filter(write), ...ops.filter((op) => !write(op))];
+}
+
+export interface WarmOptions {
+  /**
+   * Whether the server has no request of its own in flight. The warm-up compiles the next
+   * operation only then (it waits otherwise): a request's every step (auth, validation, handler)
+   * would otherwise queue behind a compile, one per await, and a first request right after start
+   * paid several compiles instead of at most one.
+   */
+  idle?: () => boolean;
+}
+
 export interface ContractValidator {
   /** express-openapi-validator's middleware chain (request validation; responses too when asked), as one handler. */
   middleware: RequestHandler[];
@@ -127,7 +203,7 @@ export interface ContractValidator {
    * about 250 ms and errors in the document would only surface then). Runs the same middleware
    * instances on a private loopback server that has no handlers, so nothing is executed.
    */
-  warm(): Promise<{ operations: number; ms: number }>;
+  warm(options?: WarmOptions): Promise<{ operations: number; ms: number }>;
   /**
    * Loads the document and compiles one operation (ping): what every operation shares (the
    * document, the validator's preprocessing, the shared component schemas it needs). The rest
@@ -180,11 +256,17 @@ export function contractValidator(options: { base: string; validateResponses: bo
   };
   const middleware = [run];
 
-  async function warm(only?: (op: (typeof OPERATIONS)[number]) => boolean): Promise<{ operations: number; ms: number }> {
+  async function warm(only?: (op: (typeof OPERATIONS)[number]) => boolean, idle?: () => boolean): Promise<{ operations: number; ms: number }> {
     const started = process.hrtime.bigint();
     const mini = express();
     mini.set('query parser', 'simple');
     mini.use(express.json({ type: () => true, strict: false, limit: '1kb' }));
+    // Each answer names the process that gave it: a warm-up answered by another process compiled
+    // nothing here (see the exclusive listen below), which is an error, not a silent no-op.
+    mini.use((_req, res, next) => {
+      res.setHeader('x-warm-pid', String(process.pid));
+      next();
+    });
     mini.use(...middleware);
     mini.use((_req, res) => {
       res.status(204).end();
@@ -196,10 +278,16 @@ export function contractValidator(options: { base: string; validateResponses: bo
     };
     mini.use(swallow);
     const server = http.createServer(mini);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    // exclusive: in a node:cluster worker a plain listen(0) is NOT private: the primary holds the
+    // socket under the key (127.0.0.1, port 0) and round-robins its connections among every worker
+    // listening under that key, so one worker's warm-up requests were answered by the other
+    // worker's warm-up server (waiting for that worker's compile, or cut when it closed: "other
+    // side closed", readiness 503 for seconds). An exclusive handle is this process's own.
+    await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, resolve));
     const { port } = server.address() as AddressInfo;
     try {
-      for (const op of only ? OPERATIONS.filter(only) : OPERATIONS) {
+      for (const op of only ? OPERATIONS.filter(only) : writesFirst(OPERATIONS)) {
+        while (idle && !idle()) await new Promise((resolve) => setTimeout(resolve, 2));
         const route = options.base + op.path.replace(/\{[^}]+\}/g, 'warm');
         const hasBody = op.method !== 'GET' && op.method !== 'HEAD';
         const res = await fetch(`http://127.0.0.1:${port}${route}`, {
@@ -208,6 +296,7 @@ export function contractValidator(options: { base: string; validateResponses: bo
           ...(hasBody ? { body: '{}' } : {}),
         });
         const text = await res.text();
+        if (res.headers.get('x-warm-pid') !== String(process.pid)) throw new Error(`the warm-up request for ${op.operationId} was answered by process ${res.headers.get('x-warm-pid')}, not this one (${process.pid})`);
         if (res.status >= 500) throw new Error(`openapi.yaml does not compile for ${op.operationId}: ${text}`);
       }
     } finally {
@@ -216,5 +305,5 @@ export function contractValidator(options: { base: string; validateResponses: bo
     return { operations: only ? OPERATIONS.filter(only).length : OPERATIONS.length, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6) };
   }
 
-  return { middleware, warm: () => warm(), prepare: () => warm((op) => op.operationId === 'ping') };
+  return { middleware, warm: (o) => warm(undefined, o?.idle), prepare: () => warm((op) => op.operationId === 'ping') };
 }

@@ -15,7 +15,7 @@ export interface DatabaseTarget {
   file?: string;
 }
 
-export const DEFAULT_DATABASE_URL = 'sqlite://./data/books.sqlite';
+export { DEFAULT_DATABASE_URL } from './default-url';
 
 /** Parses DATABASE_URL: sqlite://PATH, postgres://..., mssql://user:pass@host:port/db?encrypt=true */
 const PREPARED_PER_CONNECTION = 500;
