@@ -6,7 +6,10 @@
  *   - idempotency: the same keys sent to both processes at once post each document exactly once,
  *     and every answer is the one recorded (or 409 in flight, then that answer);
  *   - a key claimed by a third process that is then SIGKILLed (and not restarted) posts through
- *     another process within 5 s (its heartbeat stops), not after the 30 s lease.
+ *     another process within 5 s (its heartbeat stops), not after the 30 s lease;
+ *   - counts and match indexes: a commit through the other process, or any other connection, is
+ *     seen by the very next read of this one (the data change token; that heartbeats do not move
+ *     it is test/data-change-counter.test.ts).
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -155,3 +158,36 @@ test('a key claimed by a process that died (no restart) is free on another proce
     await c.kill();
   }
 });
+
+test('counts and match indexes: a posting through B, or a change through any connection, is seen by the next read on A', async () => {
+  const tag = `CNT${Date.now() % 100000}`;
+  const count = async (port: number) => {
+    const res = await postJson(port, '/api/v3/ledger-transactions/query', { filters: { match: { field: 'transactionNumber', operator: 'LIKE', value: `${tag}-%` } }, select: ['recordNumber'], page: { pageNumber: 1, pageSize: 1 } }, { 'x-api-key': apiKey });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body.page.totalCount as number;
+  };
+  assert.equal(await count(a.port), 0);
+  assert.equal(await count(a.port), 0, 'the same count again (reused)');
+  const posted = await postJson(b.port, '/api/v3/ledger-transactions', journal(`${tag}-1`), { 'x-api-key': apiKey });
+  assert.equal(posted.status, 200, JSON.stringify(posted.body));
+  assert.equal(await count(a.port), 1, 'A counts the journal B posted at once');
+  assert.equal(await count(b.port), 1);
+
+  const name = `Qzxw Instance Probe ${tag}`;
+  const match = async (port: number) => {
+    const res = await postJson(port, '/api/v3/parts/match', { matchString: name, matchFields: ['partName'], select: ['recordNumber'], maxDistance: 1 }, { 'x-api-key': apiKey });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return (res.body.data as Array<{ recordNumber: number }>).map((r) => r.recordNumber);
+  };
+  assert.deepEqual(await match(a.port), [], 'no such part yet (A builds its index now)');
+  const part = await knex('tkfprt').orderBy('recnum').first('recnum', 'prtnme');
+  await knex('tkfprt').where({ recnum: part.recnum }).update({ prtnme: name });
+  try {
+    assert.deepEqual(await match(a.port), [Number(part.recnum)], 'A sees the rename made through another connection');
+    assert.deepEqual(await match(b.port), [Number(part.recnum)]);
+  } finally {
+    await knex('tkfprt').where({ recnum: part.recnum }).update({ prtnme: part.prtnme });
+  }
+  assert.deepEqual(await match(a.port), [], 'and the rename back');
+});
+
