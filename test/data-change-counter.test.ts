@@ -13,7 +13,7 @@ import { queryDialectFor } from '../src/storage/dialect';
 import { CATALOG } from '../generated/catalog';
 import { installPostingFixture, journal } from './support/posting-fixture';
 import { COUNTED_TABLES, DATA_COUNTER_TABLE, DATA_LOG_TABLE, createStatements } from '../db/migrations/20261125000001_data_change_counter';
-import { foldDataChangeLog } from '../src/storage/data-change-log';
+import { DATA_TOKEN_SQL, foldDataChangeLog } from '../src/storage/data-change-log';
 
 let t: TestApp;
 let other: Knex;
@@ -130,4 +130,17 @@ test('SQL Server: one statement trigger per table, each its own batch, logging t
     assert.match(sql, /IF NOT EXISTS \(SELECT 1 FROM \[datlog\] WHERE \[txid\] = CURRENT_TRANSACTION_ID\(\)\) INSERT INTO \[datlog\] \(\[txid\]\) VALUES \(CURRENT_TRANSACTION_ID\(\)\); END$/);
     assert.ok(!/;\s*GO\b/i.test(sql));
   }
+});
+
+test('SQL Server: the fold is one batch in one transaction, skipping rows of transactions in flight; the token is one statement', async () => {
+  const sent: string[] = [];
+  const fake = { raw: async (sql: string) => (sent.push(sql), [{ k: 3 }]) } as unknown as Knex;
+  assert.equal(await foldDataChangeLog(fake, 'mssql'), 3);
+  assert.equal(sent.length, 1, 'one batch');
+  const [batch] = sent as [string];
+  assert.match(batch, /^SET XACT_ABORT ON; BEGIN TRAN; /);
+  assert.match(batch, /DELETE FROM \[datlog\] WITH \(READPAST\); SET @k = @@ROWCOUNT; IF @k > 0 UPDATE \[datchg\] SET \[n\] = \[n\] \+ @k WHERE \[id\] = 0; COMMIT TRAN;/);
+  assert.equal(await foldDataChangeLog(fake, 'sqlite'), 0, 'SQLite: nothing to fold');
+  assert.equal(sent.length, 1, 'and no statement');
+  assert.equal(DATA_TOKEN_SQL, 'select (select n from datchg where id = 0) + (select count(*) from datlog) as n');
 });
