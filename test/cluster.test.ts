@@ -54,6 +54,9 @@ before(async () => {
     else await sleep(50);
   }
   assert.ok(port, `the cluster listens:\n${out}`);
+  // The primary announces once both workers told it they listen; each worker's own log line may
+  // reach the pipe a moment after the primary's.
+  for (let i = 0; i < 200 && logLines().filter((l) => l.msg === 'listening' && l.worker).length < 2; i += 1) await sleep(25);
 });
 after(async () => {
   if (process.env.CLUSTER_TEST_LOG) (await import('node:fs')).writeFileSync(process.env.CLUSTER_TEST_LOG, out);
