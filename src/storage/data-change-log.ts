@@ -9,6 +9,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Engine } from './database';
+import { PeriodicJob } from './periodic-job';
 
 const COUNTER = 'datchg';
 const LOG = 'datlog';
@@ -52,33 +53,30 @@ export interface DataChangeLogOptions {
 }
 
 export class DataChangeLog {
-  private timer: NodeJS.Timeout | null = null;
-  private folding: Promise<number> | null = null;
+  private readonly folds: PeriodicJob<number>;
 
-  constructor(private readonly options: DataChangeLogOptions) {}
+  constructor(private readonly options: DataChangeLogOptions) {
+    this.folds = new PeriodicJob({
+      everyMs: options.foldMs,
+      logger: options.logger,
+      failure: 'data change log not folded',
+      fallback: 0,
+      paused: options.paused,
+      run: () => foldDataChangeLog(options.knex, options.engine),
+    });
+  }
 
+  /** SQLite counts in place: no timer there. */
   start(): void {
-    if (this.options.engine === 'sqlite') return;
-    this.timer ??= setInterval(() => void this.fold(), this.options.foldMs);
-    this.timer.unref();
+    if (this.options.engine !== 'sqlite') this.folds.start();
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.folds.stop();
   }
 
-  /** One fold (skipped while paused or while one runs); failures only logged. */
+  /** One fold now (joins one in progress, skipped while paused); failures only logged. */
   fold(): Promise<number> {
-    if (this.options.paused?.() || this.folding) return this.folding ?? Promise.resolve(0);
-    this.folding = foldDataChangeLog(this.options.knex, this.options.engine)
-      .catch((err) => {
-        this.options.logger.warn({ err }, 'data change log not folded');
-        return 0;
-      })
-      .finally(() => {
-        this.folding = null;
-      });
-    return this.folding;
+    return this.folds.runOnce();
   }
 }

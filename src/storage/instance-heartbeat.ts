@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Engine } from './database';
 import { fromDbTime, toDbTime } from './db-time';
 import { insertUnlessExists } from './insert-or-ignore';
+import { PeriodicJob } from './periodic-job';
 
 /**
  * Who this server process is among the processes on one database, and that it is alive
@@ -45,11 +46,11 @@ export interface InstanceHeartbeatOptions {
 
 export class InstanceHeartbeat {
   readonly identity: InstanceIdentity;
-  private timer: NodeJS.Timeout | null = null;
-  private beating: Promise<void> | null = null;
+  private readonly beats: PeriodicJob<void>;
 
   constructor(private readonly options: InstanceHeartbeatOptions) {
     this.identity = { instanceId: options.instanceId, bootId: options.bootId ?? randomUUID() };
+    this.beats = new PeriodicJob({ everyMs: options.beatMs, logger: options.logger, failure: 'heartbeat not recorded', fallback: undefined, paused: options.paused, run: () => this.record() });
   }
 
   /**
@@ -61,25 +62,17 @@ export class InstanceHeartbeat {
     await this.record();
     const freed = await this.freePreviousBoots();
     if (freed > 0) this.options.logger.warn({ instanceId: this.identity.instanceId, freed }, 'freed the idempotency claims a previous boot of this instance left in flight');
-    this.timer ??= setInterval(() => void this.beat(), this.options.beatMs);
-    this.timer.unref();
+    this.beats.start();
     return freed;
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.beats.stop();
   }
 
-  /** One beat (skipped while paused or while the previous one is still running); failures only logged. */
+  /** One beat (skipped while paused, joined while the previous one is still running); failures only logged. */
   beat(): Promise<void> {
-    if (this.options.paused?.() || this.beating) return this.beating ?? Promise.resolve();
-    this.beating = this.record()
-      .catch((err) => this.options.logger.warn({ err }, 'heartbeat not recorded'))
-      .finally(() => {
-        this.beating = null;
-      });
-    return this.beating;
+    return this.beats.runOnce();
   }
 
   private async record(): Promise<void> {
