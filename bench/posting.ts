@@ -13,7 +13,8 @@
  *   BENCH_CONNECTIONS (default 1,8) HTTP connections, BENCH_WRITES (default all:
  *   journals,invoices,allocations,receipts,payrolls,serviceInvoices,serviceInventories) the scenarios
  *   to run; BENCH_DOCUMENT_COPIES (default 20,000) payroll records and work orders copied for the run;
- *   the raw loop runs with as many concurrent transactions (up to the pool, 1 on SQLite).
+ *   the raw loop runs with as many concurrent transactions (up to the pool, 1 on SQLite);
+ *   BENCH_WORKERS=n runs the service as src/main.ts with WORKERS=n (unset: one server process).
  *
  * The service runs in a child process (test/support/server-process.ts: the production wiring,
  * no response validation), so the load generator does not share its event loop.
@@ -24,6 +25,8 @@ import knexFactory, { type Knex } from 'knex';
 import { createTestDatabase } from '../test/support/app';
 import { installPostingFixture } from '../test/support/posting-fixture';
 import { postJson, spawnServer } from '../test/support/server-process';
+import { spawnCluster } from '../test/support/cluster-process';
+import { ApiKeyRepository } from '../src/storage/api-keys';
 import { parseDatabaseUrl } from '../src/storage/database';
 import { engineOf } from '../src/storage/dialect';
 import { SCENARIOS, type BenchContext, type Scenario } from './posting-scenarios';
@@ -34,6 +37,7 @@ const autocannon = require('autocannon') as (opts: Record<string, unknown>) => P
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '1,8').split(',').map(Number);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
+const SERVER_WORKERS = process.env.BENCH_WORKERS ? Number(process.env.BENCH_WORKERS) : 0;
 const WRITES = (process.env.BENCH_WRITES ?? SCENARIOS.map((s) => s.name).join(',')).split(',').map((w) => w.trim()).filter(Boolean);
 const runId = randomUUID().slice(0, 6);
 let seq = 0;
@@ -111,7 +115,17 @@ async function main(): Promise<void> {
   const engine = engineOf(knex);
   const adminKey = randomUUID();
   const apiKey = randomUUID();
-  const server = await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: { LOG_LEVEL: 'error', RATE_LIMIT_PER_MINUTE: '0', DB_POOL_MAX: '10' } });
+  const serverEnv = { LOG_LEVEL: 'error', RATE_LIMIT_PER_MINUTE: '0', DB_POOL_MAX: '10' };
+  // BENCH_WORKERS=n: the real entry point (src/main.ts) with WORKERS=n, the process model an
+  // operator runs (the default is one worker per core); unset: one server process.
+  if (SERVER_WORKERS) {
+    const keys = new ApiKeyRepository(knex);
+    await keys.ensure(adminKey, 'bench admin', 'admin');
+    await keys.ensure(apiKey, 'bench integration', 'integration');
+  }
+  const server = SERVER_WORKERS
+    ? await spawnCluster({ databaseUrl: db.url, workers: SERVER_WORKERS, env: serverEnv })
+    : await spawnServer({ databaseUrl: db.url, adminKey, apiKey, env: serverEnv });
   const ctx: BenchContext = { knex, port: server.port, apiKey, runId };
   const loads: number[][] = [];
   const sampleLoad = () => loads.push(os.loadavg());
@@ -195,6 +209,7 @@ async function main(): Promise<void> {
     const oneMinute = loads.map((l) => l[0]!);
     const out = {
       engine,
+      serverWorkers: SERVER_WORKERS || 'one process',
       seconds: SECONDS,
       repeat: REPEAT,
       writes: scenarios.map((s) => `${s.name}: ${s.rows}`),
