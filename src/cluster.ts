@@ -136,7 +136,12 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     });
   };
 
+  /** SQLite: the WAL checkpoints run here, not in a worker's COMMIT (storage/wal-checkpointer.ts). */
+  let checkpointer: { stop(): void } | undefined;
+
   const stop = (signal: NodeJS.Signals, code = 0): void => {
+    checkpointer?.stop();
+    checkpointer = undefined;
     if (stopping) {
       log.warn({ signal }, 'second signal: killing the workers without draining');
       for (const w of workers.values()) w.process.kill('SIGKILL');
@@ -179,6 +184,13 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     process.exit(1);
   } finally {
     await knex.destroy().catch(() => undefined);
+  }
+  if (target.engine === 'sqlite' && target.file && target.file !== ':memory:' && !stopping) {
+    const { WalCheckpointer, WAL_CHECKPOINT_EVERY_MS } = await import('./storage/wal-checkpointer');
+    const walCheckpointer = new WalCheckpointer({ file: target.file, logger: log });
+    walCheckpointer.start();
+    checkpointer = walCheckpointer;
+    log.info({ everyMs: WAL_CHECKPOINT_EVERY_MS }, 'WAL checkpoints run in the primary');
   }
   for (const worker of workers.values()) tellPrepared(worker);
 }

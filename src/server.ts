@@ -43,6 +43,8 @@ export interface StartServerOptions {
   prepared?: BootReport | Promise<BootReport>;
   /** Listen only once the contract validator is prepared (a cluster worker; default: listen first). */
   listenWhenPrepared?: boolean;
+  /** SQLite: the cluster primary runs the WAL checkpoints (storage/wal-checkpointer.ts); a cluster worker. */
+  checkpointsElsewhere?: boolean;
 }
 
 /**
@@ -52,7 +54,7 @@ export interface StartServerOptions {
  */
 export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? pino({ level: config.logLevel });
-  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: config.dbPoolMax });
+  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: config.dbPoolMax }, { checkpointsElsewhere: options.checkpointsElsewhere });
   const knex = openDatabase(target, logger);
   let report: BootReport;
   try {

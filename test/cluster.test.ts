@@ -12,6 +12,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import Database from 'better-sqlite3';
 import knexFactory, { type Knex } from 'knex';
 import { createTestDatabase } from './support/app';
 import { parseDatabaseUrl } from '../src/storage/database';
@@ -157,6 +159,28 @@ test('concurrent keyed postings over both workers: each exactly once, no 5xx, bo
     assert.equal(left, 0, 'the data change log is folded');
     assert.ok(Number((await knex('datchg').where({ id: 0 }).first('n'))!.n) >= planned.length, 'into the counter');
   }
+});
+
+test('SQLite: the primary runs the WAL checkpoints, so the postings reach the database file itself within a second', async (t) => {
+  if (knex.client.config.client === 'pg') return t.skip('SQLite only');
+  assert.ok(
+    logLines().some((l) => l.role === 'primary' && l.msg === 'WAL checkpoints run in the primary'),
+    'the primary started its checkpointer',
+  );
+  const posted = Number((await knex('lgrtrn').count('* as n').first())!.n);
+  const file = db.url.replace(/^sqlite:(\/\/)?/, '');
+  let inFile = -1;
+  for (let i = 0; i < 40 && inFile !== posted; i += 1) {
+    // A copy of the database file alone (no -wal): what checkpoints have copied into it.
+    const copy = `${file}.copy-${i}`;
+    fs.copyFileSync(file, copy);
+    const probe = new Database(copy, { readonly: true });
+    inFile = (probe.prepare('select count(*) as n from lgrtrn').get() as { n: number }).n;
+    probe.close();
+    fs.rmSync(copy, { force: true });
+    if (inFile !== posted) await sleep(50);
+  }
+  assert.equal(inFile, posted, 'every posted journal is in the database file, not only in the WAL');
 });
 
 test(`a key's rate limit holds for the instance as a whole: ${RATE}/min split between the workers`, async (t) => {

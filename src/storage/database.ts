@@ -2,6 +2,7 @@ import path from 'node:path';
 import fs from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
 import { currentTraceId } from '../telemetry/tracing';
+import { WAL_BACKSTOP_PAGES } from './wal-checkpointer';
 
 export type Engine = 'sqlite' | 'postgres' | 'mssql';
 
@@ -44,7 +45,15 @@ function reusePreparedStatements(conn: { prepare: (sql: string) => unknown }): v
   };
 }
 
-export function parseDatabaseUrl(url: string, pool: { min: number; max: number } = { min: 0, max: 10 }): DatabaseTarget {
+export interface ConnectionOptions {
+  /**
+   * SQLite: another process (the cluster primary) runs the WAL checkpoints, so this connection's
+   * commits checkpoint only past WAL_BACKSTOP_PAGES (src/storage/wal-checkpointer.ts).
+   */
+  checkpointsElsewhere?: boolean;
+}
+
+export function parseDatabaseUrl(url: string, pool: { min: number; max: number } = { min: 0, max: 10 }, options: ConnectionOptions = {}): DatabaseTarget {
   if (url.startsWith('sqlite://') || url.startsWith('sqlite:')) {
     const file = url.replace(/^sqlite:(\/\/)?/, '');
     if (!file) throw new Error('DATABASE_URL: sqlite URL needs a file path, e.g. sqlite://./data/books.sqlite');
@@ -72,6 +81,7 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
               // it and held 16 MB more per process for good. The OS page cache still holds the
               // file; 4 MB keeps the hot index pages (bench/README.md, "Peak RSS under load").
               conn.pragma(`cache_size = -${SQLITE_PAGE_CACHE_KB}`);
+              if (options.checkpointsElsewhere) conn.pragma(`wal_autocheckpoint = ${WAL_BACKSTOP_PAGES}`);
               reusePreparedStatements(conn);
               done(null, conn);
             } catch (err) {

@@ -1,0 +1,150 @@
+/**
+ * SQLite WAL checkpoints off the request path (src/storage/wal-checkpointer.ts): a cluster
+ * worker's connection checkpoints only past the backstop, and the primary's checkpointer copies
+ * the committed pages into the database file, without waiting for or blocking readers and
+ * writers. Asserted through the files themselves: a copy of the database file ALONE (no -wal)
+ * holds a committed row only once a checkpoint has copied it there. SQLite only.
+ */
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import pino from 'pino';
+import type { Knex } from 'knex';
+import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
+import { WAL_BACKSTOP_PAGES, WalCheckpointer } from '../src/storage/wal-checkpointer';
+
+const quiet = pino({ level: 'silent' });
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function tempFile(): { file: string; dir: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ais-wal-'));
+  return { dir, file: path.join(dir, 'books.sqlite') };
+}
+
+/** Rows of `t` in a copy of the database file without its -wal: what has been checkpointed. */
+function rowsInDatabaseFile(file: string): number {
+  const copy = `${file}.copy-${process.hrtime.bigint()}`;
+  fs.copyFileSync(file, copy);
+  const db = new Database(copy, { readonly: true });
+  try {
+    const exists = db.prepare("select count(*) as n from sqlite_master where name = 't'").get() as { n: number };
+    return exists.n === 0 ? 0 : (db.prepare('select count(*) as n from t').get() as { n: number }).n;
+  } finally {
+    db.close();
+    fs.rmSync(copy, { force: true });
+  }
+}
+
+async function writeRows(knex: Knex, from: number, count: number): Promise<void> {
+  for (let i = from; i < from + count; i += 1) await knex.transaction((trx) => trx('t').insert({ id: i, note: `row ${i}` }));
+}
+
+async function pragma(knex: Knex, name: string): Promise<unknown> {
+  return Object.values(((await knex.raw(`pragma ${name}`)) as Array<Record<string, unknown>>)[0]!)[0];
+}
+
+test('a cluster worker’s connection checkpoints only past the backstop; a single process keeps SQLite’s 1,000 pages', async () => {
+  const { dir, file } = tempFile();
+  const worker = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
+  const single = openDatabase(parseDatabaseUrl(`sqlite://${path.join(dir, 'other.sqlite')}`));
+  try {
+    assert.equal(await pragma(worker, 'wal_autocheckpoint'), WAL_BACKSTOP_PAGES);
+    assert.equal(await pragma(single, 'wal_autocheckpoint'), 1000);
+  } finally {
+    await worker.destroy();
+    await single.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the checkpointer copies committed pages into the database file; until then they are only in the WAL', async () => {
+  const { dir, file } = tempFile();
+  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
+  let checkpointer: WalCheckpointer | undefined;
+  try {
+    await knex.schema.createTable('t', (t) => {
+      t.integer('id').primary();
+      t.string('note');
+    });
+    // More than SQLite's default 1,000 pages, which would have checkpointed in one of these commits.
+    await writeRows(knex, 1, 1200);
+    assert.equal(rowsInDatabaseFile(file), 0, 'the worker’s commits did not checkpoint (below the backstop)');
+    checkpointer = new WalCheckpointer({ file, logger: quiet });
+    const result = checkpointer.checkpoint();
+    assert.equal(result.busy, false);
+    assert.ok(result.walFrames > 1000, `past SQLite's default threshold: ${result.walFrames} frames`);
+    assert.equal(result.checkpointedFrames, result.walFrames, 'every frame copied');
+    assert.equal(rowsInDatabaseFile(file), 1200);
+    // The next writer starts the WAL over (nothing in it is needed any more): it does not grow for ever.
+    await writeRows(knex, 1201, 1);
+    const after = checkpointer.checkpoint();
+    assert.ok(after.walFrames < result.walFrames, `the WAL restarted: ${after.walFrames} frames after ${result.walFrames}`);
+    assert.equal(rowsInDatabaseFile(file), 1201);
+  } finally {
+    checkpointer?.stop();
+    await knex.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('PASSIVE: a reader holding an old snapshot neither waits for the checkpointer nor stops the writer; the rest is copied once it ends', async () => {
+  const { dir, file } = tempFile();
+  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
+  await knex.schema.createTable('t', (t) => {
+    t.integer('id').primary();
+    t.string('note');
+  });
+  const checkpointer = new WalCheckpointer({ file, logger: quiet });
+  const reader = new Database(file);
+  try {
+    await writeRows(knex, 1, 10);
+    reader.exec('BEGIN');
+    assert.equal((reader.prepare('select count(*) as n from t').get() as { n: number }).n, 10, 'the reader’s snapshot');
+    await writeRows(knex, 11, 50);
+    const started = Date.now();
+    const partial = checkpointer.checkpoint();
+    assert.ok(Date.now() - started < 1000, 'the checkpoint did not wait for the reader');
+    assert.ok(partial.checkpointedFrames < partial.walFrames, 'what the reader may still need stays in the WAL');
+    await writeRows(knex, 61, 5);
+    assert.equal((reader.prepare('select count(*) as n from t').get() as { n: number }).n, 10, 'the reader still sees its snapshot');
+    reader.exec('COMMIT');
+    const full = checkpointer.checkpoint();
+    assert.equal(full.checkpointedFrames, full.walFrames);
+    assert.equal(rowsInDatabaseFile(file), 65);
+  } finally {
+    if (reader.inTransaction) reader.exec('ROLLBACK');
+    reader.close();
+    checkpointer.stop();
+    await knex.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('started, it checkpoints on its own every few hundred milliseconds; stopped, it closes its connection', async () => {
+  const { dir, file } = tempFile();
+  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
+  await knex.schema.createTable('t', (t) => {
+    t.integer('id').primary();
+    t.string('note');
+  });
+  const checkpointer = new WalCheckpointer({ file, logger: quiet, everyMs: 20 });
+  try {
+    checkpointer.start();
+    await writeRows(knex, 1, 30);
+    let rows = 0;
+    for (let i = 0; i < 100 && rows < 30; i += 1) {
+      await sleep(20);
+      rows = rowsInDatabaseFile(file);
+    }
+    assert.equal(rows, 30);
+    checkpointer.stop();
+    assert.throws(() => checkpointer.checkpoint(), /not open/);
+  } finally {
+    checkpointer.stop();
+    await knex.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
