@@ -38,6 +38,18 @@ function rowsInDatabaseFile(file: string): number {
   }
 }
 
+/** The test table, and the maintenance lock's table (the checkpointer reads it first). */
+async function createTables(knex: Knex): Promise<void> {
+  await knex.schema.createTable('t', (t) => {
+    t.integer('id').primary();
+    t.string('note');
+  });
+  await knex.schema.createTable('mntlck', (t) => {
+    t.integer('id').primary();
+    t.string('user_name');
+  });
+}
+
 async function writeRows(knex: Knex, from: number, count: number): Promise<void> {
   for (let i = from; i < from + count; i += 1) await knex.transaction((trx) => trx('t').insert({ id: i, note: `row ${i}` }));
 }
@@ -65,10 +77,7 @@ test('the checkpointer copies committed pages into the database file; until then
   const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
   let checkpointer: WalCheckpointer | undefined;
   try {
-    await knex.schema.createTable('t', (t) => {
-      t.integer('id').primary();
-      t.string('note');
-    });
+    await createTables(knex);
     // More than SQLite's default 1,000 pages, which would have checkpointed in one of these commits.
     await writeRows(knex, 1, 1200);
     assert.equal(rowsInDatabaseFile(file), 0, 'the worker’s commits did not checkpoint (below the backstop)');
@@ -93,10 +102,7 @@ test('the checkpointer copies committed pages into the database file; until then
 test('PASSIVE: a reader holding an old snapshot neither waits for the checkpointer nor stops the writer; the rest is copied once it ends', async () => {
   const { dir, file } = tempFile();
   const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
-  await knex.schema.createTable('t', (t) => {
-    t.integer('id').primary();
-    t.string('note');
-  });
+  await createTables(knex);
   const checkpointer = new WalCheckpointer({ file, logger: quiet });
   const reader = new Database(file);
   try {
@@ -123,13 +129,10 @@ test('PASSIVE: a reader holding an old snapshot neither waits for the checkpoint
   }
 });
 
-test('started, it checkpoints on its own every few hundred milliseconds; stopped, it closes its connection', async () => {
+test('started, it checkpoints on its own every few hundred milliseconds; stopped, it checkpoints no more', async () => {
   const { dir, file } = tempFile();
   const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
-  await knex.schema.createTable('t', (t) => {
-    t.integer('id').primary();
-    t.string('note');
-  });
+  await createTables(knex);
   const checkpointer = new WalCheckpointer({ file, logger: quiet, everyMs: 20 });
   try {
     checkpointer.start();
@@ -141,7 +144,29 @@ test('started, it checkpoints on its own every few hundred milliseconds; stopped
     }
     assert.equal(rows, 30);
     checkpointer.stop();
-    assert.throws(() => checkpointer.checkpoint(), /not open/);
+    await writeRows(knex, 31, 5);
+    await sleep(150);
+    assert.equal(rowsInDatabaseFile(file), 30, 'no checkpoint after stop');
+  } finally {
+    checkpointer.stop();
+    await knex.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('while the maintenance lock is recorded it leaves the file alone (the service holds no connection while locked)', async () => {
+  const { dir, file } = tempFile();
+  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
+  await createTables(knex);
+  const checkpointer = new WalCheckpointer({ file, logger: quiet });
+  try {
+    await writeRows(knex, 1, 20);
+    await knex('mntlck').insert({ id: 1, user_name: 'maintenance' });
+    assert.deepEqual(checkpointer.checkpoint(), { locked: true, busy: false, walFrames: 0, checkpointedFrames: 0 });
+    assert.equal(rowsInDatabaseFile(file), 0, 'nothing copied while locked');
+    await knex('mntlck').where({ id: 1 }).delete();
+    assert.equal(checkpointer.checkpoint().locked, false);
+    assert.equal(rowsInDatabaseFile(file), 20);
   } finally {
     checkpointer.stop();
     await knex.destroy();
