@@ -8,7 +8,7 @@
  * (about 1.6 at 1024 MB). The young generation is the same either way (2 x 16 MB semi-spaces,
  * measured with v8.getHeapSpaceStatistics: the limit does not shrink it). The service keeps about
  * 25 to 30 MB alive, so under load a worker peaks at 160 to 235 MB on the heaviest scenarios with
- * V8's sizing and near 135 MB with 1024 MB,  at the price of more full collections: over 8 interleaved pairs on
+ * V8's sizing and near 135 MB with 1024 MB, at the price of more full collections: over 8 interleaved pairs on
  * the match scenario, a median of 15 % more CPU per request and 24 % fewer requests a second, 6 % and
  * 11 % on scenario B (bench/README.md, "fourth pass"; noisy on a shared machine, but not free).
  * Hence no limit by default; an operator who prefers the footprint sets one.
