@@ -1,14 +1,17 @@
 /**
- * The V8 heap limit of a server worker (HEAP_LIMIT_MB, default 1024; 0 leaves V8's own choice).
+ * The V8 heap limit of a server worker (HEAP_LIMIT_MB; default 0: V8's own choice).
  *
- * Why a limit matters for the resident set, not only as a ceiling: V8 sizes the collector from
- * it. Left alone on a machine with plenty of memory (24 GB here: a 4 GB limit), it takes 16 MB
- * semi-spaces (a 32 MB young generation, committed from the first seconds) and lets the old
- * generation grow to 4 times what survived the last full collection before the next one. The
- * service keeps about 30 MB alive (contract validator, catalog, modules), so under load a worker
- * sat at 200 to 240 MB, most of it garbage not yet collected. With 1 GB (still 30 times the live
- * data) V8 takes 8 MB semi-spaces and a growth factor of about 1.6: the same load peaks near
- * 145 MB (bench/README.md, "Peak RSS under load"). Measured throughput: same section.
+ * Why a limit matters for the resident set, not only as a ceiling: V8 sizes its collector from
+ * it. Left alone on a machine with plenty of memory (24 GB here: a 4 GB limit), it lets the old
+ * generation grow to up to 4 times what survived the last full collection before the next one
+ * (V8's largest growing factor, for limits of 2 GB and more); below 2 GB the factor scales down
+ * (about 1.6 at 1024 MB). The young generation is the same either way (2 x 16 MB semi-spaces,
+ * measured with v8.getHeapSpaceStatistics: the limit does not shrink it). The service keeps about
+ * 25 to 30 MB alive, so under load a worker peaks at 160 to 235 MB on the heaviest scenarios with
+ * V8's sizing and near 135 MB with 1024 MB, at the price of more full collections: over 8 interleaved pairs on
+ * the match scenario, a median of 15 % more CPU per request and 24 % fewer requests a second, 6 % and
+ * 11 % on scenario B (bench/README.md, "fourth pass"; noisy on a shared machine, but not free).
+ * Hence no limit by default; an operator who prefers the footprint sets one.
  *
  * Applied to the cluster's workers (the primary forks them with the flag); an operator's own
  * `--max-old-space-size` (command line or NODE_OPTIONS) wins. WORKERS=1 serves in the started

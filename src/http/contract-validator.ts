@@ -212,6 +212,31 @@ export interface ContractValidator {
   prepare(): Promise<{ operations: number; ms: number }>;
 }
 
+/**
+ * One request to the warm-up's loopback server through node:http. Not the global fetch: that is
+ * undici, which nothing else in the service loads; its first use cost every worker about 20 MB
+ * resident for good (its module graph and compiled code; bench/README.md, "fourth pass").
+ */
+function loopbackRequest(port: number, method: string, route: string, body: string | undefined): Promise<{ status: number; pid: string | undefined; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, method, path: route, agent: false, headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          const pid = res.headers['x-warm-pid'];
+          resolve({ status: res.statusCode ?? 0, pid: Array.isArray(pid) ? pid[0] : pid, text });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 export function contractValidator(options: { base: string; validateResponses: boolean; document?: () => Record<string, any> }): ContractValidator {
   // Built on first use (warm-up or first request): loading the document takes seconds of CPU,
   // which would otherwise hold up the server's listen.
@@ -290,14 +315,9 @@ export function contractValidator(options: { base: string; validateResponses: bo
         while (idle && !idle()) await new Promise((resolve) => setTimeout(resolve, 2));
         const route = options.base + op.path.replace(/\{[^}]+\}/g, 'warm');
         const hasBody = op.method !== 'GET' && op.method !== 'HEAD';
-        const res = await fetch(`http://127.0.0.1:${port}${route}`, {
-          method: op.method,
-          headers: hasBody ? { 'content-type': 'application/json' } : {},
-          ...(hasBody ? { body: '{}' } : {}),
-        });
-        const text = await res.text();
-        if (res.headers.get('x-warm-pid') !== String(process.pid)) throw new Error(`the warm-up request for ${op.operationId} was answered by process ${res.headers.get('x-warm-pid')}, not this one (${process.pid})`);
-        if (res.status >= 500) throw new Error(`openapi.yaml does not compile for ${op.operationId}: ${text}`);
+        const res = await loopbackRequest(port, op.method, route, hasBody ? '{}' : undefined);
+        if (res.pid !== String(process.pid)) throw new Error(`the warm-up request for ${op.operationId} was answered by process ${res.pid}, not this one (${process.pid})`);
+        if (res.status >= 500) throw new Error(`openapi.yaml does not compile for ${op.operationId}: ${res.text}`);
       }
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -127,17 +127,73 @@ export interface SnapshotReader {
 }
 
 /** What better-sqlite3 offers that the SQLite reader uses. */
+interface SqliteStatement {
+  all(bindings: unknown[]): unknown[];
+  get(bindings?: unknown[]): unknown;
+  raw(on: boolean): SqliteStatement;
+  columns(): Array<{ name: string }>;
+  readonly reader: boolean;
+}
+
 interface SqliteConnection {
-  prepare(sql: string): { all(bindings: unknown[]): Row[]; get(bindings?: unknown[]): Row | undefined };
+  prepare(sql: string): SqliteStatement;
   exec(sql: string): void;
   readonly inTransaction: boolean;
 }
 
+/** A prepared read and the constructor of its rows. */
+interface PreparedRead {
+  all(bindings: unknown[]): Row[];
+  get(bindings?: unknown[]): Row | undefined;
+}
+
 /** Prepared statements per SQLite connection (parsing is a large share of a small query). */
-const statementCaches = new WeakMap<object, Map<string, ReturnType<SqliteConnection['prepare']>>>();
+const statementCaches = new WeakMap<object, Map<string, PreparedRead>>();
 const STATEMENT_CACHE_SIZE = 256;
 
-function prepared(conn: SqliteConnection, sql: string): ReturnType<SqliteConnection['prepare']> {
+/**
+ * Row constructors by column list. better-sqlite3 builds each row object property by property in
+ * C++ (one dictionary-mode object per row: about 2.2 KB for a 26-column row), and the driver's
+ * rows were the largest allocation of a read (a third of the bytes of scenario B, 3.4 of the 7.9 MB
+ * of a 1,000-invoice page; bench/README.md, "fourth pass"). Read as arrays (`raw`, 0.8 KB) and
+ * turned into objects by an object literal with every column name (one shape, allocated at its
+ * final size, ~0.25 KB), a row costs about half, and callers still get the same plain objects
+ * (a repeated column name: the last one wins, as in the driver's own rows).
+ */
+const rowFactories = new Map<string, (values: unknown[]) => Row>();
+
+function rowFactory(names: readonly string[]): ((values: unknown[]) => Row) | undefined {
+  if (names.some((n) => n === '__proto__')) return undefined;
+  const key = names.join('\u0000');
+  let factory = rowFactories.get(key);
+  if (!factory) {
+    const body = names.map((n, i) => `${JSON.stringify(n)}: v[${i}]`).join(', ');
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval
+    factory = new Function('v', `return { ${body} };`) as (values: unknown[]) => Row;
+    if (rowFactories.size >= STATEMENT_CACHE_SIZE) rowFactories.clear();
+    rowFactories.set(key, factory);
+  }
+  return factory;
+}
+
+function preparedRead(stmt: SqliteStatement): PreparedRead {
+  const build = stmt.reader ? rowFactory(stmt.columns().map((c) => c.name)) : undefined;
+  if (!build) return stmt as unknown as PreparedRead;
+  stmt.raw(true);
+  return {
+    all: (bindings) => {
+      const rows = stmt.all(bindings) as unknown[][];
+      for (let i = 0; i < rows.length; i += 1) (rows as unknown[])[i] = build(rows[i]!);
+      return rows as unknown as Row[];
+    },
+    get: (bindings) => {
+      const values = stmt.get(bindings ?? []) as unknown[] | undefined;
+      return values === undefined ? undefined : build(values);
+    },
+  };
+}
+
+function prepared(conn: SqliteConnection, sql: string): PreparedRead {
   let cache = statementCaches.get(conn);
   if (!cache) {
     cache = new Map();
@@ -146,7 +202,7 @@ function prepared(conn: SqliteConnection, sql: string): ReturnType<SqliteConnect
   let stmt = cache.get(sql);
   if (!stmt) {
     if (cache.size >= STATEMENT_CACHE_SIZE) cache.clear();
-    stmt = conn.prepare(sql);
+    stmt = preparedRead(conn.prepare(sql));
     cache.set(sql, stmt);
   }
   return stmt;
@@ -249,9 +305,19 @@ function decodeCommon(
   }
 }
 
-/** A scaled integer (SQLite decimal storage) as the JSON number of its exact decimal. */
+/** 10^0 .. 10^22: every one exact as a double. */
+const POWERS_OF_TEN = Array.from({ length: 23 }, (_, i) => 10 ** i);
+
+/**
+ * A scaled integer (SQLite decimal storage) as the JSON number of its exact decimal.
+ * For a safe integer n and 10^scale exact (scale <= 22), IEEE division is correctly rounded: n / 10^scale
+ * is the double nearest to the exact decimal, i.e. the very number Number("<digits>.<digits>") parses, without
+ * the four strings per value that building that text cost (a read's largest garbage after the JSON;
+ * bench/README.md, "fourth pass"). `+ 0` turns -0 into 0, as the text form gives.
+ */
 export function scaledToNumber(n: number, scale: number): number {
   if (scale <= 0) return n;
+  if (scale < POWERS_OF_TEN.length && Number.isSafeInteger(n)) return n / POWERS_OF_TEN[scale]! + 0;
   const digits = String(Math.abs(n)).padStart(scale + 1, '0');
   return Number(`${n < 0 ? '-' : ''}${digits.slice(0, -scale)}.${digits.slice(-scale)}`);
 }
