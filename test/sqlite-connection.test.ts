@@ -24,3 +24,26 @@ test('a SQLite connection: WAL, foreign keys on, busy timeout 5 s, page cache 4 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a snapshot read and knex share one prepared statement per SQL text: each still gets row objects', async () => {
+  // The query engine reads rows as arrays (dialect.ts) from the same statement object knex runs
+  // (database.ts reuses one per SQL text); array mode must not leak into knex's results.
+  const { queryDialectFor } = await import('../src/storage/dialect');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ais-conn-'));
+  const knex = openDatabase(parseDatabaseUrl(`sqlite://${path.join(dir, 'c.sqlite')}`));
+  try {
+    await knex.schema.createTable('t', (t) => {
+      t.integer('id').primary();
+      t.string('note');
+    });
+    await knex('t').insert([{ id: 1, note: 'one' }, { id: 2, note: 'two' }]);
+    const query = () => knex('t').select('id', 'note').where('id', '>', 0).orderBy('id');
+    const viaSnapshot = await queryDialectFor('sqlite').readSnapshot(knex, (reader) => reader.all(query()));
+    assert.deepEqual(viaSnapshot, [{ id: 1, note: 'one' }, { id: 2, note: 'two' }]);
+    assert.deepEqual(await query(), [{ id: 1, note: 'one' }, { id: 2, note: 'two' }], 'knex, same SQL text after the snapshot read');
+    assert.deepEqual(await queryDialectFor('sqlite').readSnapshot(knex, (reader) => reader.all(query())), viaSnapshot);
+  } finally {
+    await knex.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -176,18 +176,30 @@ function rowFactory(names: readonly string[]): ((values: unknown[]) => Row) | un
   return factory;
 }
 
+/**
+ * The statement object is shared: the connection's prepare is wrapped to reuse one statement per
+ * SQL text (database.ts), and knex runs the same text through it expecting objects. So array mode
+ * is switched on only around each call (better-sqlite3 is synchronous: nothing else runs between).
+ */
 function preparedRead(stmt: SqliteStatement): PreparedRead {
   const build = stmt.reader ? rowFactory(stmt.columns().map((c) => c.name)) : undefined;
   if (!build) return stmt as unknown as PreparedRead;
-  stmt.raw(true);
+  const asArrays = <T>(run: () => T): T => {
+    stmt.raw(true);
+    try {
+      return run();
+    } finally {
+      stmt.raw(false);
+    }
+  };
   return {
     all: (bindings) => {
-      const rows = stmt.all(bindings) as unknown[][];
+      const rows = asArrays(() => stmt.all(bindings)) as unknown[][];
       for (let i = 0; i < rows.length; i += 1) (rows as unknown[])[i] = build(rows[i]!);
       return rows as unknown as Row[];
     },
     get: (bindings) => {
-      const values = stmt.get(bindings ?? []) as unknown[] | undefined;
+      const values = asArrays(() => stmt.get(bindings ?? [])) as unknown[] | undefined;
       return values === undefined ? undefined : build(values);
     },
   };
