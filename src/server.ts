@@ -12,6 +12,7 @@ import { banner, prepareDatabase, type BootReport } from './boot';
 export { banner, prepareDatabase, type BootReport };
 import type { OpsState } from './http/routes/ops';
 import { answerClientErrors } from './http/client-error';
+import { BEFORE_READY, warmUp, writeExamples } from './warm-up';
 
 /** How long after a request ends the validator's background compile waits before it goes on. */
 const QUIET_MS = 25;
@@ -123,11 +124,22 @@ export async function startServer(config: Config, options: StartServerOptions = 
     opsState.warmError = err instanceof Error ? err.message : String(err);
     logger.error({ err }, 'contract validator failed to compile openapi.yaml');
   };
+  // Then, still before ready, the posting engines' first-use cost (src/warm-up.ts: each engine
+  // once in a rolled-back transaction, tens of ms). Its failure is logged and the start goes on.
+  let examples: Map<string, unknown> | undefined;
+  const warmPostings = (only: (route: string) => boolean, label: string, idle?: () => boolean): Promise<void> =>
+    Promise.resolve()
+      .then(() => warmUp(services, logger, { only, examples: (examples ??= writeExamples()), ...(idle ? { idle } : {}) }))
+      .then(
+        (report) => logger.info(report, label),
+        (err) => logger.warn({ err }, 'warm-up failed (the start goes on)'),
+      );
   const preparing = (): Promise<boolean> =>
     prepare().then(
-      (prepared) => {
-        opsState.warming = false;
+      async (prepared) => {
         logger.info(prepared, 'contract validator prepared');
+        await warmPostings((route) => BEFORE_READY.has(route), 'request path warmed');
+        opsState.warming = false;
         return true;
       },
       (err) => (failed(err), false),
@@ -144,9 +156,12 @@ export async function startServer(config: Config, options: StartServerOptions = 
     port = await listen();
     prepared = preparing();
   }
-  const warmed = prepared.then((ok) => {
+  const idle = () => inFlight === 0 && Date.now() - lastEnded >= QUIET_MS;
+  const warmed = prepared.then(async (ok) => {
     if (!ok) return;
-    return warm({ idle: () => inFlight === 0 && Date.now() - lastEnded >= QUIET_MS }).then((result) => logger.info(result, 'contract validator compiled'), failed);
+    // The other postings' first use, then every operation's validator, while idle.
+    await warmPostings((route) => !BEFORE_READY.has(route), 'request path warmed (the rest)', idle);
+    return warm({ idle }).then((result) => logger.info(result, 'contract validator compiled'), failed);
   });
 
   // Change detection and webhook delivery (one detector across instances: a lease in the database).
