@@ -76,7 +76,14 @@ export async function warmUp(services: Pick<Services, 'writes' | 'lock'>, logger
   for (const { route, definition } of WRITES) {
     const body = examples.get(route);
     if (!definition || body === undefined || (options.only && !options.only(route))) continue;
-    while (options.idle && !options.idle()) await new Promise((resolve) => setTimeout(resolve, 2));
+    if (options.idle) {
+      // Yield to the event loop first: on SQLite a rehearsal runs as one chain of promises (the
+      // driver is synchronous), so without this a connection that arrived meanwhile would not even
+      // be accepted before the next rehearsal, and idle() would still say true.
+      // Two timer turns at least: each passes the event loop's poll phase, where a waiting
+      // connection is accepted and then its request read.
+      for (let turn = 0; turn < 2 || !options.idle(); turn += 1) await new Promise((resolve) => setTimeout(resolve, 2));
+    }
     // Under the maintenance lock the pool is dropped: nothing may touch the database.
     if (services.lock.isLocked()) break;
     const t0 = process.hrtime.bigint();
