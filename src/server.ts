@@ -12,7 +12,7 @@ import { banner, prepareDatabase, type BootReport } from './boot';
 export { banner, prepareDatabase, type BootReport };
 import type { OpsState } from './http/routes/ops';
 import { answerClientErrors } from './http/client-error';
-import { BEFORE_READY, warmUp, writeExamples } from './warm-up';
+import { BEFORE_READY, BEFORE_READY_OPERATIONS, warmUp, writeExamples } from './warm-up';
 
 /** How long after a request ends the validator's background compile waits before it goes on. */
 const QUIET_MS = 25;
@@ -117,7 +117,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // while the server is idle, or on their first request if it comes first. A document that does
   // not compile turns readiness 503 (warmError).
   opsState.warming = true;
-  const prepare = app.locals.prepareContract as () => Promise<{ operations: number; ms: number }>;
+  const prepare = app.locals.prepareContract as (also?: readonly string[]) => Promise<{ operations: number; ms: number }>;
   const warm = app.locals.warmContract as (o: { idle: () => boolean }) => Promise<{ operations: number; ms: number }>;
   const failed = (err: unknown) => {
     opsState.warming = false;
@@ -135,7 +135,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
         (err) => logger.warn({ err }, 'warm-up failed (the start goes on)'),
       );
   const preparing = (): Promise<boolean> =>
-    prepare().then(
+    prepare(BEFORE_READY_OPERATIONS).then(
       async (prepared) => {
         logger.info(prepared, 'contract validator prepared');
         await warmPostings((route) => BEFORE_READY.has(route), 'request path warmed');
