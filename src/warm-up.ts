@@ -74,7 +74,16 @@ export interface WarmUpOptions {
    */
   idle?: () => boolean;
   examples?: Map<string, unknown>;
+  /**
+   * How long one rehearsal may take (a lock held by another process's posting, a slow database):
+   * past it the warm-up goes on without waiting (DeadlineExceeded, logged; the transaction still
+   * rolls back), so readiness is never held up by more than this per rehearsal.
+   */
+  deadlineMs?: number;
 }
+
+/** Default `deadlineMs`: well past a cold rehearsal (~40 to 120 ms), well within the 1 s readiness target's scale. */
+export const REHEARSAL_DEADLINE_MS = 1000;
 
 export async function warmUp(services: Pick<Services, 'writes' | 'lock'>, logger: Logger, options: WarmUpOptions = {}): Promise<WarmUpReport> {
   const started = process.hrtime.bigint();
@@ -96,7 +105,7 @@ export async function warmUp(services: Pick<Services, 'writes' | 'lock'>, logger
     const t0 = process.hrtime.bigint();
     const cpu0 = process.cpuUsage();
     try {
-      await services.writes.rehearse(definition, body);
+      await services.writes.rehearse(definition, body, options.deadlineMs ?? REHEARSAL_DEADLINE_MS);
       report.rehearsed += 1;
       const cpu = process.cpuUsage(cpu0);
       logger.debug({ route, ms: Math.round(Number(process.hrtime.bigint() - t0) / 1e6), cpuMs: Math.round((cpu.user + cpu.system) / 1000) }, 'warm-up: posting rehearsed');

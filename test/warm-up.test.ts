@@ -103,6 +103,34 @@ test('a rehearsal that throws is logged as a warning and the warm-up goes on wit
   }
 });
 
+test('a rehearsal held up by another transaction (the write lock, numseq rows) gives up after its deadline, logged; it still rolls back', async () => {
+  const examples = new Map([['/ledger-transactions', writeExamples().get('/ledger-transactions')]]);
+  const before = await snapshot(t.knex);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held!: () => void;
+  const holding = new Promise<void>((resolve) => (held = resolve));
+  // Another transaction holds the counters (SQLite: the write lock; PostgreSQL: numseq's rows).
+  const blocker = t.knex.transaction(async (trx) => {
+    await trx('numseq').update({ next_value: trx.raw('next_value') });
+    held();
+    await released;
+    throw new Error('blocker rolled back');
+  }).catch(() => undefined);
+  await holding;
+  const started = Date.now();
+  const report = await warmUp(t.services, t.services.logger, { examples, deadlineMs: 300 });
+  const took = Date.now() - started;
+  release();
+  await blocker;
+  assert.equal(report.failed, 1);
+  assert.ok(took < 3000, `gave up after its deadline, not the database's (${took} ms)`);
+  assert.ok(t.logs.some((l) => l.msg === 'warm-up: posting rehearsal failed (the start goes on)' && /deadline/i.test(JSON.stringify(l.err))));
+  // The abandoned rehearsal goes on once the lock is free, and rolls back.
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.deepEqual(await snapshot(t.knex), before);
+});
+
 test('under the maintenance lock nothing is rehearsed (the pool is dropped)', async () => {
   const lock = t.services.lock;
   const original = lock.isLocked;

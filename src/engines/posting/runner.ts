@@ -185,9 +185,10 @@ export class WriteRunner {
    * allocated inside that transaction from a throwaway allocator bound to it, so no number is
    * burnt and this process's reserved blocks are untouched; there is no Idempotency-Key, no
    * idempotency record and no hook. Resolves when rolled back; rejects with what the posting
-   * threw (a 422 on a database without the example's references, for one).
+   * threw (a 422 on a database without the example's references, for one), or DeadlineExceeded
+   * after `deadlineMs` (default: the database deadline; the transaction still rolls back).
    */
-  async rehearse<I, A, R>(def: WriteDefinition<I, A, R>, body: unknown): Promise<void> {
+  async rehearse<I, A, R>(def: WriteDefinition<I, A, R>, body: unknown, deadlineMs?: number): Promise<void> {
     const input = def.prepare(body);
     const req: WriteRequest = { route: def.route, instance: def.route, correlationId: 'warm-up', apiKeyId: 'warm-up', apiKeyName: 'warm-up', dryRun: true, body };
     try {
@@ -198,7 +199,7 @@ export class WriteRunner {
           const outcome = await def.post({ ...this.context(trx, req), numbers }, input, allocated);
           throw new DryRunRollback(renderResult(outcome, true));
         },
-        { what: `rehearsing ${def.what}` },
+        { what: `rehearsing ${def.what}`, deadlineAt: this.deps.boundary.deadlineFromNow(deadlineMs) },
       );
     } catch (err) {
       if (err instanceof DryRunRollback) return;
