@@ -130,12 +130,13 @@ export async function startServer(config: Config, options: StartServerOptions = 
     opsState.warmError = err instanceof Error ? err.message : String(err);
     logger.error({ err }, 'contract validator failed to compile openapi.yaml');
   };
-  // Then, still before ready, the posting engines' first-use cost (src/warm-up.ts: each engine
-  // once in a rolled-back transaction, tens of ms). Its failure is logged and the start goes on.
+  // Then, still before ready, the posting path's first-use cost (src/warm-up.ts: the engines of
+  // BEFORE_READY once each in a rolled-back transaction, ~40 ms; the others once ready, while
+  // idle). A failure is logged and the start goes on.
   let examples: Map<string, unknown> | undefined;
   const warmPostings = (only: (route: string) => boolean, label: string, idle?: () => boolean): Promise<void> =>
     Promise.resolve()
-      .then(() => warmUp(services, logger, { only, examples: (examples ??= writeExamples()), ...(idle ? { idle } : {}) }))
+      .then(() => warmUp(services, logger, { only, examples: (examples ??= writeExamples()), stopping: () => opsState.draining, ...(idle ? { idle } : {}) }))
       .then(
         (report) => logger.info(report, label),
         (err) => logger.warn({ err }, 'warm-up failed (the start goes on)'),

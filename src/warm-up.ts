@@ -80,6 +80,8 @@ export interface WarmUpOptions {
    * rolls back), so readiness is never held up by more than this per rehearsal.
    */
   deadlineMs?: number;
+  /** Whether the server is shutting down: no further rehearsal then (its pool is about to close). */
+  stopping?: () => boolean;
 }
 
 /** Default `deadlineMs`: well past a cold rehearsal (~40 to 120 ms), well within the 1 s readiness target's scale. */
@@ -101,7 +103,7 @@ export async function warmUp(services: Pick<Services, 'writes' | 'lock'>, logger
       for (let turn = 0; turn < 2 || !options.idle(); turn += 1) await new Promise((resolve) => setTimeout(resolve, 2));
     }
     // Under the maintenance lock the pool is dropped: nothing may touch the database.
-    if (services.lock.isLocked()) break;
+    if (services.lock.isLocked() || options.stopping?.()) break;
     const t0 = process.hrtime.bigint();
     const cpu0 = process.cpuUsage();
     try {

@@ -131,6 +131,21 @@ test('a rehearsal held up by another transaction (the write lock, numseq rows) g
   assert.deepEqual(await snapshot(t.knex), before);
 });
 
+test('a server shutting down starts no further rehearsal', async () => {
+  let calls = 0;
+  const rehearse = t.services.writes.rehearse;
+  t.services.writes.rehearse = async () => {
+    calls += 1;
+  };
+  try {
+    const report = await warmUp(t.services, t.services.logger, { stopping: () => calls >= 2 });
+    assert.equal(calls, 2);
+    assert.equal(report.rehearsed, 2);
+  } finally {
+    t.services.writes.rehearse = rehearse;
+  }
+});
+
 test('under the maintenance lock nothing is rehearsed (the pool is dropped)', async () => {
   const lock = t.services.lock;
   const original = lock.isLocked;
