@@ -12,9 +12,16 @@ import { banner, prepareDatabase, type BootReport } from './boot';
 export { banner, prepareDatabase, type BootReport };
 import type { OpsState } from './http/routes/ops';
 import { answerClientErrors } from './http/client-error';
+import { BEFORE_READY, BEFORE_READY_OPERATIONS, warmUp, writeExamples } from './warm-up';
 
-/** How long after a request ends the validator's background compile waits before it goes on. */
-const QUIET_MS = 25;
+/**
+ * How long after a request ends the background work (the other postings' rehearsals, the
+ * validator's compile) waits before it goes on. Not 25 ms: with WORKERS > 1 the primary hands
+ * connections round-robin, so a client's sequential requests alternate between the workers and
+ * each worker saw 25 ms of quiet between two of its own requests (while the other one served):
+ * its next request then waited for a background step (bench/README.md, fourth pass).
+ */
+const QUIET_MS = 250;
 
 export interface RunningServer {
   port: number;
@@ -118,18 +125,30 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // while the server is idle, or on their first request if it comes first. A document that does
   // not compile turns readiness 503 (warmError).
   opsState.warming = true;
-  const prepare = app.locals.prepareContract as () => Promise<{ operations: number; ms: number }>;
+  const prepare = app.locals.prepareContract as (also?: readonly string[]) => Promise<{ operations: number; ms: number }>;
   const warm = app.locals.warmContract as (o: { idle: () => boolean }) => Promise<{ operations: number; ms: number }>;
   const failed = (err: unknown) => {
     opsState.warming = false;
     opsState.warmError = err instanceof Error ? err.message : String(err);
     logger.error({ err }, 'contract validator failed to compile openapi.yaml');
   };
+  // Then, still before ready, the posting path's first-use cost (src/warm-up.ts: the engines of
+  // BEFORE_READY once each in a rolled-back transaction, ~40 ms; the others once ready, while
+  // idle). A failure is logged and the start goes on.
+  let examples: Map<string, unknown> | undefined;
+  const warmPostings = (only: (route: string) => boolean, label: string, idle?: () => boolean): Promise<void> =>
+    Promise.resolve()
+      .then(() => warmUp(services, logger, { only, examples: (examples ??= writeExamples()), stopping: () => opsState.draining, ...(idle ? { idle } : {}) }))
+      .then(
+        (report) => logger.info(report, label),
+        (err) => logger.warn({ err }, 'warm-up failed (the start goes on)'),
+      );
   const preparing = (): Promise<boolean> =>
-    prepare().then(
-      (prepared) => {
-        opsState.warming = false;
+    prepare(BEFORE_READY_OPERATIONS).then(
+      async (prepared) => {
         logger.info(prepared, 'contract validator prepared');
+        await warmPostings((route) => BEFORE_READY.has(route), 'request path warmed');
+        opsState.warming = false;
         return true;
       },
       (err) => (failed(err), false),
@@ -146,9 +165,12 @@ export async function startServer(config: Config, options: StartServerOptions = 
     port = await listen();
     prepared = preparing();
   }
-  const warmed = prepared.then((ok) => {
+  const idle = () => inFlight === 0 && Date.now() - lastEnded >= QUIET_MS;
+  const warmed = prepared.then(async (ok) => {
     if (!ok) return;
-    return warm({ idle: () => inFlight === 0 && Date.now() - lastEnded >= QUIET_MS }).then((result) => logger.info(result, 'contract validator compiled'), failed);
+    // The other postings' first use, then every operation's validator, while idle.
+    await warmPostings((route) => !BEFORE_READY.has(route), 'request path warmed (the rest)', idle);
+    return warm({ idle }).then((result) => logger.info(result, 'contract validator compiled'), failed);
   });
 
   // Change detection and webhook delivery (one detector across instances: a lease in the database).

@@ -207,9 +207,10 @@ export interface ContractValidator {
   /**
    * Loads the document and compiles one operation (ping): what every operation shares (the
    * document, the validator's preprocessing, the shared component schemas it needs). The rest
-   * compile on first use or in warm(), each in a few milliseconds.
+   * compile on first use or in warm(), each in a few milliseconds. `also`: further operationIds
+   * to compile now (the server's: those whose engines the warm-up runs before readiness).
    */
-  prepare(): Promise<{ operations: number; ms: number }>;
+  prepare(also?: readonly string[]): Promise<{ operations: number; ms: number }>;
 }
 
 /**
@@ -325,5 +326,5 @@ export function contractValidator(options: { base: string; validateResponses: bo
     return { operations: only ? OPERATIONS.filter(only).length : OPERATIONS.length, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6) };
   }
 
-  return { middleware, warm: (o) => warm(undefined, o?.idle), prepare: () => warm((op) => op.operationId === 'ping') };
+  return { middleware, warm: (o) => warm(undefined, o?.idle), prepare: (also = []) => warm((op) => op.operationId === 'ping' || also.includes(op.operationId)) };
 }

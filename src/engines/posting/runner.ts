@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { ApiProblem } from '../../errors/problem';
 import type { Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
-import type { NumberAllocator } from '../../storage/numbers';
+import { NumberAllocator } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
 import { namedLocksFor } from '../../storage/named-locks';
 import { IdempotencyProtocol, NothingPosted, type Answer, type Attempt, type Rendered } from '../idempotency/protocol';
@@ -174,6 +174,35 @@ export class WriteRunner {
       );
     } catch (err) {
       if (err instanceof DryRunRollback) return err.rendered;
+      throw err;
+    }
+  }
+
+  /**
+   * Runs a write's whole path once (prepare, allocate, post) in ONE transaction that is always
+   * rolled back, for the start-up warm-up (src/warm-up.ts): V8 compiles the posting path and knex
+   * its builders before the first request instead of during it. Unlike a dry run, the numbers are
+   * allocated inside that transaction from a throwaway allocator bound to it, so no number is
+   * burnt and this process's reserved blocks are untouched; there is no Idempotency-Key, no
+   * idempotency record and no hook. Resolves when rolled back; rejects with what the posting
+   * threw (a 422 on a database without the example's references, for one), or DeadlineExceeded
+   * after `deadlineMs` (default: the database deadline; the transaction still rolls back).
+   */
+  async rehearse<I, A, R>(def: WriteDefinition<I, A, R>, body: unknown, deadlineMs?: number): Promise<void> {
+    const input = def.prepare(body);
+    const req: WriteRequest = { route: def.route, instance: def.route, correlationId: 'warm-up', apiKeyId: 'warm-up', apiKeyName: 'warm-up', dryRun: true, body };
+    try {
+      await this.deps.boundary.transaction(
+        async (trx) => {
+          const numbers = new NumberAllocator(trx, this.deps.boundary.engine);
+          const allocated = await def.allocate(input, numbers);
+          const outcome = await def.post({ ...this.context(trx, req), numbers }, input, allocated);
+          throw new DryRunRollback(renderResult(outcome, true));
+        },
+        { what: `rehearsing ${def.what}`, deadlineAt: this.deps.boundary.deadlineFromNow(deadlineMs) },
+      );
+    } catch (err) {
+      if (err instanceof DryRunRollback) return;
       throw err;
     }
   }
