@@ -24,6 +24,8 @@ export interface ProblemOptions {
   headers?: Record<string, string>;
   /** Extension members of the problem document (RFC 9457 section 3.2), e.g. lockUser. */
   extensions?: Record<string, unknown>;
+  /** What it was made from (a driver error): for the logs and for callers that recover; never rendered. */
+  cause?: unknown;
 }
 
 /**
@@ -39,7 +41,7 @@ export class ApiProblem extends Error {
   readonly extensions: Record<string, unknown>;
 
   constructor(code: ProblemCode, detail: string, options: ProblemOptions = {}) {
-    super(detail);
+    super(detail, options.cause !== undefined ? { cause: options.cause } : undefined);
     this.name = 'ApiProblem';
     this.code = code;
     this.status = PROBLEM_CODES[code].status;

@@ -264,6 +264,7 @@ export function toDatabaseProblem(err: unknown, engine: Engine, options: { field
     case 'refused':
       return new ApiProblem('DATABASE_REFUSED', `The request was not applied: ${REFUSAL_TEXT[failure.reason]}. Retry with backoff.`, {
         extensions: { refusal: failure.reason },
+        cause: err,
       });
     case 'timeout':
       return upstreamTimeout(options.what ?? 'the statement was cancelled', options.write === true);

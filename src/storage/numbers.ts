@@ -31,6 +31,22 @@ export interface NumberRange {
   count: number;
 }
 
+/**
+ * The counter whose record number a unique violation says is taken already: the table of a
+ * `<table>_recnum_uq` index (PostgreSQL's constraint, SQL Server's index name in its message) or
+ * of SQLite's `UNIQUE constraint failed: <table>.recnum`. A row inserted by another program after
+ * this process checked the counter (`sync`) does not advance it, so the numbers it hands out next
+ * may be in the table already: the caller re-checks the counter (`resync`) and tries again.
+ */
+export function collidedCounter(err: unknown): string | undefined {
+  for (let e: any = err, depth = 0; e && depth < 5; e = e.cause, depth += 1) {
+    const text = `${typeof e.constraint === 'string' ? e.constraint : ''} ${String(e.message ?? '')}`;
+    const m = /\b([a-z][a-z0-9_]*)_recnum_uq\b/.exec(text) ?? /UNIQUE constraint failed: ([a-z][a-z0-9_]*)\.recnum\b/.exec(text);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
 export function rangeValues(range: NumberRange): number[] {
   return Array.from({ length: range.count }, (_, i) => range.first + i);
 }
@@ -50,6 +66,15 @@ export class NumberAllocator {
   /** Forgets every reserved number (they become gaps): the next allocation reads the counter again. */
   discardReserved(): void {
     this.reserved.clear();
+  }
+
+  /**
+   * Checks `name` against max(recnum) of its table again at its next allocation, and drops what is
+   * left of its reserved block (a gap): some of those numbers are taken (collidedCounter).
+   */
+  resync(name: string): void {
+    this.synced.delete(name);
+    this.reserved.delete(name);
   }
 
   /** `count` numbers of `name` from the reserved block, or undefined when it has not that many left. */

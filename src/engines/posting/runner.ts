@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { ApiProblem } from '../../errors/problem';
 import type { Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
-import { NumberAllocator } from '../../storage/numbers';
+import { NumberAllocator, collidedCounter } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
 import { namedLocksFor } from '../../storage/named-locks';
 import { IdempotencyProtocol, NothingPosted, type Answer, type Attempt, type Rendered } from '../idempotency/protocol';
@@ -93,6 +93,9 @@ class DryRunRollback extends Error {
   }
 }
 
+/** A posting re-checks at most this many counters whose numbers were taken outside the service (then 502 as before). */
+const MAX_COUNTER_RESYNCS = 3;
+
 export class WriteRunner {
   private readonly idempotency: IdempotencyProtocol;
   private readonly lockName: (trx: PostingContext['trx'], name: string) => Promise<void>;
@@ -154,6 +157,25 @@ export class WriteRunner {
    */
   private async execute<I, A, R>(def: WriteDefinition<I, A, R>, input: I, req: WriteRequest, deadlineAt: number, attempt?: Attempt): Promise<Rendered> {
     if (attempt) await this.deps.hooks.afterClaim?.({ route: def.route, key: attempt.key });
+    const resynced = new Set<string>();
+    for (;;) {
+      try {
+        return await this.allocateAndPost(def, input, req, deadlineAt, attempt);
+      } catch (err) {
+        // A record number taken by a row another program inserted since this process checked the
+        // counter: nothing was written (the transaction rolled back), so re-check that counter and
+        // post again with fresh numbers, once per counter (docs/decisions.md, "Record numbers
+        // taken outside the service"). The key's claim is still this attempt's.
+        const counter = collidedCounter(err);
+        if (!counter || resynced.has(counter) || resynced.size >= MAX_COUNTER_RESYNCS) throw err;
+        resynced.add(counter);
+        this.deps.numbers.resync(counter);
+        this.deps.logger.warn({ counter, route: def.route }, 'record number already taken by a row inserted outside the service: counter re-checked, posting retried');
+      }
+    }
+  }
+
+  private async allocateAndPost<I, A, R>(def: WriteDefinition<I, A, R>, input: I, req: WriteRequest, deadlineAt: number, attempt?: Attempt): Promise<Rendered> {
     let numbers: A;
     try {
       numbers = await this.deps.boundary.within(() => def.allocate(input, this.deps.numbers), { deadlineAt, what: 'allocating numbers' });
