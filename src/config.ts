@@ -138,11 +138,11 @@ function instanceId(env: NodeJS.ProcessEnv, port: number): string {
 }
 
 /**
- * HEAP_LIMIT_MB: 0 (V8's default, the default) or 256 to 65536. Below 256 a worker would run out of heap under load.
- * Not set by default: a limit under 2 GB trades throughput for footprint (bench/README.md, "fourth pass").
+ * HEAP_LIMIT_MB: 1024 by default; 0 (V8's own sizing) or 256 to 65536. Below 256 a worker would run out of heap
+ * under load. Why 1024 by default: src/heap-limit.ts (bench/README.md, "fifth pass").
  */
 function heapLimit(env: NodeJS.ProcessEnv): number {
-  const value = int(env, 'HEAP_LIMIT_MB', 0, 0, 65_536);
+  const value = int(env, 'HEAP_LIMIT_MB', 1024, 0, 65_536);
   if (value !== 0 && value < 256) throw new ConfigError(`HEAP_LIMIT_MB must be 0 (V8's default) or at least 256 (got ${value})`);
   return value;
 }

@@ -1,5 +1,5 @@
 /**
- * The V8 heap limit of a server worker (HEAP_LIMIT_MB; default 0: V8's own choice).
+ * The V8 heap limit of a server worker (HEAP_LIMIT_MB; default 1024; 0: V8's own choice).
  *
  * Why a limit matters for the resident set, not only as a ceiling: V8 sizes its collector from
  * it. Left alone on a machine with plenty of memory (24 GB here: a 4 GB limit), it lets the old
@@ -11,7 +11,11 @@
  * V8's sizing and near 135 MB with 1024 MB, at the price of more full collections: over 8 interleaved pairs on
  * the match scenario, a median of 15 % more CPU per request and 24 % fewer requests a second, 6 % and
  * 11 % on scenario B (bench/README.md, "fourth pass"; noisy on a shared machine, but not free).
- * Hence no limit by default; an operator who prefers the footprint sets one.
+ * On a quiet machine V8's sizing let the workers reach 197 to 336 MB (every bench/query.ts
+ * scenario, SQLite; PostgreSQL 191 to 328 MB), twice what the limit allows (144 to 186 MB), while
+ * requests a second moved both ways (−20 % to +35 % by scenario; "fifth pass"). A service that runs
+ * beside a company's books should have a footprint its operator can plan for, so the limit is the
+ * default; HEAP_LIMIT_MB=0 gives V8's sizing back to a deployment that is saturated for long.
  *
  * Applied to the cluster's workers (the primary forks them with the flag); an operator's own
  * `--max-old-space-size` (command line or NODE_OPTIONS) wins. WORKERS=1 serves in the started

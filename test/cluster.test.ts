@@ -44,7 +44,7 @@ before(async () => {
   await keys.ensure(rateKey, 'cluster rate', 'integration');
   primary = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'main.ts')], {
     cwd: path.resolve(__dirname, '..'),
-    env: { ...process.env, DATABASE_URL: db.url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cl', HEAP_LIMIT_MB: '1024', LOG_LEVEL: 'info', SEED_ON_START: 'false', RATE_LIMIT_PER_MINUTE: String(RATE) },
+    env: { ...process.env, DATABASE_URL: db.url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cl', LOG_LEVEL: 'info', SEED_ON_START: 'false', RATE_LIMIT_PER_MINUTE: String(RATE) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   primary.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -107,7 +107,7 @@ test('two worker processes serve the port, each with its own instance name and h
   assert.notEqual(beats[0].boot_id, beats[1].boot_id);
 });
 
-test('workers run under the heap limit when HEAP_LIMIT_MB is set (1024 MB here; the default is V8’s own sizing)', async () => {
+test('workers run under the heap limit (HEAP_LIMIT_MB, default 1024 MB)', async () => {
   const starting = logLines().find((l) => l.role === 'primary' && l.msg === 'starting workers');
   assert.ok(starting?.execArgv?.includes('--max-old-space-size=1024'), `workers forked with the limit: ${JSON.stringify(starting?.execArgv)}`);
   const limits = new Set<number>();

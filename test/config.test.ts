@@ -30,8 +30,8 @@ test('WORKERS, INSTANCE_ID, LOCK_POLL_MS, HEARTBEAT_MS: defaults, bounds, and a 
   assert.throws(() => loadConfig({ HEARTBEAT_MS: '2000' }), /HEARTBEAT_MS/, '3 missed beats must stay within 5 s');
 });
 
-test('HEAP_LIMIT_MB: 0 (V8’s own sizing) by default, a limit when set, under 256 refused; an operator’s own flag wins', () => {
-  assert.equal(loadConfig({}).heapLimitMb, 0);
+test('HEAP_LIMIT_MB: 1024 by default, 0 for V8’s own sizing, under 256 refused; an operator’s own flag wins', () => {
+  assert.equal(loadConfig({}).heapLimitMb, 1024);
   assert.equal(loadConfig({ HEAP_LIMIT_MB: '1024' }).heapLimitMb, 1024);
   assert.equal(loadConfig({ HEAP_LIMIT_MB: '0' }).heapLimitMb, 0);
   assert.equal(loadConfig({ HEAP_LIMIT_MB: '2048' }).heapLimitMb, 2048);
