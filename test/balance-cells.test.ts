@@ -3,23 +3,18 @@
  * cells this process has seen in a transaction that COMMITTED, and only for those. Observed through
  * the statements each addToLedgerBalances runs (knex query events) and through the rows written.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
-import { startTestApp, type TestApp } from './support/app';
-import { FX, installPostingFixture } from './support/posting-fixture';
+import type { TestApp } from './support/app';
+import { usePostingApp } from './support/posting-app';
+import { FX } from './support/posting-fixture';
 import { Dec } from '../src/storage/decimal';
 import { addToLedgerBalances, forgetKnownBalanceCells } from '../src/storage/balances';
 
 let t: TestApp;
 
-before(async () => {
-  t = await startTestApp();
-  await installPostingFixture(t.knex);
-});
-after(async () => {
-  await t?.close();
-});
+usePostingApp((app) => (t = app), { invariants: false });
 
 const options = () => ({ dialect: t.services.dialect, numbers: t.services.numbers, user: 'api:test', now: new Date() });
 const change = (account: number, period: number, debit: string) => [{ account, year: FX.year, period, debit: new Dec(debit), credit: new Dec(0) }];

@@ -3,23 +3,18 @@
  * else (409), with override; 423 on every read and write while locked, ping answering without the
  * database; every connection of the service dropped and kept dropped; the lock surviving a restart.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import knexFactory from 'knex';
 import { startTestApp, type TestApp } from './support/app';
+import { usePostingApp } from './support/posting-app';
 import { assertProblem } from './support/http';
-import { FX, countRows, installPostingFixture, journal } from './support/posting-fixture';
+import { FX, countRows, journal } from './support/posting-fixture';
 import { parseDatabaseUrl } from '../src/storage/database';
 
 let t: TestApp;
 
-before(async () => {
-  t = await startTestApp();
-  await installPostingFixture(t.knex);
-});
-after(async () => {
-  await t?.close();
-});
+usePostingApp((app) => (t = app), { invariants: false });
 
 function pool(app: TestApp) {
   return app.services.lock.poolStats();

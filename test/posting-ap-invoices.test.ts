@@ -3,29 +3,19 @@
  * the status that does not post, totals, defaults, account rules, references, duplicates and dry
  * run, checked over HTTP and in the database.
  */
-import test, { after, afterEach, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from './support/app';
-import { assertBooksInvariants } from './support/invariants';
+import type { TestApp } from './support/app';
+import { usePostingApp } from './support/posting-app';
 import { assertProblem } from './support/http';
-import { FX, apInvoice, balanceOf, booksBalance, countRows, installPostingFixture } from './support/posting-fixture';
+import { FX, apInvoice, balanceOf, booksBalance, countRows } from './support/posting-fixture';
 import { Dec } from '../src/storage/decimal';
 
 let t: TestApp;
 const PATH = '/api/v3/ap-invoices';
 const A = FX.accounts;
 
-before(async () => {
-  t = await startTestApp();
-  await installPostingFixture(t.knex);
-});
-// Whatever a test posted (or refused), the books stay coherent: checked after every test.
-afterEach(async () => {
-  await assertBooksInvariants(t.knex);
-});
-after(async () => {
-  await t?.close();
-});
+usePostingApp((app) => (t = app));
 
 test('an Open invoice posts: invoice + lines, a balanced source-11 journal, a job cost per job line, balances', async () => {
   const expense = await balanceOf(t.knex, A.directExpense, FX.year, FX.openPeriod);

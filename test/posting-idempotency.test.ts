@@ -5,12 +5,13 @@
  * answers concurrent duplicates with 409 in flight, is taken over when its owner is dead, and
  * writes without deduplication (Idempotency-Status unavailable) when the store cannot answer.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app';
+import { usePostingApp } from './support/posting-app';
 import { assertProblem } from './support/http';
-import { FX, apInvoice, balanceOf, countRows, installPostingFixture, journal } from './support/posting-fixture';
+import { FX, apInvoice, balanceOf, countRows, journal } from './support/posting-fixture';
 import { requestFingerprint } from '../src/engines/idempotency/fingerprint';
 import type { IdempotencyStore } from '../src/engines/idempotency/store';
 import { toDbTime } from '../src/storage/db-time';
@@ -19,13 +20,7 @@ let t: TestApp;
 const PATH = '/api/v3/ledger-transactions';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-before(async () => {
-  t = await startTestApp();
-  await installPostingFixture(t.knex);
-});
-after(async () => {
-  await t?.close();
-});
+usePostingApp((app) => (t = app), { invariants: false });
 
 function keyed(path: string, body: unknown, key: string, apiKey = t.apiKey) {
   return t.http.post(path).set('x-api-key', apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body as object);
@@ -323,30 +318,34 @@ test('expired records are as good as absent and are purged', async () => {
 });
 
 test('the database refusing (a real unique violation) is 502 DATABASE_REFUSED without Retry-After, stored and replayed', async () => {
-  // Make the record number counter hand out a number that exists: the insert violates the unique key.
-  const taken = await t.knex('lgrtrn').max<{ m: number }>({ m: 'recnum' }).first();
-  const saved = await t.knex('numseq').where({ name: 'lgrtrn' }).first();
-  await t.knex('numseq').where({ name: 'lgrtrn' }).update({ next_value: Number(taken!.m) });
-  // Numbers this process reserved before (NUMBER_BLOCK_SIZE) would be handed out first: drop them.
-  t.services.numbers.discardReserved();
+  // A unique index the accounting system might have (partial, so the seed's rows satisfy it): two
+  // lines of one journal with the probe's description violate it. Not a record-number collision,
+  // which the runner recovers from (test/record-number-collision.test.ts).
+  const probe = 'unique refusal probe';
+  await t.knex.raw(`CREATE UNIQUE INDEX zz_refusal_probe ON lgtnln (dscrpt) WHERE dscrpt = '${probe}'`);
+  const colliding = (n: string) =>
+    journal(n, {
+      lines: [
+        { lineNumber: 1, ledgerAccount: FX.accounts.overhead, description: probe, debitAmount: 100.1 },
+        { lineNumber: 2, ledgerAccount: FX.accounts.cash, description: probe, creditAmount: 100.1 },
+      ],
+    });
   try {
     const key = `k-${randomUUID()}`;
-    const first = await keyed(PATH, journal('JI-17'), key);
+    const first = await keyed(PATH, colliding('JI-17'), key);
     const body = assertProblem(first, 'DATABASE_REFUSED');
     assert.equal(first.headers['retry-after'], undefined);
     assert.equal(body.refusal, 'constraint');
     assert.equal(first.headers['idempotency-status'], 'applied');
-    const again = await keyed(PATH, journal('JI-17'), key);
+    const again = await keyed(PATH, colliding('JI-17'), key);
     assertProblem(again, 'DATABASE_REFUSED');
     assert.equal(again.headers['idempotency-status'], 'replayed');
     assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-17' }), 0);
     // Without a key: the same 502, nothing stored.
-    await t.knex('numseq').where({ name: 'lgrtrn' }).update({ next_value: Number(taken!.m) });
-    t.services.numbers.discardReserved();
-    assertProblem(await t.post(PATH, journal('JI-17b')), 'DATABASE_REFUSED');
+    assertProblem(await t.post(PATH, colliding('JI-17b')), 'DATABASE_REFUSED');
+    assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-17b' }), 0);
   } finally {
-    await t.knex('numseq').where({ name: 'lgrtrn' }).update({ next_value: Math.max(Number(saved.next_value), Number(taken!.m) + 10) });
-    t.services.numbers.discardReserved();
+    await t.knex.raw('DROP INDEX zz_refusal_probe');
   }
 });
 

@@ -2,27 +2,17 @@
  * POST /ledger-transactions: the journal rules, the posting period (rule 8) and dry run, checked
  * over HTTP and read back from the database (lgrtrn, lgtnln, lgrbal, numseq).
  */
-import test, { after, afterEach, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from './support/app';
-import { assertBooksInvariants } from './support/invariants';
+import type { TestApp } from './support/app';
+import { usePostingApp } from './support/posting-app';
 import { assertProblem } from './support/http';
-import { FX, balanceOf, booksBalance, countRows, installPostingFixture, journal } from './support/posting-fixture';
+import { FX, balanceOf, booksBalance, countRows, journal } from './support/posting-fixture';
 
 let t: TestApp;
 const PATH = '/api/v3/ledger-transactions';
 
-before(async () => {
-  t = await startTestApp();
-  await installPostingFixture(t.knex);
-});
-// Whatever a test posted (or refused), the books stay coherent: checked after every test.
-afterEach(async () => {
-  await assertBooksInvariants(t.knex);
-});
-after(async () => {
-  await t?.close();
-});
+usePostingApp((app) => (t = app));
 
 const A = FX.accounts;
 

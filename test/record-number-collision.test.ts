@@ -7,25 +7,16 @@
  * process restarted; now the posting re-checks that counter and is retried once with fresh
  * numbers: 200, posted once, the foreign rows untouched, the books balanced. Both engines.
  */
-import test, { after, afterEach, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startTestApp, type TestApp } from './support/app';
-import { assertBooksInvariants } from './support/invariants';
-import { FX, apInvoice, countRows, installPostingFixture, journal } from './support/posting-fixture';
+import type { TestApp } from './support/app';
+import { usePostingApp } from './support/posting-app';
+import { FX, apInvoice, countRows, journal } from './support/posting-fixture';
 
 let t: TestApp;
 
-before(async () => {
-  t = await startTestApp();
-  await installPostingFixture(t.knex);
-});
-afterEach(async () => {
-  await assertBooksInvariants(t.knex);
-});
-after(async () => {
-  await t?.close();
-});
+usePostingApp((app) => (t = app));
 
 /** Rows the accounting system inserts with the next `count` record numbers after `from`. */
 async function foreignInvoices(from: number, count: number): Promise<number[]> {

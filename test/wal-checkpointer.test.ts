@@ -54,6 +54,21 @@ async function writeRows(knex: Knex, from: number, count: number): Promise<void>
   for (let i = from; i < from + count; i += 1) await knex.transaction((trx) => trx('t').insert({ id: i, note: `row ${i}` }));
 }
 
+/** A cluster worker's connection on a new file with the tables, and a checkpointer on it; all removed after `fn`. */
+async function withWorkerDatabase(fn: (db: { file: string; knex: Knex; checkpointer: WalCheckpointer }) => Promise<void>, everyMs?: number): Promise<void> {
+  const { dir, file } = tempFile();
+  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
+  await createTables(knex);
+  const checkpointer = new WalCheckpointer({ file, logger: quiet, ...(everyMs ? { everyMs } : {}) });
+  try {
+    await fn({ file, knex, checkpointer });
+  } finally {
+    checkpointer.stop();
+    await knex.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function pragma(knex: Knex, name: string): Promise<unknown> {
   return Object.values(((await knex.raw(`pragma ${name}`)) as Array<Record<string, unknown>>)[0]!)[0];
 }
@@ -72,16 +87,11 @@ test('a cluster worker’s connection checkpoints only past the backstop; a sing
   }
 });
 
-test('the checkpointer copies committed pages into the database file; until then they are only in the WAL', async () => {
-  const { dir, file } = tempFile();
-  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
-  let checkpointer: WalCheckpointer | undefined;
-  try {
-    await createTables(knex);
+test('the checkpointer copies committed pages into the database file; until then they are only in the WAL', () =>
+  withWorkerDatabase(async ({ file, knex, checkpointer }) => {
     // More than SQLite's default 1,000 pages, which would have checkpointed in one of these commits.
     await writeRows(knex, 1, 1200);
     assert.equal(rowsInDatabaseFile(file), 0, 'the worker’s commits did not checkpoint (below the backstop)');
-    checkpointer = new WalCheckpointer({ file, logger: quiet });
     const result = checkpointer.checkpoint();
     assert.equal(result.busy, false);
     assert.ok(result.walFrames > 1000, `past SQLite's default threshold: ${result.walFrames} frames`);
@@ -92,49 +102,34 @@ test('the checkpointer copies committed pages into the database file; until then
     const after = checkpointer.checkpoint();
     assert.ok(after.walFrames < result.walFrames, `the WAL restarted: ${after.walFrames} frames after ${result.walFrames}`);
     assert.equal(rowsInDatabaseFile(file), 1201);
-  } finally {
-    checkpointer?.stop();
-    await knex.destroy();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('PASSIVE: a reader holding an old snapshot neither waits for the checkpointer nor stops the writer; the rest is copied once it ends', async () => {
-  const { dir, file } = tempFile();
-  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
-  await createTables(knex);
-  const checkpointer = new WalCheckpointer({ file, logger: quiet });
-  const reader = new Database(file);
-  try {
-    await writeRows(knex, 1, 10);
-    reader.exec('BEGIN');
-    assert.equal((reader.prepare('select count(*) as n from t').get() as { n: number }).n, 10, 'the reader’s snapshot');
-    await writeRows(knex, 11, 50);
-    const started = Date.now();
-    const partial = checkpointer.checkpoint();
-    assert.ok(Date.now() - started < 1000, 'the checkpoint did not wait for the reader');
-    assert.ok(partial.checkpointedFrames < partial.walFrames, 'what the reader may still need stays in the WAL');
-    await writeRows(knex, 61, 5);
-    assert.equal((reader.prepare('select count(*) as n from t').get() as { n: number }).n, 10, 'the reader still sees its snapshot');
-    reader.exec('COMMIT');
-    const full = checkpointer.checkpoint();
-    assert.equal(full.checkpointedFrames, full.walFrames);
-    assert.equal(rowsInDatabaseFile(file), 65);
-  } finally {
-    if (reader.inTransaction) reader.exec('ROLLBACK');
-    reader.close();
-    checkpointer.stop();
-    await knex.destroy();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
+test('PASSIVE: a reader holding an old snapshot neither waits for the checkpointer nor stops the writer; the rest is copied once it ends', () =>
+  withWorkerDatabase(async ({ file, knex, checkpointer }) => {
+    const reader = new Database(file);
+    try {
+      await writeRows(knex, 1, 10);
+      reader.exec('BEGIN');
+      assert.equal((reader.prepare('select count(*) as n from t').get() as { n: number }).n, 10, 'the reader’s snapshot');
+      await writeRows(knex, 11, 50);
+      const started = Date.now();
+      const partial = checkpointer.checkpoint();
+      assert.ok(Date.now() - started < 1000, 'the checkpoint did not wait for the reader');
+      assert.ok(partial.checkpointedFrames < partial.walFrames, 'what the reader may still need stays in the WAL');
+      await writeRows(knex, 61, 5);
+      assert.equal((reader.prepare('select count(*) as n from t').get() as { n: number }).n, 10, 'the reader still sees its snapshot');
+      reader.exec('COMMIT');
+      const full = checkpointer.checkpoint();
+      assert.equal(full.checkpointedFrames, full.walFrames);
+      assert.equal(rowsInDatabaseFile(file), 65);
+    } finally {
+      if (reader.inTransaction) reader.exec('ROLLBACK');
+      reader.close();
+    }
+  }));
 
-test('started, it checkpoints on its own every few hundred milliseconds; stopped, it checkpoints no more', async () => {
-  const { dir, file } = tempFile();
-  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
-  await createTables(knex);
-  const checkpointer = new WalCheckpointer({ file, logger: quiet, everyMs: 20 });
-  try {
+test('started, it checkpoints on its own every few hundred milliseconds; stopped, it checkpoints no more', () =>
+  withWorkerDatabase(async ({ file, knex, checkpointer }) => {
     checkpointer.start();
     await writeRows(knex, 1, 30);
     let rows = 0;
@@ -147,19 +142,10 @@ test('started, it checkpoints on its own every few hundred milliseconds; stopped
     await writeRows(knex, 31, 5);
     await sleep(150);
     assert.equal(rowsInDatabaseFile(file), 30, 'no checkpoint after stop');
-  } finally {
-    checkpointer.stop();
-    await knex.destroy();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }, 20));
 
-test('while the maintenance lock is recorded it leaves the file alone (the service holds no connection while locked)', async () => {
-  const { dir, file } = tempFile();
-  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
-  await createTables(knex);
-  const checkpointer = new WalCheckpointer({ file, logger: quiet });
-  try {
+test('while the maintenance lock is recorded it leaves the file alone (the service holds no connection while locked)', () =>
+  withWorkerDatabase(async ({ file, knex, checkpointer }) => {
     await writeRows(knex, 1, 20);
     await knex('mntlck').insert({ id: 1, user_name: 'maintenance' });
     assert.deepEqual(checkpointer.checkpoint(), { locked: true, busy: false, walFrames: 0, checkpointedFrames: 0 });
@@ -167,9 +153,4 @@ test('while the maintenance lock is recorded it leaves the file alone (the servi
     await knex('mntlck').where({ id: 1 }).delete();
     assert.equal(checkpointer.checkpoint().locked, false);
     assert.equal(rowsInDatabaseFile(file), 20);
-  } finally {
-    checkpointer.stop();
-    await knex.destroy();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));

@@ -6,21 +6,16 @@
  * inventory allocations (consumption on a job, transfer, replay), PO receipts (job and stock orders),
  * service work order posting, service inventory items and payroll batches (records, equipment costs).
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from './support/app';
+import type { TestApp } from './support/app';
+import { usePostingApp } from './support/posting-app';
 import { randomUUID } from 'node:crypto';
-import { FX, apInvoice, installPostingFixture, journal, openSeedJobOrder, seedAllocationToJob } from './support/posting-fixture';
+import { FX, apInvoice, journal, openSeedJobOrder, seedAllocationToJob } from './support/posting-fixture';
 
 let t: TestApp;
 
-before(async () => {
-  t = await startTestApp();
-  await installPostingFixture(t.knex);
-});
-after(async () => {
-  await t?.close();
-});
+usePostingApp((app) => (t = app), { invariants: false });
 
 /** Entities whose records are read with their `lines`. */
 const WITH_LINES = new Set(['ledger-transactions', 'ap-invoices', 'inventory-allocations', 'purchase-orders', 'service-invoices']);
