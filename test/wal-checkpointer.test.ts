@@ -154,3 +154,27 @@ test('while the maintenance lock is recorded it leaves the file alone (the servi
     assert.equal(checkpointer.checkpoint().locked, false);
     assert.equal(rowsInDatabaseFile(file), 20);
   }));
+
+test('a checkpoint that keeps failing (the file away during a restore) is logged once, not five times a second, and its recovery once', async () => {
+  const { dir, file } = tempFile();
+  const lines: Array<Record<string, any>> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  const knex = openDatabase(parseDatabaseUrl(`sqlite://${file}`, undefined, { checkpointsElsewhere: true }));
+  await createTables(knex);
+  await knex.destroy();
+  const checkpointer = new WalCheckpointer({ file, logger, everyMs: 10 });
+  try {
+    fs.renameSync(file, `${file}.away`);
+    checkpointer.start();
+    await sleep(150);
+    const failed = lines.filter((l) => l.msg?.startsWith('WAL checkpoint failed'));
+    assert.equal(failed.length, 1, `logged once: ${failed.length}`);
+    fs.renameSync(`${file}.away`, file);
+    for (let i = 0; i < 50 && !lines.some((l) => l.msg === 'WAL checkpoints work again'); i += 1) await sleep(10);
+    const back = lines.find((l) => l.msg === 'WAL checkpoints work again');
+    assert.ok(back && back.failures > 1, `recovery logged with the failures since: ${JSON.stringify(back)}`);
+  } finally {
+    checkpointer.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
