@@ -51,3 +51,18 @@ test('start runs every interval until stop', async () => {
   await new Promise((r) => setTimeout(r, 80));
   assert.equal(runs, seen, 'none after stop');
 });
+
+test('a job that keeps failing logs its first failure once, not at every run, and one line when it works again', async () => {
+  let failing = true;
+  let runs = 0;
+  const lines: Array<Record<string, any>> = [];
+  const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+  const job = new PeriodicJob({ everyMs: 1000, logger: log, failure: 'job failed', fallback: 0, run: async () => { runs += 1; if (failing) throw new Error('database away'); return 1; } });
+  for (let i = 0; i < 5; i += 1) assert.equal(await job.runOnce(), 0);
+  assert.equal(runs, 5);
+  assert.deepEqual(lines.map((l) => [l.msg, l.failures]), [['job failed', 1]], 'one warning for five failures');
+  failing = false;
+  assert.equal(await job.runOnce(), 1);
+  assert.equal(await job.runOnce(), 1);
+  assert.deepEqual(lines.map((l) => [l.msg, l.failures]), [['job failed', 1], ['job failed: works again', 5]]);
+});

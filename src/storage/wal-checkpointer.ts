@@ -24,8 +24,6 @@ import { PeriodicJob } from './periodic-job';
 export const WAL_CHECKPOINT_EVERY_MS = 200;
 /** wal_autocheckpoint of the serving connections when the primary checkpoints (SQLite's default: 1,000). */
 export const WAL_BACKSTOP_PAGES = 10_000;
-/** A failing checkpoint is logged at most this often. */
-const FAILURE_LOG_EVERY_MS = 60_000;
 /** The checkpointing connection reads no table: a small page cache (KiB). */
 const CHECKPOINT_CACHE_KB = 256;
 
@@ -49,8 +47,6 @@ export interface CheckpointResult {
 export class WalCheckpointer {
   private readonly job: PeriodicJob<CheckpointResult | undefined>;
   private readonly open: () => Database.Database;
-  private failures = 0;
-  private lastFailureLoggedAt = -Infinity;
 
   constructor(options: { file: string; logger: Logger; everyMs?: number }) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -64,9 +60,10 @@ export class WalCheckpointer {
     this.job = new PeriodicJob({
       everyMs: options.everyMs ?? WAL_CHECKPOINT_EVERY_MS,
       logger: options.logger,
-      failure: 'WAL checkpoint failed',
+      // A failure changes nothing: the workers' backstop still bounds the WAL.
+      failure: 'WAL checkpoint failed (the workers checkpoint past their backstop meanwhile)',
       fallback: undefined,
-      run: async () => this.checkpointLogged(options.logger),
+      run: async () => this.checkpoint(),
     });
   }
 
@@ -79,28 +76,6 @@ export class WalCheckpointer {
       return { locked: false, busy: row!.busy !== 0, walFrames: row!.log, checkpointedFrames: row!.checkpointed };
     } finally {
       db.close();
-    }
-  }
-
-  /**
-   * A checkpoint whose failure is logged at most once a minute (with how many failed since): five
-   * tries a second would otherwise fill the log while the file is away (a restore under the
-   * maintenance lock) or unreadable. A failure changes nothing: the workers' backstop still bounds the WAL.
-   */
-  private checkpointLogged(logger: Logger): CheckpointResult | undefined {
-    try {
-      const result = this.checkpoint();
-      if (this.failures > 0) logger.info({ failures: this.failures }, 'WAL checkpoints work again');
-      this.failures = 0;
-      return result;
-    } catch (err) {
-      this.failures += 1;
-      const now = Date.now();
-      if (now - this.lastFailureLoggedAt >= FAILURE_LOG_EVERY_MS) {
-        this.lastFailureLoggedAt = now;
-        logger.warn({ err, failures: this.failures }, 'WAL checkpoint failed (the workers checkpoint past their backstop meanwhile)');
-      }
-      return undefined;
     }
   }
 
