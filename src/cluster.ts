@@ -29,7 +29,23 @@ export interface WorkerSetup {
   workers: number;
   /** Settles when the primary has prepared the database (its `prepared` message): only then may the worker read it. */
   boot: Promise<BootReport>;
+  /**
+   * Called once this worker is prepared (validator, rehearsal): settles when it may listen, that
+   * is when every worker is prepared, or LISTEN_TOGETHER_WAIT_MS after the first one was.
+   */
+  mayListen: () => Promise<void>;
 }
+
+/**
+ * How long the first prepared worker waits for the others before the service opens without them.
+ * The workers open together: a worker that listens while its sibling still compiles serves the
+ * first requests next to that compile (two cores, one of them busy) and, on SQLite, next to the
+ * sibling's rehearsal holding the write lock: a first posting took 40 to 95 ms instead of 15 to
+ * 25 (bench/README.md, "First request", sixth pass). On an idle machine the last worker is
+ * prepared 50 to 150 ms after the first; the bound keeps one stuck worker from holding the
+ * service closed.
+ */
+export const LISTEN_TOGETHER_WAIT_MS = 1000;
 
 /**
  * The handshake by which a worker learns that the database is migrated and seeded: the worker asks
@@ -42,6 +58,13 @@ interface AskPreparedMessage {
 interface PreparedMessage {
   type: 'prepared';
   seeded: boolean;
+}
+/** A worker is prepared and waits for `listen`; the primary answers when every worker is (LISTEN_TOGETHER_WAIT_MS). */
+interface WarmedMessage {
+  type: 'warmed';
+}
+interface ListenMessage {
+  type: 'listen';
 }
 
 /** What the primary tells a worker: its index and count through the environment, the database's readiness by message. */
@@ -58,7 +81,18 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
     channel.on('message', onMessage);
     channel.send?.({ type: 'prepared?' } satisfies AskPreparedMessage);
   });
-  return { index, workers, boot };
+  const mayListen = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (!channel.send) return resolve();
+      const onMessage = (message: Partial<ListenMessage> | undefined) => {
+        if (message?.type !== 'listen') return;
+        channel.off('message', onMessage);
+        resolve();
+      };
+      channel.on('message', onMessage);
+      channel.send({ type: 'warmed' } satisfies WarmedMessage);
+    });
+  return { index, workers, boot, mayListen };
 }
 
 /** A worker's configuration: its own instance name and its share of the rate limit. */
@@ -69,6 +103,49 @@ export function workerConfig(config: Config, setup: WorkerSetup): Config {
     instanceId: `${config.instanceId}/w${setup.index}`,
     rateLimitPerMinute: perWorkerRate(config.rateLimitPerMinute, setup.workers),
   };
+}
+
+/**
+ * The primary's side of opening together: prepared workers wait until every live worker is (or
+ * LISTEN_TOGETHER_WAIT_MS after the first), then all are told to listen; once open, a worker
+ * (a replacement after a crash) listens as soon as it is prepared.
+ */
+export class ListenGate {
+  private readonly waiting = new Set<Pick<Worker, 'send'>>();
+  private opened = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly liveWorkers: () => number,
+    private readonly waitMs = LISTEN_TOGETHER_WAIT_MS,
+  ) {}
+
+  get isOpen(): boolean {
+    return this.opened;
+  }
+
+  warmed(worker: Pick<Worker, 'send'>): void {
+    this.waiting.add(worker);
+    if (this.opened || this.waiting.size >= this.liveWorkers()) this.open();
+    else this.timer ??= setTimeout(() => this.open(), this.waitMs);
+  }
+
+  /** A worker that exited while waiting. */
+  forget(worker: Pick<Worker, 'send'>): void {
+    this.waiting.delete(worker);
+    if (!this.opened && this.waiting.size > 0 && this.waiting.size >= this.liveWorkers()) this.open();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+
+  private open(): void {
+    this.opened = true;
+    clearTimeout(this.timer);
+    for (const w of this.waiting) w.send({ type: 'listen' } satisfies ListenMessage);
+    this.waiting.clear();
+  }
 }
 
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
@@ -86,6 +163,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
 
   const workers = new Map<number, Worker>();
   const listening = new Set<number>();
+  const gate = new ListenGate(() => workers.size);
   let announced = false;
   let stopping = false;
   let exitCode = 0;
@@ -100,6 +178,10 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
         tellPrepared(worker);
         return;
       }
+      if (message?.type === 'warmed') {
+        gate.warmed(worker);
+        return;
+      }
       if (message?.type !== 'listening') return;
       listened = true;
       listening.add(index);
@@ -112,6 +194,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     worker.on('exit', (code, signal) => {
       workers.delete(index);
       asked.delete(worker);
+      gate.forget(worker);
       listening.delete(index);
       if (stopping) {
         log.info({ worker: index, code, signal }, 'worker stopped');
@@ -140,6 +223,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   let checkpointer: { stop(): void } | undefined;
 
   const stop = (signal: NodeJS.Signals, code = 0): void => {
+    gate.stop();
     checkpointer?.stop();
     checkpointer = undefined;
     if (stopping) {

@@ -43,7 +43,7 @@ async function main(): Promise<void> {
     logger = logger.child({ worker: setup.index });
     // The primary prepares the database while this worker loads its modules; startServer waits
     // for that (setup.boot) before it reads the database.
-    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, checkpointsElsewhere: true });
+    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, beforeListen: setup.mayListen, checkpointsElsewhere: true });
     void setup.boot.then(() => (databasePrepared = true));
   }
 

@@ -50,6 +50,11 @@ export interface StartServerOptions {
   prepared?: BootReport | Promise<BootReport>;
   /** Listen only once the contract validator is prepared (a cluster worker; default: listen first). */
   listenWhenPrepared?: boolean;
+  /**
+   * With listenWhenPrepared: awaited between prepared and listen (a cluster worker waits for its
+   * siblings, src/cluster.ts `mayListen`, so the service opens with every worker warm).
+   */
+  beforeListen?: () => Promise<void>;
   /** SQLite: the cluster primary runs the WAL checkpoints (storage/wal-checkpointer.ts); a cluster worker. */
   checkpointsElsewhere?: boolean;
 }
@@ -89,9 +94,12 @@ export async function startServer(config: Config, options: StartServerOptions = 
   });
   // Requests in flight and when the last one ended: the validator's background compile runs only
   // while the worker is idle (none in flight, none for QUIET_MS), so a burst of first requests
-  // does not queue behind compiles between its requests.
+  // does not queue behind compiles between its requests. The quiet is counted from when the port
+  // opens, not from the epoch: a cluster worker that opens while its sibling is already serving
+  // the first requests would otherwise start its rehearsals at once, and on SQLite each holds the
+  // write lock the sibling's first postings wait for (bench/README.md, "First request", sixth pass).
   let inFlight = 0;
-  let lastEnded = 0;
+  let lastEnded = Number.POSITIVE_INFINITY;
   // While draining, answer the request in flight on each connection with Connection: close.
   server.on('request', (_req, res) => {
     inFlight += 1;
@@ -115,6 +123,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
       });
     });
     const port = (server.address() as AddressInfo).port;
+    lastEnded = Math.min(lastEnded, Date.now());
     logger.info({ port, database: target.display, engine: target.engine }, 'listening');
     if (options.banner !== false) process.stderr.write(banner(port, report));
     return port;
@@ -160,6 +169,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   let port: number;
   if (options.listenWhenPrepared) {
     await (prepared = preparing());
+    await options.beforeListen?.();
     port = await listen();
   } else {
     port = await listen();

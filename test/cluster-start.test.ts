@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory from 'knex';
-import { workerSetup } from '../src/cluster';
+import { ListenGate, workerSetup } from '../src/cluster';
 
 const ENGINE = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -117,6 +117,62 @@ test('a worker listens only once its contract validator is prepared (no connecti
     assert.ok(prepared && listening, `worker ${worker} prepared and listened`);
     assert.ok(lines.indexOf(prepared) < lines.indexOf(listening) && prepared.time <= listening.time, `worker ${worker} prepared before it listened`);
   }
+});
+
+test('the workers open together: none listens before every worker is prepared (its first requests do not run beside a sibling still starting)', () => {
+  const lines = logLines();
+  const warmed = lines.filter((l) => l.worker && l.msg === 'request path warmed');
+  const listening = lines.filter((l) => l.worker && l.msg === 'listening');
+  assert.equal(warmed.length, 2, 'both workers logged their warm-up');
+  assert.equal(listening.length, 2);
+  const lastWarmed = Math.max(...warmed.map((l) => l.time));
+  for (const l of listening) assert.ok(l.time >= lastWarmed, `worker ${l.worker} listened at ${l.time}, before the last worker was prepared at ${lastWarmed}`);
+});
+
+test('ListenGate: prepared workers wait for the others, then all listen; once open a replacement listens at once; a stuck worker holds them at most waitMs', async () => {
+  const sent = (name: string, log: string[]) => ({ send: (m: unknown) => (log.push(`${name} ${JSON.stringify(m)}`), true) });
+  const log: string[] = [];
+  let live = 2;
+  const gate = new ListenGate(() => live, 60_000);
+  gate.warmed(sent('w1', log));
+  assert.deepEqual(log, [], 'the first waits for its sibling');
+  gate.warmed(sent('w2', log));
+  assert.deepEqual(log, ['w1 {"type":"listen"}', 'w2 {"type":"listen"}']);
+  gate.warmed(sent('w1-replacement', log));
+  assert.equal(log.at(-1), 'w1-replacement {"type":"listen"}', 'open: a replacement listens as soon as it is prepared');
+  gate.stop();
+
+  const slow: string[] = [];
+  const bounded = new ListenGate(() => 2, 40);
+  bounded.warmed(sent('w1', slow));
+  await sleep(10);
+  assert.deepEqual(slow, []);
+  await sleep(80);
+  assert.deepEqual(slow, ['w1 {"type":"listen"}'], 'the service opens without the stuck worker after waitMs');
+  assert.ok(bounded.isOpen);
+
+  const gone: string[] = [];
+  const exits = new ListenGate(() => live, 60_000);
+  const w2 = sent('w2', gone);
+  exits.warmed(sent('w1', gone));
+  live = 1;
+  exits.forget(w2);
+  assert.deepEqual(gone, ['w1 {"type":"listen"}'], 'a sibling that exited is not waited for');
+  exits.stop();
+});
+
+test('mayListen: the worker says it is prepared and listens only on the primary\'s answer', async () => {
+  const channel = Object.assign(new EventEmitter(), { sent: [] as unknown[], send(m: unknown) { this.sent.push(m); return true; } });
+  const setup = workerSetup({ WORKER_INDEX: '1', WORKER_COUNT: '2' }, channel as unknown as NodeJS.Process);
+  let may = false;
+  void setup.mayListen().then(() => (may = true));
+  assert.deepEqual(channel.sent, [{ type: 'prepared?' }, { type: 'warmed' }]);
+  channel.emit('message', { type: 'prepared', seeded: false });
+  await sleep(10);
+  assert.equal(may, false, 'not before the listen message');
+  channel.emit('message', { type: 'listen' });
+  await sleep(10);
+  assert.equal(may, true);
 });
 
 test('every worker compiles its own contract validator (warm-up not answered by the other worker); /readyz 200 from both', async () => {
