@@ -17,6 +17,7 @@ import * as m008 from './migrations/20261124000031_api_key_scopes';
 import * as m009 from './migrations/20261124000041_reference_change_counter';
 import * as m010 from './migrations/20261124000051_instance_claims';
 import * as m011 from './migrations/20261125000001_data_change_counter';
+import * as m012 from './migrations/20261126000001_reference_counter_vendors_jobs';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -36,6 +37,7 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261124000041_reference_change_counter', m009],
   ['20261124000051_instance_claims', m010],
   ['20261125000001_data_change_counter', m011],
+  ['20261126000001_reference_counter_vendors_jobs', m012],
 ];
 
 type Entry = readonly [string, MigrationModule];

@@ -19,4 +19,5 @@ export const MIGRATION_NAMES: readonly string[] = [
   '20261124000041_reference_change_counter',
   '20261124000051_instance_claims',
   '20261125000001_data_change_counter',
+  '20261126000001_reference_counter_vendors_jobs',
 ];

@@ -7,14 +7,19 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import knexFactory from 'knex';
 import { COUNTER_TABLE, REFERENCE_TABLES, createStatements, dropStatements } from '../db/migrations/20261124000041_reference_change_counter';
+import { MORE_REFERENCE_TABLES } from '../db/migrations/20261126000001_reference_counter_vendors_jobs';
 
 const mssql = knexFactory({ client: 'mssql' });
 after(() => mssql.destroy());
 
 test('one AFTER INSERT, UPDATE, DELETE trigger per reference table, each its own batch, bumping the one counter row', () => {
-  const statements = createStatements('mssql');
-  assert.equal(statements.length, REFERENCE_TABLES.length);
-  REFERENCE_TABLES.forEach((table, i) => {
+  for (const tables of [REFERENCE_TABLES, MORE_REFERENCE_TABLES]) checkTriggers(tables);
+});
+
+function checkTriggers(tables: readonly string[]): void {
+  const statements = createStatements('mssql', tables);
+  assert.equal(statements.length, tables.length);
+  tables.forEach((table, i) => {
     const sql = statements[i]!;
     assert.match(sql, new RegExp(`^CREATE OR ALTER TRIGGER \\[${table}_refchg\\] ON \\[${table}\\] AFTER INSERT, UPDATE, DELETE AS BEGIN SET NOCOUNT ON; `));
     assert.match(sql, /IF EXISTS \(SELECT 1 FROM inserted\) OR EXISTS \(SELECT 1 FROM deleted\) UPDATE \[refchg\] SET \[n\] = \[n\] \+ 1 WHERE \[id\] = 1; END$/);
@@ -23,8 +28,8 @@ test('one AFTER INSERT, UPDATE, DELETE trigger per reference table, each its own
     assert.equal((sql.match(/\[/g) ?? []).length, (sql.match(/\]/g) ?? []).length);
     assert.equal((sql.match(/\(/g) ?? []).length, (sql.match(/\)/g) ?? []).length);
   });
-  assert.deepEqual(dropStatements('mssql'), REFERENCE_TABLES.map((t) => `DROP TRIGGER IF EXISTS [${t}_refchg]`));
-});
+  assert.deepEqual(dropStatements('mssql', tables), tables.map((t) => `DROP TRIGGER IF EXISTS [${t}_refchg]`));
+}
 
 test('the counter read compiles for SQL Server', () => {
   const sql = mssql(COUNTER_TABLE).where({ id: 1 }).first('n').toSQL().toNative().sql;
@@ -32,8 +37,10 @@ test('the counter read compiles for SQL Server', () => {
 });
 
 test('PostgreSQL: statement-level triggers (a bulk UPDATE bumps once), TRUNCATE included; SQLite: one trigger per event', () => {
-  for (const t of REFERENCE_TABLES) {
-    assert.ok(createStatements('postgres').some((s) => s.includes(`ON "${t}" FOR EACH STATEMENT`) && s.includes('TRUNCATE')));
-    for (const e of ['INSERT', 'UPDATE', 'DELETE']) assert.ok(createStatements('sqlite').some((s) => s.includes(`AFTER ${e} ON "${t}"`)));
+  for (const tables of [REFERENCE_TABLES, MORE_REFERENCE_TABLES]) {
+    for (const t of tables) {
+      assert.ok(createStatements('postgres', tables).some((s) => s.includes(`ON "${t}" FOR EACH STATEMENT`) && s.includes('TRUNCATE')));
+      for (const e of ['INSERT', 'UPDATE', 'DELETE']) assert.ok(createStatements('sqlite', tables).some((s) => s.includes(`AFTER ${e} ON "${t}"`)));
+    }
   }
 });

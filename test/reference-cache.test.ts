@@ -1,6 +1,6 @@
 /**
- * The reference cache of the posting engine (ledger setup, fiscal periods, accounts, sources:
- * src/storage/reference-cache.ts) never serves a stale row: a change made by a direct UPDATE
+ * The reference cache of the posting engine (ledger setup, fiscal periods, accounts, sources,
+ * vendors, jobs, cost types, equipment: src/storage/reference-cache.ts) never serves a stale row: a change made by a direct UPDATE
  * through a second, independent connection (as the desktop system or a DBA would) is seen by the
  * very next posting. Also proves the cache is used (no reference reads while nothing changed).
  */
@@ -9,13 +9,14 @@ import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
 import { startTestApp, type TestApp } from './support/app';
 import { assertProblem } from './support/http';
-import { FX, installPostingFixture, journal } from './support/posting-fixture';
+import { FX, apInvoice, installPostingFixture, journal } from './support/posting-fixture';
 import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
-import type { ReferenceCache } from '../src/storage/reference-cache';
+import { CACHED_COLUMNS, type ReferenceCache } from '../src/storage/reference-cache';
 
 let t: TestApp;
 let other: Knex;
 const PATH = '/api/v3/ledger-transactions';
+const AP = '/api/v3/ap-invoices';
 let n = 0;
 const next = () => `RC-${++n}`;
 
@@ -84,4 +85,74 @@ test('an account and a source deactivated by another connection are refused by t
     await other('source').where({ recnum: FX.source.journal }).update({ inactv: false });
   }
   assert.equal((await t.post(PATH, journal(next()))).status, 200);
+});
+
+/** A one-line AP invoice whose line names equipment (the equipment is read as a reference). */
+function withEquipment(): Record<string, unknown> {
+  const body = apInvoice(next(), 1);
+  (body.lines as Array<Record<string, unknown>>)[0]!.equipmentNumber = FX.equipment;
+  return body;
+}
+
+test('AP invoices reuse the cached vendor, job, cost type and equipment rows while nothing changes', async () => {
+  const first = await t.post(AP, withEquipment());
+  assert.equal(first.status, 200, JSON.stringify(first.body));
+  const before = { ...cache().stats };
+  for (let i = 0; i < 3; i++) assert.equal((await t.post(AP, withEquipment())).status, 200);
+  const s = cache().stats;
+  assert.equal(s.misses - before.misses, 0, 'no vendor, job, cost type, equipment, account or setup row read from the database');
+  assert.ok(s.hits - before.hits >= 3 * 5, `served from the cache (${s.hits - before.hits} hits)`);
+});
+
+test('a vendor deactivated, a job closed and a cost type deactivated by another connection are refused by the next AP invoice', async () => {
+  assert.equal((await t.post(AP, apInvoice(next()))).status, 200);
+  const refusedOn = async (field: string) => {
+    const body = assertProblem(await t.post(AP, apInvoice(next())), 'BUSINESS_RULE_VIOLATED');
+    assert.ok(JSON.stringify(body.errors).includes(`"${field}"`), `${field} named: ${JSON.stringify(body.errors)}`);
+  };
+  await other('actpay').where({ recnum: FX.vendor.withDefaults }).update({ inactv: true });
+  try {
+    await refusedOn('vendorNumber');
+  } finally {
+    await other('actpay').where({ recnum: FX.vendor.withDefaults }).update({ inactv: false });
+  }
+  const job = await other('actrec').where({ recnum: FX.job.open }).first('status');
+  await other('actrec').where({ recnum: FX.job.open }).update({ status: 6 });
+  try {
+    await refusedOn('jobNumber');
+  } finally {
+    await other('actrec').where({ recnum: FX.job.open }).update({ status: job.status });
+  }
+  await other('csttyp').where({ recnum: FX.costType.material }).update({ inactv: true });
+  try {
+    await refusedOn('lines[0].costType');
+  } finally {
+    await other('csttyp').where({ recnum: FX.costType.material }).update({ inactv: false });
+  }
+  assert.equal((await t.post(AP, apInvoice(next()))).status, 200, 'all active again: posts');
+});
+
+test('equipment deleted by another connection is not found by the next AP invoice', async () => {
+  assert.equal((await t.post(AP, withEquipment())).status, 200);
+  const row = await other('eqpmnt').where({ recnum: FX.equipment }).first();
+  await other('eqpmnt').where({ recnum: FX.equipment }).delete();
+  try {
+    const body = assertProblem(await t.post(AP, withEquipment()), 'REFERENCE_NOT_FOUND');
+    assert.ok(JSON.stringify(body.errors).includes('lines[0].equipmentNumber'), JSON.stringify(body.errors));
+  } finally {
+    await other('eqpmnt').insert(row);
+  }
+  assert.equal((await t.post(AP, withEquipment())).status, 200);
+});
+
+test('every table the cache holds bumps the counter when another connection changes it (the cache and the triggers agree)', async () => {
+  const tables = ['lgrstp', 'fscprd', ...Object.keys(CACHED_COLUMNS)];
+  for (const table of tables) {
+    const before = Number((await other('refchg').where({ id: 1 }).first('n')).n);
+    const row = await other(table).first('recnum');
+    assert.ok(row, `${table} has a row to touch`);
+    await other(table).where({ recnum: row.recnum }).update({ recnum: row.recnum });
+    const afterwards = Number((await other('refchg').where({ id: 1 }).first('n')).n);
+    assert.ok(afterwards > before, `an UPDATE of ${table} moved the reference counter (${before} -> ${afterwards})`);
+  }
 });

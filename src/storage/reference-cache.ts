@@ -1,10 +1,11 @@
 /**
  * Reference rows a posting reads (ledger setup, fiscal periods, ledger accounts, transaction
- * sources), cached across requests and never stale: every read goes through a posting
- * transaction, which first reads the reference change counter (table `refchg`, one row, bumped by
- * triggers on those four tables in the very transaction that changes them, whoever makes the
- * change: this service, another instance, the desktop system, a DBA; migration
- * 20261124000041_reference_change_counter). Rows are used only by a transaction that read the
+ * sources, vendors, jobs, cost types, equipment), cached across requests and never stale: every
+ * read goes through a posting transaction, which first reads the reference change counter (table
+ * `refchg`, one row, bumped by triggers on those tables in the very transaction that changes
+ * them, whoever makes the change: this service, another instance, the desktop system, a DBA;
+ * migrations 20261124000041_reference_change_counter and 20261126000001_reference_counter_vendors_jobs).
+ * No posting writes any of them, so postings do not empty the cache. Rows are used only by a transaction that read the
  * counter value they were cached under; a higher value drops everything, a lower one (a
  * transaction that started before a change it does not see) reads the database directly.
  *
@@ -19,6 +20,10 @@ import type { Knex } from 'knex';
 export const CACHED_COLUMNS = {
   lgract: ['recnum', 'inactv', 'acttyp'],
   source: ['recnum', 'inactv'],
+  actpay: ['recnum', 'inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme'],
+  actrec: ['recnum', 'status'],
+  csttyp: ['recnum', 'inactv'],
+  eqpmnt: ['recnum'],
 } as const;
 
 export type CachedTable = keyof typeof CACHED_COLUMNS;

@@ -36,8 +36,9 @@ export async function loadReferenced<T extends string | number>(
 }
 
 /**
- * loadReferenced by recnum for the cached reference tables (ledger accounts, transaction sources):
- * through the posting's reference cache when it has one and the columns are cached ones.
+ * loadReferenced by recnum for the cached reference tables (src/storage/reference-cache.ts:
+ * ledger accounts, transaction sources, vendors, jobs, cost types, equipment): through the
+ * posting's reference cache when it has one and the columns are cached ones.
  */
 export async function loadReferenceRows<T extends string | number>(
   ctx: { trx: Knex.Transaction; references?: ReferenceCache },
@@ -91,7 +92,12 @@ export interface CostCoding {
  * 422 on `lines[i].costCode` / `lines[i].costType` (recorded in `check`). Cost codes are decimals:
  * looked up by their encoded value, matched back at the cost code scale.
  */
-export async function checkCostCodesAndTypes(trx: Knex.Transaction, dialect: Dialect, check: ReferenceCheck, lines: ReadonlyArray<CostCoding>): Promise<void> {
+export async function checkCostCodesAndTypes(
+  ctx: { trx: Knex.Transaction; dialect: Dialect; references?: ReferenceCache },
+  check: ReferenceCheck,
+  lines: ReadonlyArray<CostCoding>,
+): Promise<void> {
+  const { trx, dialect } = ctx;
   const codeRefs = lines.filter((r) => r.costCode !== null).map((r) => ({ field: `lines[${r.line.index}].costCode`, value: r.costCode!.toFixed(SCALE.costCode) }));
   if (codeRefs.length > 0) {
     const encoded = [...new Set(codeRefs.map((c) => dialect.encodeDecimal(new Dec(c.value), SCALE.costCode)))];
@@ -104,7 +110,7 @@ export async function checkCostCodesAndTypes(trx: Knex.Transaction, dialect: Dia
     }
   }
   const typeRefs = lines.filter((r) => r.costType !== null).map((r) => ({ field: `lines[${r.line.index}].costType`, value: r.costType! }));
-  const types = await loadReferenced(trx, 'csttyp', 'recnum', typeRefs, ['inactv']);
+  const types = await loadReferenceRows(ctx, 'csttyp', typeRefs, ['inactv']);
   for (const ref of typeRefs) {
     const type = types.get(String(ref.value));
     if (!type) check.notFound(ref.field, `cost type ${ref.value}`);

@@ -1,7 +1,7 @@
 import { Dec } from '../../../../storage/decimal';
 import { SCALE, type PostingContext } from '../../context';
 import type { LedgerSetup } from '../../ledger/period';
-import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows, loadReferenced } from '../../ledger/references';
+import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows } from '../../ledger/references';
 import { jobOf, phaseOf, type ApInvoiceInput, type ApLineInput } from './input';
 
 /**
@@ -29,7 +29,7 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
   const { trx, dialect } = ctx;
   const check = new ReferenceCheck();
 
-  const vendors = await loadReferenced(trx, 'actpay', 'recnum', [{ field: 'vendorNumber', value: input.vendorNumber }], ['inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme']);
+  const vendors = await loadReferenceRows(ctx, 'actpay', [{ field: 'vendorNumber', value: input.vendorNumber }], ['inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme']);
   const vendor = vendors.get(String(input.vendorNumber));
   if (!vendor) {
     check.notFound('vendorNumber', `vendor ${input.vendorNumber}`);
@@ -45,7 +45,7 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
     ...(input.jobNumber !== undefined ? [{ field: 'jobNumber', value: input.jobNumber }] : []),
     ...input.lines.filter((l) => l.jobNumber !== undefined).map((l) => ({ field: `lines[${l.index}].jobNumber`, value: l.jobNumber! })),
   ];
-  const jobs = await loadReferenced(trx, 'actrec', 'recnum', jobRefs, ['status']);
+  const jobs = await loadReferenceRows(ctx, 'actrec', jobRefs, ['status']);
   for (const ref of jobRefs) {
     const job = jobs.get(String(ref.value));
     if (!job) check.notFound(ref.field, `job ${ref.value}`);
@@ -110,10 +110,10 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
       if (r.costType === null) check.notPostable(`lines[${r.line.index}].costType`, 'a job line needs a cost type and the vendor has no default', 'required');
     }
   }
-  await checkCostCodesAndTypes(trx, dialect, check, resolved);
+  await checkCostCodesAndTypes(ctx, check, resolved);
   const equipmentRefs = input.lines.filter((l) => l.equipmentNumber !== undefined).map((l) => ({ field: `lines[${l.index}].equipmentNumber`, value: l.equipmentNumber! }));
   if (equipmentRefs.length > 0) {
-    const equipment = await loadReferenced(trx, 'eqpmnt', 'recnum', equipmentRefs, []);
+    const equipment = await loadReferenceRows(ctx, 'eqpmnt', equipmentRefs, []);
     for (const ref of equipmentRefs) if (!equipment.has(String(ref.value))) check.notFound(ref.field, `equipment ${ref.value}`);
   }
   check.throwIfAny();

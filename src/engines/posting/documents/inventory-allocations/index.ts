@@ -11,7 +11,7 @@ import { childRow, childTableOf, recordRow, tableOf } from '../../write-rows';
 import { writeJobCosts, type JobCostToWrite } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { readWriteResultOf } from '../../ledger/posted-result';
-import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenced } from '../../ledger/references';
+import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows, loadReferenced } from '../../ledger/references';
 import { MOVEMENT, applyStockMovements, type StockMovement } from '../../ledger/stock';
 import { readRecord, type FullRecordWithLines, type WriteResult } from '../../read-back';
 import { lineDifferences, periodDiffers } from '../../resend';
@@ -222,7 +222,7 @@ async function resolve(ctx: PostingContext, input: AllocationInput, setup: { dir
   const accountOf = (n: number | undefined) => (n === undefined ? null : (optInt(locations.get(String(n))?.lgract) ?? setupInventory));
 
   if (input.jobNumber !== undefined) {
-    const jobs = await loadReferenced(trx, 'actrec', 'recnum', [{ field: 'jobNumber', value: input.jobNumber }], ['status']);
+    const jobs = await loadReferenceRows(ctx, 'actrec', [{ field: 'jobNumber', value: input.jobNumber }], ['status']);
     const job = jobs.get(String(input.jobNumber));
     if (!job) check.notFound('jobNumber', `job ${input.jobNumber}`);
     else {
@@ -258,7 +258,7 @@ async function resolve(ctx: PostingContext, input: AllocationInput, setup: { dir
       costType,
     });
   }
-  await checkCostCodesAndTypes(trx, dialect, check, lines);
+  await checkCostCodesAndTypes(ctx, check, lines);
 
   const resolved: Resolved = {
     lines,

@@ -8,7 +8,7 @@ import { allocateLedgerRecord, writeJournal, type JournalLine, type PostedLedger
 import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
 import { writeEquipmentCosts, type EquipmentCostToWrite, type PostedEquipmentCost } from '../../ledger/equipment-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { isTrue, loadReferenced } from '../../ledger/references';
+import { isTrue, loadReferenceRows, loadReferenced } from '../../ledger/references';
 import { readRecordsById, type FullRecord } from '../../read-back';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
@@ -523,8 +523,8 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
     // Jobs (exist, not closed) and equipment (exists) of the lines.
     const jobNumbers = [...new Set([...lines.values()].flat().map((l) => l.jobNumber).filter((n): n is number => n !== null))];
     const equipmentNumbers = [...new Set([...lines.values()].flat().map((l) => l.equipmentNumber).filter((n): n is number => n !== null))];
-    const jobs = await loadReferenced(trx, 'actrec', 'recnum', jobNumbers.map((value) => ({ field: 'lines', value })), ['status']);
-    const equipment = await loadReferenced(trx, 'eqpmnt', 'recnum', equipmentNumbers.map((value) => ({ field: 'lines', value })), []);
+    const jobs = await loadReferenceRows(ctx, 'actrec', jobNumbers.map((value) => ({ field: 'lines', value })), ['status']);
+    const equipment = await loadReferenceRows(ctx, 'eqpmnt', equipmentNumbers.map((value) => ({ field: 'lines', value })), []);
     for (const p of postings) {
       if (!p) continue;
       for (const l of p.lines) {
