@@ -18,6 +18,7 @@ import * as m009 from './migrations/20261124000041_reference_change_counter';
 import * as m010 from './migrations/20261124000051_instance_claims';
 import * as m011 from './migrations/20261125000001_data_change_counter';
 import * as m012 from './migrations/20261126000001_reference_counter_vendors_jobs';
+import * as m013 from './migrations/20261126000002_reference_counter_cost_codes_phases';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -38,6 +39,7 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261124000051_instance_claims', m010],
   ['20261125000001_data_change_counter', m011],
   ['20261126000001_reference_counter_vendors_jobs', m012],
+  ['20261126000002_reference_counter_cost_codes_phases', m013],
 ];
 
 type Entry = readonly [string, MigrationModule];

@@ -20,4 +20,5 @@ export const MIGRATION_NAMES: readonly string[] = [
   '20261124000051_instance_claims',
   '20261125000001_data_change_counter',
   '20261126000001_reference_counter_vendors_jobs',
+  '20261126000002_reference_counter_cost_codes_phases',
 ];

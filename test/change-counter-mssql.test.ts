@@ -8,12 +8,13 @@ import assert from 'node:assert/strict';
 import knexFactory from 'knex';
 import { COUNTER_TABLE, REFERENCE_TABLES, createStatements, dropStatements } from '../db/migrations/20261124000041_reference_change_counter';
 import { MORE_REFERENCE_TABLES } from '../db/migrations/20261126000001_reference_counter_vendors_jobs';
+import { GROUPED_REFERENCE_TABLES } from '../db/migrations/20261126000002_reference_counter_cost_codes_phases';
 
 const mssql = knexFactory({ client: 'mssql' });
 after(() => mssql.destroy());
 
 test('one AFTER INSERT, UPDATE, DELETE trigger per reference table, each its own batch, bumping the one counter row', () => {
-  for (const tables of [REFERENCE_TABLES, MORE_REFERENCE_TABLES]) checkTriggers(tables);
+  for (const tables of [REFERENCE_TABLES, MORE_REFERENCE_TABLES, GROUPED_REFERENCE_TABLES]) checkTriggers(tables);
 });
 
 function checkTriggers(tables: readonly string[]): void {
@@ -37,7 +38,7 @@ test('the counter read compiles for SQL Server', () => {
 });
 
 test('PostgreSQL: statement-level triggers (a bulk UPDATE bumps once), TRUNCATE included; SQLite: one trigger per event', () => {
-  for (const tables of [REFERENCE_TABLES, MORE_REFERENCE_TABLES]) {
+  for (const tables of [REFERENCE_TABLES, MORE_REFERENCE_TABLES, GROUPED_REFERENCE_TABLES]) {
     for (const t of tables) {
       assert.ok(createStatements('postgres', tables).some((s) => s.includes(`ON "${t}" FOR EACH STATEMENT`) && s.includes('TRUNCATE')));
       for (const e of ['INSERT', 'UPDATE', 'DELETE']) assert.ok(createStatements('sqlite', tables).some((s) => s.includes(`AFTER ${e} ON "${t}"`)));

@@ -11,6 +11,8 @@ import { startTestApp, type TestApp } from './support/app';
 import { assertProblem } from './support/http';
 import { FX, apInvoice, installPostingFixture, journal } from './support/posting-fixture';
 import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
+import { Dec } from '../src/storage/decimal';
+import { dialectFor, engineOf } from '../src/storage/dialect';
 import { CACHED_COLUMNS, type ReferenceCache } from '../src/storage/reference-cache';
 
 let t: TestApp;
@@ -104,7 +106,7 @@ test('AP invoices reuse the cached vendor, job, cost type and equipment rows whi
   assert.ok(s.hits - before.hits >= 3 * 5, `served from the cache (${s.hits - before.hits} hits)`);
 });
 
-test('a vendor deactivated, a job closed and a cost type deactivated by another connection are refused by the next AP invoice', async () => {
+test('a vendor deactivated, a job closed, a phase closed, a cost code and a cost type deactivated by another connection are refused by the next AP invoice', async () => {
   assert.equal((await t.post(AP, apInvoice(next()))).status, 200);
   const refusedOn = async (field: string) => {
     const body = assertProblem(await t.post(AP, apInvoice(next())), 'BUSINESS_RULE_VIOLATED');
@@ -122,6 +124,20 @@ test('a vendor deactivated, a job closed and a cost type deactivated by another 
     await refusedOn('jobNumber');
   } finally {
     await other('actrec').where({ recnum: FX.job.open }).update({ status: job.status });
+  }
+  const phase = await other('jobphs').where({ jobnum: FX.job.open, phsnum: FX.phase }).first('status');
+  await other('jobphs').where({ jobnum: FX.job.open, phsnum: FX.phase }).update({ status: 3 });
+  try {
+    await refusedOn('phaseNumber');
+  } finally {
+    await other('jobphs').where({ jobnum: FX.job.open, phsnum: FX.phase }).update({ status: phase.status });
+  }
+  const code = dialectFor(engineOf(other)).encodeDecimal(new Dec(FX.costCode), 3);
+  assert.equal(await other('cstcde').where({ cstcde: code }).update({ inactv: true }), 1, 'the fixture cost code is there');
+  try {
+    await refusedOn('lines[0].costCode');
+  } finally {
+    await other('cstcde').where({ cstcde: code }).update({ inactv: false });
   }
   await other('csttyp').where({ recnum: FX.costType.material }).update({ inactv: true });
   try {
@@ -146,12 +162,12 @@ test('equipment deleted by another connection is not found by the next AP invoic
 });
 
 test('every table the cache holds bumps the counter when another connection changes it (the cache and the triggers agree)', async () => {
-  const tables = ['lgrstp', 'fscprd', ...Object.keys(CACHED_COLUMNS)];
+  const tables = ['lgrstp', 'fscprd', ...Object.keys(CACHED_COLUMNS), 'cstcde', 'jobphs'] as const;
   for (const table of tables) {
     const before = Number((await other('refchg').where({ id: 1 }).first('n')).n);
-    const row = await other(table).first('recnum');
+    const row = await other(table).first('_idnum');
     assert.ok(row, `${table} has a row to touch`);
-    await other(table).where({ recnum: row.recnum }).update({ recnum: row.recnum });
+    await other(table).where({ _idnum: row._idnum }).update({ _idnum: row._idnum });
     const afterwards = Number((await other('refchg').where({ id: 1 }).first('n')).n);
     assert.ok(afterwards > before, `an UPDATE of ${table} moved the reference counter (${before} -> ${afterwards})`);
   }

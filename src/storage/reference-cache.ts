@@ -4,7 +4,8 @@
  * read goes through a posting transaction, which first reads the reference change counter (table
  * `refchg`, one row, bumped by triggers on those tables in the very transaction that changes
  * them, whoever makes the change: this service, another instance, the desktop system, a DBA;
- * migrations 20261124000041_reference_change_counter and 20261126000001_reference_counter_vendors_jobs).
+ * migrations 20261124000041_reference_change_counter, 20261126000001_reference_counter_vendors_jobs
+ * and 20261126000002_reference_counter_cost_codes_phases; cost codes and job phases too).
  * No posting writes any of them, so postings do not empty the cache. Rows are used only by a transaction that read the
  * counter value they were cached under; a higher value drops everything, a lower one (a
  * transaction that started before a change it does not see) reads the database directly.
@@ -28,6 +29,12 @@ export const CACHED_COLUMNS = {
 
 export type CachedTable = keyof typeof CACHED_COLUMNS;
 
+/**
+ * Tables cached by another key than recnum, as lists of rows per key (`grouped`): cost codes by
+ * their code, job phases by their job. Their columns are the caller's read.
+ */
+export type GroupedTable = 'cstcde' | 'jobphs';
+
 const MAX_ROWS_PER_TABLE = 100_000;
 
 const FISCAL_COLUMNS = ['postyr', 'actprd', 'sttdte', 'enddte', 'status'] as const;
@@ -36,10 +43,11 @@ interface State {
   version: number;
   setup?: Promise<{ setup: Record<string, any> | undefined; fiscal: Array<Record<string, any>> }>;
   rows: Map<CachedTable, Map<string, Record<string, any> | null>>;
+  groups: Map<GroupedTable, Map<string, ReadonlyArray<Record<string, any>>>>;
 }
 
 export class ReferenceCache {
-  private state: State = { version: -1, rows: new Map() };
+  private state: State = { version: -1, rows: new Map(), groups: new Map() };
   private readonly versions = new WeakMap<Knex.Transaction, Promise<number>>();
   /** Counter reads and cache hits/misses (tests and the bench read them). */
   readonly stats = { versionReads: 0, hits: 0, misses: 0 };
@@ -62,7 +70,7 @@ export class ReferenceCache {
   private async stateFor(trx: Knex.Transaction): Promise<State | undefined> {
     const version = await this.version(trx);
     if (version < 0) return undefined; // no counter row: not migrated, never cache
-    if (version > this.state.version) this.state = { version, rows: new Map() };
+    if (version > this.state.version) this.state = { version, rows: new Map(), groups: new Map() };
     return version === this.state.version ? this.state : undefined;
   }
 
@@ -118,6 +126,48 @@ export class ReferenceCache {
       const row = cached.get(id);
       if (row) out.set(id, row);
     }
+    return out;
+  }
+
+  /**
+   * Rows of `table` grouped by `keyOf(row)`, for the `wanted` keys: `read(keys)` reads the rows of
+   * the keys not cached yet (every row of those keys, with the columns the caller needs, the same
+   * columns every time). A key without rows is remembered as an empty list.
+   */
+  async grouped(
+    trx: Knex.Transaction,
+    table: GroupedTable,
+    wanted: readonly string[],
+    keyOf: (row: Record<string, any>) => string,
+    read: (keys: string[]) => Promise<Array<Record<string, any>>>,
+  ): Promise<Map<string, ReadonlyArray<Record<string, any>>>> {
+    const keys = [...new Set(wanted)];
+    const group = (rows: Array<Record<string, any>>, into: Map<string, Array<Record<string, any>>>) => {
+      for (const row of rows) {
+        const key = keyOf(row);
+        const list = into.get(key);
+        if (list) list.push(row);
+        else into.set(key, [row]);
+      }
+    };
+    const state = await this.stateFor(trx);
+    if (!state) {
+      const out = new Map<string, Array<Record<string, any>>>();
+      group(await read(keys), out);
+      return out;
+    }
+    let cached = state.groups.get(table);
+    if (!cached || cached.size > MAX_ROWS_PER_TABLE) state.groups.set(table, (cached = new Map()));
+    const missing = keys.filter((k) => !cached!.has(k));
+    if (missing.length === 0) this.stats.hits += 1;
+    else {
+      this.stats.misses += 1;
+      const found = new Map<string, Array<Record<string, any>>>();
+      group(await read(missing), found);
+      for (const key of missing) cached.set(key, found.get(key) ?? []);
+    }
+    const out = new Map<string, ReadonlyArray<Record<string, any>>>();
+    for (const key of keys) out.set(key, cached.get(key)!);
     return out;
   }
 }

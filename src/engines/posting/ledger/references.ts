@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../errors/problem';
 import { Dec } from '../../../storage/decimal';
 import type { Dialect } from '../../../storage/dialect';
-import { CACHED_COLUMNS, type CachedTable, type ReferenceCache } from '../../../storage/reference-cache';
+import { CACHED_COLUMNS, type CachedTable, type GroupedTable, type ReferenceCache } from '../../../storage/reference-cache';
 import { SCALE } from '../context';
 
 /**
@@ -51,6 +51,57 @@ export async function loadReferenceRows<T extends string | number>(
   return loadReferenced(ctx.trx, table, 'recnum', refs, columns);
 }
 
+/**
+ * The phases of the given jobs, by job number (as string): every phase row (jobnum, phsnum,
+ * status), through the posting's reference cache when it has one (one read for all jobs on a miss).
+ */
+export async function phasesOfJobs(
+  ctx: { trx: Knex.Transaction; references?: ReferenceCache },
+  jobs: ReadonlyArray<number>,
+): Promise<Map<string, ReadonlyArray<Record<string, any>>>> {
+  const read = (keys: string[]) => ctx.trx('jobphs').whereIn('jobnum', keys.map(Number)).select('jobnum', 'phsnum', 'status') as Promise<Array<Record<string, any>>>;
+  return grouped(ctx, 'jobphs', jobs.map(String), (row) => String(Number(row.jobnum)), read);
+}
+
+/** One phase of a job (jobnum, phsnum, status), or undefined: phasesOfJobs for one. */
+export async function phaseOf(ctx: { trx: Knex.Transaction; references?: ReferenceCache }, job: number, phase: number): Promise<Record<string, any> | undefined> {
+  return (await phasesOfJobs(ctx, [job])).get(String(job))?.find((row) => Number(row.phsnum) === phase);
+}
+
+/**
+ * Cost code rows (cstcde, inactv) by code at the cost code scale (`toFixed(3)`), through the
+ * posting's reference cache when it has one. Codes are decimals: looked up by their encoded value.
+ */
+async function costCodeRows(
+  ctx: { trx: Knex.Transaction; dialect: Dialect; references?: ReferenceCache },
+  codes: ReadonlyArray<string>,
+): Promise<Map<string, ReadonlyArray<Record<string, any>>>> {
+  const { trx, dialect } = ctx;
+  const read = (keys: string[]) =>
+    trx('cstcde').whereIn('cstcde', [...new Set(keys.map((k) => dialect.encodeDecimal(new Dec(k), SCALE.costCode)))]).select('cstcde', 'inactv') as Promise<Array<Record<string, any>>>;
+  return grouped(ctx, 'cstcde', codes, (row) => dialect.decodeDecimal(row.cstcde, SCALE.costCode)!.toFixed(SCALE.costCode), read);
+}
+
+/** ReferenceCache.grouped when the posting has a cache, else the same grouping of a direct read. */
+async function grouped(
+  ctx: { trx: Knex.Transaction; references?: ReferenceCache },
+  table: GroupedTable,
+  wanted: readonly string[],
+  keyOf: (row: Record<string, any>) => string,
+  read: (keys: string[]) => Promise<Array<Record<string, any>>>,
+): Promise<Map<string, ReadonlyArray<Record<string, any>>>> {
+  if (ctx.references) return ctx.references.grouped(ctx.trx, table, wanted, keyOf, read);
+  const out = new Map<string, Array<Record<string, any>>>();
+  if (wanted.length === 0) return out;
+  for (const row of await read([...new Set(wanted)])) {
+    const key = keyOf(row);
+    const list = out.get(key);
+    if (list) list.push(row);
+    else out.set(key, [row]);
+  }
+  return out;
+}
+
 export class ReferenceCheck {
   private readonly missing: FieldError[] = [];
   private readonly missingText: string[] = [];
@@ -97,14 +148,11 @@ export async function checkCostCodesAndTypes(
   check: ReferenceCheck,
   lines: ReadonlyArray<CostCoding>,
 ): Promise<void> {
-  const { trx, dialect } = ctx;
   const codeRefs = lines.filter((r) => r.costCode !== null).map((r) => ({ field: `lines[${r.line.index}].costCode`, value: r.costCode!.toFixed(SCALE.costCode) }));
   if (codeRefs.length > 0) {
-    const encoded = [...new Set(codeRefs.map((c) => dialect.encodeDecimal(new Dec(c.value), SCALE.costCode)))];
-    const rows = await trx('cstcde').whereIn('cstcde', encoded).select('cstcde', 'inactv');
-    const codes = new Map(rows.map((r: any) => [dialect.decodeDecimal(r.cstcde, SCALE.costCode)!.toFixed(SCALE.costCode), r]));
+    const codes = await costCodeRows(ctx, codeRefs.map((c) => c.value));
     for (const ref of codeRefs) {
-      const code = codes.get(ref.value);
+      const code = codes.get(ref.value)?.[0];
       if (!code) check.notFound(ref.field, `cost code ${new Dec(ref.value).toFixed()}`);
       else if (isTrue(code.inactv)) check.notPostable(ref.field, `cost code ${new Dec(ref.value).toFixed()} is inactive`, 'inactive');
     }

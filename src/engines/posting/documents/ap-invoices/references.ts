@@ -1,7 +1,7 @@
 import { Dec } from '../../../../storage/decimal';
 import { SCALE, type PostingContext } from '../../context';
 import type { LedgerSetup } from '../../ledger/period';
-import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows } from '../../ledger/references';
+import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows, phasesOfJobs } from '../../ledger/references';
 import { jobOf, phaseOf, type ApInvoiceInput, type ApLineInput } from './input';
 
 /**
@@ -61,8 +61,8 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
     if (job !== undefined && phase !== undefined && line.phaseNumber !== undefined) phaseRefs.push({ field: `lines[${line.index}].phaseNumber`, job, phase });
   }
   if (phaseRefs.length > 0) {
-    const rows = await trx('jobphs').whereIn('jobnum', [...new Set(phaseRefs.map((p) => p.job))]).select('jobnum', 'phsnum', 'status');
-    const phases = new Map(rows.map((r: any) => [`${Number(r.jobnum)}/${Number(r.phsnum)}`, r]));
+    const byJob = await phasesOfJobs(ctx, phaseRefs.map((p) => p.job));
+    const phases = new Map([...byJob.values()].flat().map((r) => [`${Number(r.jobnum)}/${Number(r.phsnum)}`, r]));
     for (const ref of phaseRefs) {
       if (!jobs.has(String(ref.job))) continue;
       const phase = phases.get(`${ref.job}/${ref.phase}`);

@@ -11,7 +11,7 @@ import { childRow, childTableOf, recordRow, tableOf } from '../../write-rows';
 import { writeJobCosts, type JobCostToWrite } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { readWriteResultOf } from '../../ledger/posted-result';
-import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows, loadReferenced } from '../../ledger/references';
+import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows, loadReferenced, phaseOf } from '../../ledger/references';
 import { MOVEMENT, applyStockMovements, type StockMovement } from '../../ledger/stock';
 import { readRecord, type FullRecordWithLines, type WriteResult } from '../../read-back';
 import { lineDifferences, periodDiffers } from '../../resend';
@@ -228,7 +228,7 @@ async function resolve(ctx: PostingContext, input: AllocationInput, setup: { dir
     else {
       if (Number(job.status) === 6) check.notPostable('jobNumber', `job ${input.jobNumber} is closed`, 'closed');
       if (input.phaseNumber !== undefined) {
-        const phase = await trx('jobphs').where({ jobnum: input.jobNumber, phsnum: input.phaseNumber }).first('status');
+        const phase = await phaseOf(ctx, input.jobNumber, input.phaseNumber);
         if (!phase) check.notFound('phaseNumber', `phase ${input.phaseNumber} of job ${input.jobNumber}`);
         else if (Number(phase.status) === 3) check.notPostable('phaseNumber', `phase ${input.phaseNumber} of job ${input.jobNumber} is closed`, 'closed');
       }
