@@ -50,3 +50,15 @@ export async function down(knex: Knex): Promise<void> {
   for (const sql of dropStatements(engineOf(knex))) await knex.raw(sql);
   await knex.schema.dropTableIfExists(COUNTER_TABLE);
 }
+
+/** A later migration that adds the counting triggers to more tables (its up and down). */
+export function countChangesOf(tables: readonly string[]): { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> } {
+  return {
+    async up(knex) {
+      for (const sql of createStatements(engineOf(knex), tables)) await knex.raw(sql);
+    },
+    async down(knex) {
+      for (const sql of dropStatements(engineOf(knex), tables)) await knex.raw(sql);
+    },
+  };
+}

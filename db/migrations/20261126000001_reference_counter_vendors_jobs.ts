@@ -7,9 +7,7 @@
  * anyone else (the desktop system, a DBA, another instance) bumps the counter in its own
  * transaction and the next posting reads the rows again.
  */
-import type { Knex } from 'knex';
-import { engineOf } from '../../src/storage/dialect';
-import { createStatements, dropStatements } from './20261124000041_reference_change_counter';
+import { countChangesOf } from './20261124000041_reference_change_counter';
 import type { AlterStep, TableStep } from './support/schema';
 
 export const MORE_REFERENCE_TABLES: readonly string[] = ['actpay', 'actrec', 'csttyp', 'eqpmnt'];
@@ -17,10 +15,4 @@ export const MORE_REFERENCE_TABLES: readonly string[] = ['actpay', 'actrec', 'cs
 export const steps: TableStep[] = [];
 export const alterations: AlterStep[] = [];
 
-export async function up(knex: Knex): Promise<void> {
-  for (const sql of createStatements(engineOf(knex), MORE_REFERENCE_TABLES)) await knex.raw(sql);
-}
-
-export async function down(knex: Knex): Promise<void> {
-  for (const sql of dropStatements(engineOf(knex), MORE_REFERENCE_TABLES)) await knex.raw(sql);
-}
+export const { up, down } = countChangesOf(MORE_REFERENCE_TABLES);

@@ -4,9 +4,7 @@
  * (src/storage/reference-cache.ts `grouped`). No posting writes these tables; a change by anyone
  * else bumps the counter in its own transaction and the next posting reads them again.
  */
-import type { Knex } from 'knex';
-import { engineOf } from '../../src/storage/dialect';
-import { createStatements, dropStatements } from './20261124000041_reference_change_counter';
+import { countChangesOf } from './20261124000041_reference_change_counter';
 import type { AlterStep, TableStep } from './support/schema';
 
 export const GROUPED_REFERENCE_TABLES: readonly string[] = ['cstcde', 'jobphs'];
@@ -14,10 +12,4 @@ export const GROUPED_REFERENCE_TABLES: readonly string[] = ['cstcde', 'jobphs'];
 export const steps: TableStep[] = [];
 export const alterations: AlterStep[] = [];
 
-export async function up(knex: Knex): Promise<void> {
-  for (const sql of createStatements(engineOf(knex), GROUPED_REFERENCE_TABLES)) await knex.raw(sql);
-}
-
-export async function down(knex: Knex): Promise<void> {
-  for (const sql of dropStatements(engineOf(knex), GROUPED_REFERENCE_TABLES)) await knex.raw(sql);
-}
+export const { up, down } = countChangesOf(GROUPED_REFERENCE_TABLES);

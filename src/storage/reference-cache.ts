@@ -42,12 +42,24 @@ const FISCAL_COLUMNS = ['postyr', 'actprd', 'sttdte', 'enddte', 'status'] as con
 interface State {
   version: number;
   setup?: Promise<{ setup: Record<string, any> | undefined; fiscal: Array<Record<string, any>> }>;
-  rows: Map<CachedTable, Map<string, Record<string, any> | null>>;
-  groups: Map<GroupedTable, Map<string, ReadonlyArray<Record<string, any>>>>;
+  /** Rows by table and key (recnum, or a GroupedTable's key); an empty list: no such row. */
+  groups: Map<CachedTable | GroupedTable, Map<string, ReadonlyArray<Record<string, any>>>>;
+}
+
+/** `rows` as lists by `keyOf(row)`, in their order. */
+export function groupRows(rows: ReadonlyArray<Record<string, any>>, keyOf: (row: Record<string, any>) => string): Map<string, Array<Record<string, any>>> {
+  const out = new Map<string, Array<Record<string, any>>>();
+  for (const row of rows) {
+    const key = keyOf(row);
+    const list = out.get(key);
+    if (list) list.push(row);
+    else out.set(key, [row]);
+  }
+  return out;
 }
 
 export class ReferenceCache {
-  private state: State = { version: -1, rows: new Map(), groups: new Map() };
+  private state: State = { version: -1, groups: new Map() };
   private readonly versions = new WeakMap<Knex.Transaction, Promise<number>>();
   /** Counter reads and cache hits/misses (tests and the bench read them). */
   readonly stats = { versionReads: 0, hits: 0, misses: 0 };
@@ -70,7 +82,7 @@ export class ReferenceCache {
   private async stateFor(trx: Knex.Transaction): Promise<State | undefined> {
     const version = await this.version(trx);
     if (version < 0) return undefined; // no counter row: not migrated, never cache
-    if (version > this.state.version) this.state = { version, rows: new Map(), groups: new Map() };
+    if (version > this.state.version) this.state = { version, groups: new Map() };
     return version === this.state.version ? this.state : undefined;
   }
 
@@ -100,70 +112,41 @@ export class ReferenceCache {
    */
   async rows(trx: Knex.Transaction, table: CachedTable, ids: ReadonlyArray<string | number>): Promise<Map<string, Record<string, any>>> {
     const columns = CACHED_COLUMNS[table];
-    const wanted = [...new Set(ids.map(String))];
     const read = async (keys: string[]) => {
       const found: Array<Record<string, any>> = [];
       for (let i = 0; i < keys.length; i += 1000) found.push(...((await trx(table).whereIn('recnum', keys.slice(i, i + 1000)).select(...columns)) as Array<Record<string, any>>));
       return found;
     };
+    const byId = await this.grouped(trx, table, ids.map(String), (row) => String(row.recnum), read);
     const out = new Map<string, Record<string, any>>();
-    const state = await this.stateFor(trx);
-    if (!state) {
-      for (const row of await read(wanted)) out.set(String(row.recnum), row);
-      return out;
-    }
-    let cached = state.rows.get(table);
-    // Bounded: ids that do not exist are remembered too (as null), so a flood of them cannot grow it forever.
-    if (!cached || cached.size > MAX_ROWS_PER_TABLE) state.rows.set(table, (cached = new Map()));
-    const missing = wanted.filter((id) => !cached!.has(id));
-    if (missing.length === 0) this.stats.hits += 1;
-    else {
-      this.stats.misses += 1;
-      for (const row of await read(missing)) cached.set(String(row.recnum), row);
-      for (const id of missing) if (!cached.has(id)) cached.set(id, null);
-    }
-    for (const id of wanted) {
-      const row = cached.get(id);
-      if (row) out.set(id, row);
-    }
+    for (const [id, list] of byId) if (list[0]) out.set(id, list[0]);
     return out;
   }
 
   /**
    * Rows of `table` grouped by `keyOf(row)`, for the `wanted` keys: `read(keys)` reads the rows of
    * the keys not cached yet (every row of those keys, with the columns the caller needs, the same
-   * columns every time). A key without rows is remembered as an empty list.
+   * columns every time). A key without rows is remembered as an empty list, so a flood of unknown
+   * keys is bounded like the rest (MAX_ROWS_PER_TABLE keys a table).
    */
   async grouped(
     trx: Knex.Transaction,
-    table: GroupedTable,
+    table: CachedTable | GroupedTable,
     wanted: readonly string[],
     keyOf: (row: Record<string, any>) => string,
     read: (keys: string[]) => Promise<Array<Record<string, any>>>,
   ): Promise<Map<string, ReadonlyArray<Record<string, any>>>> {
     const keys = [...new Set(wanted)];
-    const group = (rows: Array<Record<string, any>>, into: Map<string, Array<Record<string, any>>>) => {
-      for (const row of rows) {
-        const key = keyOf(row);
-        const list = into.get(key);
-        if (list) list.push(row);
-        else into.set(key, [row]);
-      }
-    };
+    if (keys.length === 0) return new Map();
     const state = await this.stateFor(trx);
-    if (!state) {
-      const out = new Map<string, Array<Record<string, any>>>();
-      group(await read(keys), out);
-      return out;
-    }
+    if (!state) return groupRows(await read(keys), keyOf);
     let cached = state.groups.get(table);
     if (!cached || cached.size > MAX_ROWS_PER_TABLE) state.groups.set(table, (cached = new Map()));
     const missing = keys.filter((k) => !cached!.has(k));
     if (missing.length === 0) this.stats.hits += 1;
     else {
       this.stats.misses += 1;
-      const found = new Map<string, Array<Record<string, any>>>();
-      group(await read(missing), found);
+      const found = groupRows(await read(missing), keyOf);
       for (const key of missing) cached.set(key, found.get(key) ?? []);
     }
     const out = new Map<string, ReadonlyArray<Record<string, any>>>();

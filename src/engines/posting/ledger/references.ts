@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../errors/problem';
 import { Dec } from '../../../storage/decimal';
 import type { Dialect } from '../../../storage/dialect';
-import { CACHED_COLUMNS, type CachedTable, type GroupedTable, type ReferenceCache } from '../../../storage/reference-cache';
+import { CACHED_COLUMNS, groupRows, type CachedTable, type GroupedTable, type ReferenceCache } from '../../../storage/reference-cache';
 import { SCALE } from '../context';
 
 /**
@@ -91,15 +91,7 @@ async function grouped(
   read: (keys: string[]) => Promise<Array<Record<string, any>>>,
 ): Promise<Map<string, ReadonlyArray<Record<string, any>>>> {
   if (ctx.references) return ctx.references.grouped(ctx.trx, table, wanted, keyOf, read);
-  const out = new Map<string, Array<Record<string, any>>>();
-  if (wanted.length === 0) return out;
-  for (const row of await read([...new Set(wanted)])) {
-    const key = keyOf(row);
-    const list = out.get(key);
-    if (list) list.push(row);
-    else out.set(key, [row]);
-  }
-  return out;
+  return wanted.length === 0 ? new Map() : groupRows(await read([...new Set(wanted)]), keyOf);
 }
 
 export class ReferenceCheck {
