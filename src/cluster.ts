@@ -136,8 +136,13 @@ export class ListenGate {
     if (!this.opened && this.waiting.size > 0 && this.waiting.size >= this.liveWorkers()) this.open();
   }
 
+  /**
+   * The primary is stopping: the waiting workers are told to listen too, so that each finishes its
+   * start and then drains on the SIGTERM like the others (left waiting, a worker would never
+   * exit and be killed after the grace period).
+   */
   stop(): void {
-    clearTimeout(this.timer);
+    this.open();
   }
 
   private open(): void {

@@ -129,7 +129,7 @@ test('the workers open together: none listens before every worker is prepared (i
   for (const l of listening) assert.ok(l.time >= lastWarmed, `worker ${l.worker} listened at ${l.time}, before the last worker was prepared at ${lastWarmed}`);
 });
 
-test('ListenGate: prepared workers wait for the others, then all listen; once open a replacement listens at once; a stuck worker holds them at most waitMs', async () => {
+test('ListenGate: prepared workers wait for the others, then all listen; once open a replacement listens at once; a stuck worker holds them at most waitMs; a stop lets them go', async () => {
   const sent = (name: string, log: string[]) => ({ send: (m: unknown) => (log.push(`${name} ${JSON.stringify(m)}`), true) });
   const log: string[] = [];
   let live = 2;
@@ -141,6 +141,12 @@ test('ListenGate: prepared workers wait for the others, then all listen; once op
   gate.warmed(sent('w1-replacement', log));
   assert.equal(log.at(-1), 'w1-replacement {"type":"listen"}', 'open: a replacement listens as soon as it is prepared');
   gate.stop();
+
+  const stopping: string[] = [];
+  const early = new ListenGate(() => 2, 60_000);
+  early.warmed(sent('w1', stopping));
+  early.stop();
+  assert.deepEqual(stopping, ['w1 {"type":"listen"}'], 'a stop lets the waiting worker go on (it then drains on its SIGTERM instead of hanging)');
 
   const slow: string[] = [];
   const bounded = new ListenGate(() => 2, 40);
@@ -158,7 +164,6 @@ test('ListenGate: prepared workers wait for the others, then all listen; once op
   live = 1;
   exits.forget(w2);
   assert.deepEqual(gone, ['w1 {"type":"listen"}'], 'a sibling that exited is not waited for');
-  exits.stop();
 });
 
 test('mayListen: the worker says it is prepared and listens only on the primary\'s answer', async () => {
