@@ -75,6 +75,26 @@ test('every posting engine is rehearsed on the seeded demo company and nothing i
   assert.equal(res.body.dryRun, true);
 });
 
+test('a batch chosen by criteria is rehearsed with its first record only: the payroll period of the example reads one payroll record, not the whole period', async () => {
+  const example = writeExamples().get('/payroll-records/post') as { periodEndDate: string };
+  const inPeriod = await t.knex('payrec').where({ prdend: example.periodEndDate }).count<{ n: number | string }[]>({ n: '*' }).first();
+  assert.ok(Number(inPeriod?.n) >= 2, `the demo period has several records (${inPeriod?.n}), so reading them all would show`);
+  const payrecRows: number[] = [];
+  const onResponse = (response: unknown, query: { sql: string }) => {
+    // The first select of payroll records (SQLite quotes with backticks, PostgreSQL with double quotes).
+    if (/^select .* from [`"]payrec[`"]/i.test(query.sql)) payrecRows.push(Array.isArray(response) ? response.length : -1);
+  };
+  t.services.knex.on('query-response', onResponse);
+  try {
+    const report = await warmUp(t.services, t.services.logger, { only: (route) => route === '/payroll-records/post' });
+    assert.deepEqual({ rehearsed: report.rehearsed, failed: report.failed }, { rehearsed: 1, failed: 0 });
+  } finally {
+    t.services.knex.off('query-response', onResponse);
+  }
+  assert.ok(payrecRows.length > 0, 'the rehearsal read payroll records');
+  assert.equal(payrecRows[0], 1, `the period's selection read ${payrecRows[0]} rows`);
+});
+
 test('a rehearsal refused by the data (a 4xx: the example names references this database lacks) is counted as refused, not as a failure', async () => {
   const examples = new Map([['/ledger-transactions', { ...(writeExamples().get('/ledger-transactions') as object), lines: [{ accountNumber: 999999.99, debit: 1 }, { accountNumber: 999998.99, credit: 1 }] }]]);
   const before = await snapshot(t.knex);

@@ -218,7 +218,7 @@ export class WriteRunner {
         async (trx) => {
           const numbers = new NumberAllocator(trx, this.deps.boundary.engine);
           const allocated = await def.allocate(input, numbers);
-          const outcome = await def.post({ ...this.context(trx, req), numbers }, input, allocated);
+          const outcome = await def.post({ ...this.context(trx, req), numbers, rehearsal: true }, input, allocated);
           throw new DryRunRollback(renderResult(outcome, true));
         },
         { what: `rehearsing ${def.what}`, deadlineAt: this.deps.boundary.deadlineFromNow(deadlineMs) },

@@ -198,7 +198,9 @@ async function selectRecords(ctx: PostingContext, input: PayrollPostInput): Prom
     }
     return input.recordNumbers.map((n, i) => toRow(found.get(n), `recordNumbers[${i}]`)).sort((a, b) => a.recordNumber - b.recordNumber);
   }
-  const rows = await trx('payrec').where({ prdend: input.periodEndDate! }).whereNot({ status: STATUS_VOID }).orderBy('recnum').select(columns);
+  const period = trx('payrec').where({ prdend: input.periodEndDate! }).whereNot({ status: STATUS_VOID }).orderBy('recnum');
+  // A rehearsal compiles the path with the period's first record only (PostingContext.rehearsal).
+  const rows = await (ctx.rehearsal ? period.limit(1) : period).select(columns);
   if (rows.length === 0) {
     throw new ApiProblem('REFERENCE_NOT_FOUND', `No payroll records end their pay period on ${input.periodEndDate}.`, {
       errors: [{ field: 'periodEndDate', code: 'not_found', message: `no payroll record with periodEnd ${input.periodEndDate}` }],
