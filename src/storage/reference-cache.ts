@@ -1,13 +1,13 @@
 /**
  * Reference rows a posting reads (ledger setup, fiscal periods, ledger accounts, transaction
- * sources, vendors, jobs, cost types, equipment), cached across requests and never stale: every
- * read goes through a posting transaction, which first reads the reference change counter (table
- * `refchg`, one row, bumped by triggers on those tables in the very transaction that changes
- * them, whoever makes the change: this service, another instance, the desktop system, a DBA;
- * migrations 20261124000041_reference_change_counter, 20261126000001_reference_counter_vendors_jobs
- * and 20261126000002_reference_counter_cost_codes_phases; cost codes and job phases too).
- * No posting writes any of them, so postings do not empty the cache. Rows are used only by a transaction that read the
- * counter value they were cached under; a higher value drops everything, a lower one (a
+ * sources, vendors, jobs, job phases, cost codes, cost types, equipment), cached across requests
+ * and never stale: every read goes through a posting transaction, which first reads the reference
+ * change counter (table `refchg`, one row, bumped by triggers on those tables in the very
+ * transaction that changes them, whoever makes the change: this service, another instance, the
+ * desktop system, a DBA; migrations 20261124000041_reference_change_counter,
+ * 20261126000001_reference_counter_vendors_jobs, 20261126000002_reference_counter_cost_codes_phases).
+ * No posting writes any of them, so postings do not empty the cache. Rows are used only by a
+ * transaction that read the counter value they were cached under; a higher value drops everything, a lower one (a
  * transaction that started before a change it does not see) reads the database directly.
  *
  * Why a trigger-kept counter on SQLite too, not `PRAGMA data_version`: data_version moves only

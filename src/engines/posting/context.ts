@@ -39,7 +39,7 @@ export interface PostingContext {
    * lines) at scale 250, where its rehearsal took 0.8 s and left every worker 60 to 80 MB larger.
    */
   rehearsal?: boolean;
-  /** Cached reference rows (ledger setup, fiscal periods, accounts, sources); absent: read each time. */
+  /** Cached reference rows (src/storage/reference-cache.ts: setup, periods, accounts, sources, vendors, jobs, phases, cost codes and types, equipment); absent: read each time. */
   references?: ReferenceCache;
 }
 

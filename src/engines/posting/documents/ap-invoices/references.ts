@@ -26,7 +26,7 @@ export interface ResolvedLine {
 
 /** Looks up every referenced record, applies the defaults and the account rules. */
 export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, setup: LedgerSetup): Promise<{ lines: ResolvedLine[]; vendor: Record<string, any> }> {
-  const { trx, dialect } = ctx;
+  const { dialect } = ctx;
   const check = new ReferenceCheck();
 
   const vendors = await loadReferenceRows(ctx, 'actpay', [{ field: 'vendorNumber', value: input.vendorNumber }], ['inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme']);
