@@ -8,7 +8,7 @@ import { InputErrors, calendarDate } from '../../input';
 import { allocateLedgerRecord, writeJournal, type JournalLine, type PostedLedgerTransaction, type LedgerRecordNumbers } from '../../ledger/journal';
 import type { PostedJobCost } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
+import { ReferenceCheck, isTrue, loadReferenceRows, loadReferenced } from '../../ledger/references';
 import { MOVEMENT, applyStockMovements, type PostedInventoryHistory, type StockMovement } from '../../ledger/stock';
 import { readRecord, type FullRecordWithLines } from '../../read-back';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -201,7 +201,7 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
     const accountRefs: Array<{ field: string; value: number }> = [];
     if (input.receivableAccount !== undefined) accountRefs.push({ field: 'receivableAccount', value: input.receivableAccount });
     if (input.costOfGoodsAccount !== undefined) accountRefs.push({ field: 'costOfGoodsAccount', value: input.costOfGoodsAccount });
-    const accounts = await loadReferenced(trx, 'lgract', 'recnum', accountRefs, ['inactv']);
+    const accounts = await loadReferenceRows(ctx, 'lgract', accountRefs, ['inactv']);
     for (const ref of accountRefs) {
       const account = accounts.get(String(ref.value));
       if (!account) check.notFound(ref.field, `ledger account ${ref.value}`);
@@ -214,13 +214,13 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
     if (!salesTax.isZero() && stxact !== undefined) derived.set(stxact, 'sales tax account of the ledger setup');
     if (partLines.length > 0 && inventoryAccount !== undefined) derived.set(inventoryAccount, `inventory account of location ${input.partsLocation}`);
     if (input.receivableAccount === undefined && receivableAccount !== undefined) derived.set(receivableAccount, 'AR control account of the ledger setup');
-    const derivedRows = await loadReferenced(trx, 'lgract', 'recnum', [...derived.keys()].map((value) => ({ field: 'recordNumber', value })), ['inactv']);
+    const derivedRows = await loadReferenceRows(ctx, 'lgract', [...derived.keys()].map((value) => ({ field: 'recordNumber', value })), ['inactv']);
     for (const [account, what] of derived) {
       const row = derivedRows.get(String(account));
       if (!row) check.notPostable('recordNumber', `ledger account ${account} (${what}) does not exist`, 'setup_incomplete');
       else if (isTrue(row.inactv)) check.notPostable('recordNumber', `ledger account ${account} (${what}) is inactive`, 'inactive');
     }
-    const source = await trx('source').where({ recnum: SERVICE_SOURCE }).first('recnum');
+    const source = (await loadReferenceRows(ctx, 'source', [{ field: 'recordNumber', value: SERVICE_SOURCE }], ['recnum'])).get(String(SERVICE_SOURCE));
     if (!source) check.notPostable('recordNumber', `transaction source ${SERVICE_SOURCE} (Service Invoices) does not exist`, 'setup_incomplete');
     if (!client) check.notPostable('recordNumber', `client ${Number(header.clnnum)} of the work order does not exist`, 'setup_incomplete');
     check.throwIfAny();
