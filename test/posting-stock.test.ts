@@ -12,6 +12,7 @@ import { Dec } from '../src/storage/decimal';
 import { dialectFor, type Dialect } from '../src/storage/dialect';
 import { toDbTime } from '../src/storage/db-time';
 import { ApiProblem } from '../src/errors/problem';
+import { StatementBatch } from '../src/storage/statement-batch';
 import type { PostingContext } from '../src/engines/posting/context';
 import { MOVEMENT, applyStockMovements, type StockMovement } from '../src/engines/posting/ledger/stock';
 
@@ -33,7 +34,7 @@ async function run(movements: StockMovement[], rollback = false) {
   let out: Awaited<ReturnType<typeof applyStockMovements>> | undefined;
   await t.knex
     .transaction(async (trx) => {
-      const ctx: PostingContext = { trx, lockName: (name) => namedLocksFor(t.engine)(trx, name), dialect, numbers: t.services.numbers, user: 'stock-test', today: '2026-11-20', now: toDbTime(t.engine, new Date()), dryRun: false };
+      const ctx: PostingContext = { trx, writes: new StatementBatch(trx), lockName: (name) => namedLocksFor(t.engine)(trx, name), dialect, numbers: t.services.numbers, user: 'stock-test', today: '2026-11-20', now: toDbTime(t.engine, new Date()), dryRun: false };
       out = await applyStockMovements(ctx, movements);
       if (rollback) throw new Error('rollback');
     })

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { Dec } from './decimal';
 import type { Dialect } from './dialect';
 import type { NumberAllocator } from './numbers';
+import { StatementBatch } from './statement-batch';
 
 /**
  * Ledger balances (lgrbal: debit and credit totals per account, fiscal year and period), added
@@ -125,6 +126,20 @@ export function forgetKnownBalanceCells(owner: object): void {
 
 /** Adds the changes to lgrbal, creating the cells that do not exist yet. */
 export async function addToLedgerBalances(trx: Knex.Transaction, changes: readonly BalanceChange[], options: BalanceWriteOptions): Promise<void> {
+  const batch = new StatementBatch(trx);
+  await queueLedgerBalances(batch, changes, options);
+  await batch.flush();
+}
+
+/**
+ * addToLedgerBalances with the upsert queued in `batch` (sent with the posting's other writes:
+ * statement-batch.ts). The pre-read and the record numbers still run at once, on the batch's
+ * transaction: queued inserts of other tables cannot change what they see, and a cell that a
+ * queued upsert of this same transaction creates is handled by ON CONFLICT / MATCHED like a cell
+ * another posting created (see the top of this file).
+ */
+export async function queueLedgerBalances(batch: StatementBatch, changes: readonly BalanceChange[], options: BalanceWriteOptions): Promise<void> {
+  const { trx } = batch;
   const cells = sumBalanceChanges(changes);
   if (cells.length === 0) return;
 
@@ -170,7 +185,7 @@ export async function addToLedgerBalances(trx: Knex.Transaction, changes: readon
     debit: c.debit,
     credit: c.credit,
   }));
-  for (const statement of ledgerBalanceUpserts(trx, options, rows)) await statement;
+  for (const statement of ledgerBalanceUpserts(trx, options, rows)) batch.add({ query: statement });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Engine } from './database';
+import { COUNTER_SUBQUERY, type ReferenceCache } from './reference-cache';
 
 /**
  * Exclusive locks on a name for the rest of a transaction, used to serialise postings that
@@ -20,7 +21,19 @@ export async function lockNameForTransaction(trx: Knex.Transaction, engine: Engi
   }
 }
 
-/** A transaction's lock taker, for the engine: what the posting context offers as `lockName`. */
-export function namedLocksFor(engine: Engine): (trx: Knex.Transaction, name: string) => Promise<void> {
-  return (trx, name) => lockNameForTransaction(trx, engine, name);
+/**
+ * A transaction's lock taker, for the engine: what the posting context offers as `lockName`.
+ * On PostgreSQL, with the reference cache, the transaction's first lock also reads the reference
+ * change counter (the cache would read it in the next statement anyway): one round trip instead
+ * of two per posting. The counter is then as of that statement's start, before any wait for the
+ * lock, which is a moment inside the transaction like any other: what committed before the
+ * posting began is seen (reference-cache.ts).
+ */
+export function namedLocksFor(engine: Engine, references?: ReferenceCache): (trx: Knex.Transaction, name: string) => Promise<void> {
+  if (engine !== 'postgres' || !references) return (trx, name) => lockNameForTransaction(trx, engine, name);
+  return async (trx, name) => {
+    if (references.hasVersion(trx)) return lockNameForTransaction(trx, engine, name);
+    const result = (await trx.raw(`select pg_advisory_xact_lock(hashtextextended(?, 0)), ${COUNTER_SUBQUERY} as n`, [name])) as { rows: Array<{ n: unknown }> };
+    references.adoptVersion(trx, result.rows[0]?.n);
+  };
 }

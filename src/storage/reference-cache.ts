@@ -58,6 +58,13 @@ export function groupRows(rows: ReadonlyArray<Record<string, any>>, keyOf: (row:
   return out;
 }
 
+/** The counter as a scalar subquery (null without the row: not migrated, never cache). */
+export const COUNTER_SUBQUERY = '(select n from refchg where id = 1)';
+
+function counterValue(n: unknown): number {
+  return n === null || n === undefined ? -1 : Number(n);
+}
+
 export class ReferenceCache {
   private state: State = { version: -1, groups: new Map() };
   private readonly versions = new WeakMap<Knex.Transaction, Promise<number>>();
@@ -72,10 +79,25 @@ export class ReferenceCache {
       v = trx('refchg')
         .where({ id: 1 })
         .first('n')
-        .then((row: { n: number | string } | undefined) => (row ? Number(row.n) : -1));
+        .then((row: { n: number | string } | undefined) => counterValue(row?.n));
       this.versions.set(trx, v);
     }
     return v;
+  }
+
+  /** Whether `trx` has read the counter already (or had it handed over by adoptVersion). */
+  hasVersion(trx: Knex.Transaction): boolean {
+    return this.versions.has(trx);
+  }
+
+  /**
+   * The counter as read by another statement of `trx` (COUNTER_SUBQUERY in its select list):
+   * named-locks.ts reads it with the transaction's first lock, one round trip instead of two.
+   */
+  adoptVersion(trx: Knex.Transaction, n: unknown): void {
+    if (this.versions.has(trx)) return;
+    this.stats.versionReads += 1;
+    this.versions.set(trx, Promise.resolve(counterValue(n)));
   }
 
   /** The state valid for `trx`, or undefined when `trx` sees an older counter (read directly then). */

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Dialect } from '../../storage/dialect';
 import type { NumberAllocator } from '../../storage/numbers';
 import type { ReferenceCache } from '../../storage/reference-cache';
+import type { StatementBatch } from '../../storage/statement-batch';
 
 /** Test and operations hooks into the posting engine (all optional). */
 export interface PostingHooks {
@@ -18,6 +19,12 @@ export interface PostingHooks {
 /** What a posting engine gets: the open transaction and the pieces it needs to write. */
 export interface PostingContext {
   trx: Knex.Transaction;
+  /**
+   * The transaction's queued writes (storage/statement-batch.ts): inserts a cascade queues before
+   * awaiting any go to the database together (one round trip on PostgreSQL). The write runner
+   * sends whatever is still queued before the transaction completes.
+   */
+  writes: StatementBatch;
   /**
    * Takes an exclusive lock on `name` for the rest of the transaction (serialises postings that
    * race on a natural key: one transaction number, one vendor invoice number).

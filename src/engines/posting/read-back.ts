@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { CATALOG } from '../../../generated/catalog';
 import { engineOf, queryDialectFor, type SnapshotReader } from '../../storage/dialect';
+import { Pending, type StatementBatch } from '../../storage/statement-batch';
 import { attachChildren } from '../query/children';
 import { recordDecoder, type PublishedRecord, type Row } from '../query/envelope';
 import { planQuery } from '../query/plan';
@@ -120,19 +121,25 @@ function rowsPerStatement(rows: ReadonlyArray<Record<string, unknown>>): number 
  * which knex writes when asked to include trigger modifications: every table there has an
  * upddte trigger, and a plain OUTPUT is refused on a table with triggers).
  */
-async function insertReturningRows(trx: Knex | Knex.Transaction, table: string, keyColumn: string, columns: readonly string[], rows: ReadonlyArray<Record<string, unknown>>): Promise<Row[]> {
-  const byKey = new Map<string, Row>();
+function insertReturningRows(batch: StatementBatch, table: string, keyColumn: string, columns: readonly string[], rows: ReadonlyArray<Record<string, unknown>>): Pending<Row[]> {
   const size = rowsPerStatement(rows);
+  const chunks: Array<Pending<Row[]>> = [];
   for (let i = 0; i < rows.length; i += size) {
-    const stored = (await trx(table)
-      .insert(rows.slice(i, i + size))
-      .returning([...columns], { includeTriggerModifications: true })) as Row[];
-    for (const row of stored) byKey.set(String(row[keyColumn]).toLowerCase(), row);
+    chunks.push(
+      batch.add({
+        query: batch.trx(table).insert(rows.slice(i, i + size)).returning([...columns], { includeTriggerModifications: true }),
+        returning: columns,
+      }) as Pending<Row[]>,
+    );
   }
-  return rows.map((r) => {
-    const row = byKey.get(String(r[keyColumn]).toLowerCase());
-    if (!row) throw new Error(`read-back: ${table} ${String(r[keyColumn])} not returned by its own insert`);
-    return row;
+  return Pending.all(batch, chunks).map((stored) => {
+    const byKey = new Map<string, Row>();
+    for (const chunk of stored) for (const row of chunk) byKey.set(String(row[keyColumn]).toLowerCase(), row);
+    return rows.map((r) => {
+      const row = byKey.get(String(r[keyColumn]).toLowerCase());
+      if (!row) throw new Error(`read-back: ${table} ${String(r[keyColumn])} not returned by its own insert`);
+      return row;
+    });
   });
 }
 
@@ -143,14 +150,16 @@ async function insertReturningRows(trx: Knex | Knex.Transaction, table: string, 
  * selects (every field of the catalog, no `select`), as the engine stored them (defaults and
  * type conversion applied; no trigger changes an inserted row), and they are decoded by the same
  * recordDecoder; nothing runs between the insert and where the read stood. One round trip per
- * insert instead of two (PostgreSQL pays a round trip per statement).
+ * insert instead of two (PostgreSQL pays a round trip per statement). The insert is queued in the
+ * posting's statement batch (storage/statement-batch.ts): awaiting the result sends it, together
+ * with every write queued before it (on PostgreSQL, one round trip for all of them).
  */
-export async function insertRecordsReturning(trx: Knex | Knex.Transaction, entityName: string, rows: ReadonlyArray<Record<string, unknown>>): Promise<PublishedRecord[]> {
+export function insertRecordsReturning(batch: StatementBatch, entityName: string, rows: ReadonlyArray<Record<string, unknown>>): Pending<PublishedRecord[]> {
   const entity = entityOf(entityName);
   const fields = Object.values(entity.fields);
   const columns = [...new Set([...fields.map((f) => f.column), entity.keyColumn])];
-  const decode = recordDecoder(queryDialectFor(engineOf(trx as Knex)), fields);
-  return (await insertReturningRows(trx, entity.table, entity.keyColumn, columns, rows)).map(decode);
+  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields);
+  return insertReturningRows(batch, entity.table, entity.keyColumn, columns, rows).map((stored) => stored.map(decode));
 }
 
 /**
@@ -158,17 +167,20 @@ export async function insertRecordsReturning(trx: Knex | Knex.Transaction, entit
  * of the collection, in the order column's order): the same argument as insertRecordsReturning.
  * `keyColumn` is the child table's own key (`_idnum`), present in every row.
  */
-export async function insertChildrenReturning(trx: Knex | Knex.Transaction, entityName: string, collection: string, rows: ReadonlyArray<Record<string, unknown>>, keyColumn = '_idnum'): Promise<PublishedRecord[]> {
+export function insertChildrenReturning(batch: StatementBatch, entityName: string, collection: string, rows: ReadonlyArray<Record<string, unknown>>, keyColumn = '_idnum'): Pending<PublishedRecord[]> {
   const entity = entityOf(entityName);
   const child = Object.hasOwn(entity.children, collection) ? entity.children[collection] : undefined;
   if (!child) throw new Error(`read-back: ${entityName} has no child collection ${collection}`);
   const fields = Object.values(child.fields);
   const columns = [...new Set([...fields.map((f) => f.column), child.parentColumn, child.orderColumn, keyColumn])];
-  const decode = recordDecoder(queryDialectFor(engineOf(trx as Knex)), fields);
-  const stored = await insertReturningRows(trx, child.table, keyColumn, columns, rows);
+  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields);
   // The read orders by (parent, order column); one parent here. Stable: ties keep insert order.
   const order = (row: Row) => row[child.orderColumn] as number | string;
-  const sorted = [...stored].sort((a, b) => {
+  return insertReturningRows(batch, child.table, keyColumn, columns, rows).map((stored) => sortedByOrder(stored, order).map(decode));
+}
+
+function sortedByOrder(stored: Row[], order: (row: Row) => number | string): Row[] {
+  return [...stored].sort((a, b) => {
     const x = order(a);
     const y = order(b);
     const nx = Number(x);
@@ -177,7 +189,6 @@ export async function insertChildrenReturning(trx: Knex | Knex.Transaction, enti
     if (x !== null && y !== null && x !== '' && y !== '' && Number.isFinite(nx) && Number.isFinite(ny)) return nx - ny;
     return String(x) < String(y) ? -1 : String(x) > String(y) ? 1 : 0;
   });
-  return sorted.map(decode);
 }
 
 /**

@@ -8,6 +8,7 @@ import { namedLocksFor } from '../../storage/named-locks';
 import { IdempotencyProtocol, NothingPosted, type Answer, type Attempt, type Rendered } from '../idempotency/protocol';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { ReferenceCache } from '../../storage/reference-cache';
+import { StatementBatch } from '../../storage/statement-batch';
 import type { PostingContext, PostingHooks } from './context';
 
 /**
@@ -101,7 +102,7 @@ export class WriteRunner {
   private readonly lockName: (trx: PostingContext['trx'], name: string) => Promise<void>;
 
   constructor(private readonly deps: WriteRunnerDeps) {
-    this.lockName = namedLocksFor(deps.boundary.engine);
+    this.lockName = namedLocksFor(deps.boundary.engine, deps.references);
     this.idempotency = new IdempotencyProtocol({
       boundary: deps.boundary,
       store: deps.store,
@@ -185,7 +186,9 @@ export class WriteRunner {
     try {
       return await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
-          const outcome = await def.post(this.context(trx, req), input, numbers);
+          const ctx = this.context(trx, req);
+          const outcome = await def.post(ctx, input, numbers);
+          await sendQueuedWrites(ctx);
           const rendered = renderResult(outcome, req.dryRun);
           await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: req.dryRun, trx });
           if (req.dryRun) throw new DryRunRollback(rendered);
@@ -218,7 +221,9 @@ export class WriteRunner {
         async (trx) => {
           const numbers = new NumberAllocator(trx, this.deps.boundary.engine);
           const allocated = await def.allocate(input, numbers);
-          const outcome = await def.post({ ...this.context(trx, req), numbers, rehearsal: true }, input, allocated);
+          const ctx: PostingContext = { ...this.context(trx, req), numbers, rehearsal: true };
+          const outcome = await def.post(ctx, input, allocated);
+          await sendQueuedWrites(ctx);
           throw new DryRunRollback(renderResult(outcome, true));
         },
         { what: `rehearsing ${def.what}`, deadlineAt: this.deps.boundary.deadlineFromNow(deadlineMs) },
@@ -233,6 +238,7 @@ export class WriteRunner {
     const now = new Date();
     return {
       trx,
+      writes: new StatementBatch(trx),
       lockName: (name) => this.lockName(trx, name),
       dialect: this.deps.dialect,
       numbers: this.deps.numbers,
@@ -243,6 +249,15 @@ export class WriteRunner {
       ...(this.deps.references ? { references: this.deps.references } : {}),
     };
   }
+}
+
+/**
+ * A cascade awaits what it writes, so its queue is empty by now; should one ever leave a write
+ * queued and not awaited, it is sent here, inside the transaction, before anything completes:
+ * a write is never dropped, and a failure still fails the posting.
+ */
+async function sendQueuedWrites(ctx: PostingContext): Promise<void> {
+  await ctx.writes.flush();
 }
 
 function renderResult<R>(outcome: PostOutcome<R>, dryRun: boolean): Rendered {

@@ -3,6 +3,7 @@ import { Dec } from '../../../storage/decimal';
 import type { PostingContext } from '../context';
 import { insertRecordsReturning } from '../read-back';
 import type { PublishedRecord } from '../../query/envelope';
+import type { Pending } from '../../../storage/statement-batch';
 import { recordRow, type PublishedValue } from '../write-rows';
 
 /**
@@ -34,12 +35,12 @@ export interface CostRecordToWrite {
  * entity's table through the catalog: write-rows.ts) and returns them as stored (the insert's
  * RETURNING, decoded as a read of `entityName` would: read-back.ts insertRecordsReturning).
  */
-export async function writeCostRecords<C extends CostRecordToWrite>(
+export function writeCostRecords<C extends CostRecordToWrite>(
   ctx: PostingContext,
   entityName: string,
   costs: C[],
   own: (cost: C) => Record<string, PublishedValue>,
-): Promise<PublishedRecord[]> {
+): Pending<PublishedRecord[]> {
   const ids = costs.map(() => randomUUID());
   const rows = costs.map((c, i) =>
     recordRow(ctx, entityName, {
@@ -63,6 +64,6 @@ export async function writeCostRecords<C extends CostRecordToWrite>(
       ...own(c),
     }),
   );
-  // Inserted and read back in the same statement(s): read-back.ts insertRecordsReturning.
-  return insertRecordsReturning(ctx.trx, entityName, rows);
+  // Inserted and read back in the same statement(s), queued in the posting's batch: read-back.ts insertRecordsReturning.
+  return insertRecordsReturning(ctx.writes, entityName, rows);
 }

@@ -1,4 +1,5 @@
 import type { components } from '../../../../generated/api-types';
+import type { Pending } from '../../../storage/statement-batch';
 import type { PostingContext } from '../context';
 import { writeCostRecords, type CostRecordToWrite } from './cost-records';
 
@@ -15,8 +16,9 @@ export interface EquipmentCostToWrite extends CostRecordToWrite {
 /** An equipment cost as POST /equipment-costs/query returns it (every field of the contract's EquipmentCost). */
 export type PostedEquipmentCost = Required<components['schemas']['EquipmentCost']>;
 
-/** Inserts the equipment costs and returns them read back through the catalog (read-back.ts), in input order. */
-export async function writeEquipmentCosts(ctx: PostingContext, costs: EquipmentCostToWrite[]): Promise<PostedEquipmentCost[]> {
-  const posted = await writeCostRecords(ctx, 'equipment-costs', costs, (c) => ({ costCategory: c.costCategory, ledgerAccount: c.ledgerAccount }));
-  return posted as unknown as PostedEquipmentCost[];
+/** Queues the equipment costs' insert and returns them read back through the catalog (read-back.ts), in input order. */
+export function writeEquipmentCosts(ctx: PostingContext, costs: EquipmentCostToWrite[]): Pending<PostedEquipmentCost[]> {
+  return writeCostRecords(ctx, 'equipment-costs', costs, (c) => ({ costCategory: c.costCategory, ledgerAccount: c.ledgerAccount })).map(
+    (posted) => posted as unknown as PostedEquipmentCost[],
+  );
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { components } from '../../../../generated/api-types';
 import { Dec } from '../../../storage/decimal';
+import type { Pending } from '../../../storage/statement-batch';
 import type { PostingContext } from '../context';
 import { readAllRecords } from '../read-back';
 import { writeCostRecords, type CostRecordToWrite } from './cost-records';
@@ -18,16 +19,18 @@ export interface JobCostToWrite extends CostRecordToWrite {
 /** A job cost as POST /job-costs/query returns it (every field of the contract's JobCost). */
 export type PostedJobCost = Required<components['schemas']['JobCost']>;
 
-/** Inserts the job costs and returns them read back through the catalog (read-back.ts), in input order. */
-export async function writeJobCosts(ctx: PostingContext, costs: JobCostToWrite[]): Promise<PostedJobCost[]> {
-  const posted = await writeCostRecords(ctx, 'job-costs', costs, (c) => ({
+/**
+ * Queues the job costs' insert (sent with the posting's other writes when awaited) and returns
+ * them read back through the catalog (read-back.ts), in input order.
+ */
+export function writeJobCosts(ctx: PostingContext, costs: JobCostToWrite[]): Pending<PostedJobCost[]> {
+  return writeCostRecords(ctx, 'job-costs', costs, (c) => ({
     jobNumber: c.jobNumber,
     phaseNumber: c.phaseNumber,
     costCode: c.costCode,
     costType: c.costType,
     employeeNumber: c.employeeNumber ?? null,
-  }));
-  return posted as unknown as PostedJobCost[];
+  })).map((posted) => posted as unknown as PostedJobCost[]);
 }
 
 /** Job costs a document created (by source and the document's record number), by line then record number. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { addToLedgerBalances } from '../../../storage/balances';
+import { queueLedgerBalances } from '../../../storage/balances';
 import { Dec } from '../../../storage/decimal';
 import type { NumberAllocator } from '../../../storage/numbers';
 import { SCALE, type PostingContext } from '../context';
@@ -124,11 +124,12 @@ export async function allocateLedgerRecord(_input: unknown, numbers: NumberAlloc
 
 export async function writeJournal(ctx: PostingContext, journal: JournalToWrite): Promise<PostedLedgerTransaction> {
   const totals = assertBalanced(journal);
-  const { trx } = ctx;
   const id = randomUUID();
   // Written and read back in the same statements (read-back.ts insertRecordsReturning: the
   // stored row, decoded through the catalog exactly as readPostedLedgerTransaction would read it).
-  const [header] = await insertRecordsReturning(trx, 'ledger-transactions', [
+  // Header, lines and balances are queued, then sent together (with whatever the cascade queued
+  // before: statement-batch.ts) when the header is awaited below.
+  const header = insertRecordsReturning(ctx.writes, 'ledger-transactions', [
     recordRow(ctx, 'ledger-transactions', {
       id,
       recordNumber: journal.recordNumber,
@@ -165,11 +166,12 @@ export async function writeJournal(ctx: PostingContext, journal: JournalToWrite)
       { [lineTable.parentColumn]: id },
     ),
   );
-  const lines = await insertChildrenReturning(trx, 'ledger-transactions', 'lines', lineRows);
+  const lines = insertChildrenReturning(ctx.writes, 'ledger-transactions', 'lines', lineRows);
   await applyToBalances(ctx, journal);
+  const [stored] = await header;
 
   // The balance upsert touches lgrbal only: the journal's rows are still as returned.
-  return { ...header!, lines } as unknown as PostedLedgerTransaction;
+  return { ...stored!, lines: await lines } as unknown as PostedLedgerTransaction;
 }
 
 /** A posted ledger transaction with its lines, read back through the catalog (read-back.ts). */
@@ -179,10 +181,10 @@ export async function readPostedLedgerTransaction(trx: PostingContext['trx'] | K
   return record as unknown as PostedLedgerTransaction;
 }
 
-/** Adds the journal to lgrbal (one upsert, correct under concurrency: see storage/balances.ts). */
+/** Queues the journal's additions to lgrbal (one upsert, correct under concurrency: see storage/balances.ts). */
 async function applyToBalances(ctx: PostingContext, journal: JournalToWrite): Promise<void> {
-  await addToLedgerBalances(
-    ctx.trx,
+  await queueLedgerBalances(
+    ctx.writes,
     journal.lines.map((line) => ({ account: line.ledgerAccount, year: journal.year, period: journal.period, debit: line.debit, credit: line.credit })),
     { dialect: ctx.dialect, numbers: ctx.numbers, user: ctx.user, now: ctx.now },
   );

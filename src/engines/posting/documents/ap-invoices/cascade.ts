@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Dec } from '../../../../storage/decimal';
+import { Pending } from '../../../../storage/statement-batch';
 import type { PostingContext } from '../../context';
 import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
 import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
@@ -37,12 +38,11 @@ export interface InvoiceToWrite {
  * Inserts the invoice and its lines; returns the invoice as stored, with its lines, as
  * readPostedApInvoice reads it (the inserts' RETURNING: read-back.ts insertRecordsReturning).
  */
-export async function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite): Promise<PostedApInvoice> {
-  const { trx } = ctx;
+export function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite): Pending<PostedApInvoice> {
   const { input, lines } = invoice;
   const invoiceId = randomUUID();
   const salesTax = lines.reduce((sum, r) => sum.plus(r.line.salesTax), new Dec(0));
-  const [header] = await insertRecordsReturning(trx, 'ap-invoices', [
+  const header = insertRecordsReturning(ctx.writes, 'ap-invoices', [
     recordRow(
       ctx,
       'ap-invoices',
@@ -72,8 +72,8 @@ export async function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite
     ),
   ]);
   const lineTable = childTableOf('ap-invoices', 'lines');
-  const postedLines = await insertChildrenReturning(
-    trx,
+  const postedLines = insertChildrenReturning(
+    ctx.writes,
     'ap-invoices',
     'lines',
     lines.map((r) =>
@@ -100,7 +100,7 @@ export async function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite
       ),
     ),
   );
-  return { ...header!, lines: postedLines } as unknown as PostedApInvoice;
+  return Pending.all(ctx.writes, [header, postedLines] as const).map(([[stored], storedLines]) => ({ ...stored!, lines: storedLines }) as unknown as PostedApInvoice);
 }
 
 /** The journal's lines: each line debited, AP control (and retainage payable) credited. */
@@ -172,6 +172,6 @@ export function invoiceJobCosts(invoice: InvoiceToWrite, jobCostRecords: number[
   }));
 }
 
-export async function postInvoiceJobCosts(ctx: PostingContext, invoice: InvoiceToWrite, jobCostRecords: number[]): Promise<PostedJobCost[]> {
+export function postInvoiceJobCosts(ctx: PostingContext, invoice: InvoiceToWrite, jobCostRecords: number[]): Pending<PostedJobCost[]> {
   return writeJobCosts(ctx, invoiceJobCosts(invoice, jobCostRecords));
 }

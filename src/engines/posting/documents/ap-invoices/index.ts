@@ -93,12 +93,15 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       period,
       year,
     };
-    const result: ApInvoiceWriteResult = { document: await insertInvoice(ctx, invoice), jobCosts: [], inventory: [], period, year };
-    if (!posts || input.status === STATUS_REVIEW) return { result };
+    // Queued, not awaited: the invoice, its job costs and its journal go to the database together
+    // (one round trip on PostgreSQL: storage/statement-batch.ts) when the journal is awaited.
+    const document = insertInvoice(ctx, invoice);
+    if (!posts || input.status === STATUS_REVIEW) return { result: { document: await document, jobCosts: [], inventory: [], period, year } };
 
     const description = (input.description || `${String(vendor.shtnme || vendor.vndnme || `Vendor ${input.vendorNumber}`)} ${input.invoiceNumber}`).slice(0, 50);
-    result.ledgerTransaction = await postInvoiceJournal(ctx, invoice, setup, description);
-    result.jobCosts = await postInvoiceJobCosts(ctx, invoice, numbers.jobCostRecords);
+    const jobCosts = postInvoiceJobCosts(ctx, invoice, numbers.jobCostRecords);
+    const ledgerTransaction = await postInvoiceJournal(ctx, invoice, setup, description);
+    const result: ApInvoiceWriteResult = { document: await document, jobCosts: await jobCosts, inventory: [], period, year, ledgerTransaction };
     return { result };
   },
 };
