@@ -20,9 +20,10 @@ export interface PostingHooks {
 export interface PostingContext {
   trx: Knex.Transaction;
   /**
-   * The transaction's queued writes (storage/statement-batch.ts): inserts a cascade queues before
-   * awaiting any go to the database together (one round trip on PostgreSQL). The write runner
-   * sends whatever is still queued before the transaction completes.
+   * The transaction's queued writes (storage/statement-batch.ts): awaiting one sends everything
+   * queued before it, and on PostgreSQL a write whose result nobody reads (the balance upsert)
+   * rides in the statement of the next one that returns rows. The write runner sends whatever is
+   * still queued before the transaction completes.
    */
   writes: StatementBatch;
   /**

@@ -151,8 +151,8 @@ function insertReturningRows(batch: StatementBatch, table: string, keyColumn: st
  * type conversion applied; no trigger changes an inserted row), and they are decoded by the same
  * recordDecoder; nothing runs between the insert and where the read stood. One round trip per
  * insert instead of two (PostgreSQL pays a round trip per statement). The insert is queued in the
- * posting's statement batch (storage/statement-batch.ts): awaiting the result sends it, together
- * with every write queued before it (on PostgreSQL, one round trip for all of them).
+ * posting's statement batch (storage/statement-batch.ts): awaiting the result sends it, after
+ * every write queued before it.
  */
 export function insertRecordsReturning(batch: StatementBatch, entityName: string, rows: ReadonlyArray<Record<string, unknown>>): Pending<PublishedRecord[]> {
   const entity = entityOf(entityName);

@@ -127,8 +127,9 @@ export async function writeJournal(ctx: PostingContext, journal: JournalToWrite)
   const id = randomUUID();
   // Written and read back in the same statements (read-back.ts insertRecordsReturning: the
   // stored row, decoded through the catalog exactly as readPostedLedgerTransaction would read it).
-  // Header, lines and balances are queued, then sent together (with whatever the cascade queued
-  // before: statement-batch.ts) when the header is awaited below.
+  // Header, lines and balances are queued, then sent (after whatever the cascade queued before)
+  // when the header is awaited below; on PostgreSQL the balance upsert rides in the lines' insert
+  // (statement-batch.ts).
   const header = insertRecordsReturning(ctx.writes, 'ledger-transactions', [
     recordRow(ctx, 'ledger-transactions', {
       id,

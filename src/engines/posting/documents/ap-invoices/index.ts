@@ -93,8 +93,8 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       period,
       year,
     };
-    // Queued, not awaited: the invoice, its job costs and its journal go to the database together
-    // (one round trip on PostgreSQL: storage/statement-batch.ts) when the journal is awaited.
+    // Queued, not awaited: the invoice, its job costs and its journal are sent when the journal is
+    // awaited, in this order (storage/statement-batch.ts).
     const document = insertInvoice(ctx, invoice);
     if (!posts || input.status === STATUS_REVIEW) return { result: { document: await document, jobCosts: [], inventory: [], period, year } };
 
