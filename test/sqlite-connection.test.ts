@@ -1,7 +1,8 @@
 /**
  * What every SQLite connection of the service is set up with (src/storage/database.ts afterCreate):
  * WAL, foreign keys, a busy timeout, and a 4 MB page cache instead of better-sqlite3's 16 MB, which
- * a scan of a large table filled and held for the life of the process.
+ * a scan of a large table filled and held for the life of the process; and how a write transaction
+ * takes the write lock beside another connection (on a timer, not in SQLite’s busy handler).
  */
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -45,5 +46,82 @@ test('a snapshot read and knex share one prepared statement per SQL text: each s
   } finally {
     await knex.destroy();
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Two services (two connections) on one SQLite file, with a table to write to. */
+async function twoConnections(): Promise<{ a: ReturnType<typeof openDatabase>; b: ReturnType<typeof openDatabase>; done: () => Promise<void> }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ais-lock-'));
+  const url = `sqlite://${path.join(dir, 'l.sqlite')}`;
+  const a = openDatabase(parseDatabaseUrl(url));
+  await a.schema.createTable('t', (t) => {
+    t.integer('id').primary();
+  });
+  const b = openDatabase(parseDatabaseUrl(url));
+  return {
+    a,
+    b,
+    done: async () => {
+      await Promise.all([a.destroy(), b.destroy()]);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('a write transaction waits for another connection’s write lock on a timer, not in SQLite’s busy handler: the event loop runs meanwhile', { timeout: 20_000 }, async () => {
+  // Left to the busy handler, B's BEGIN IMMEDIATE would sleep on this thread: A's timer (its
+  // COMMIT) could not fire, B would fail with SQLITE_BUSY after 5 s and A commit only then.
+  const { a, b, done } = await twoConnections();
+  try {
+    let ticks = 0;
+    const ticker = setInterval(() => (ticks += 1), 5);
+    const started = Date.now();
+    let aCommittedAt = 0;
+    const holder = a.transaction(async (trx) => {
+      await trx('t').insert({ id: 1 });
+      await sleep(300);
+    }).then(() => (aCommittedAt = Date.now() - started));
+    await sleep(30);
+    const ticksBefore = ticks;
+    await b.transaction(async (trx) => {
+      await trx('t').insert({ id: 2 });
+    });
+    const bDoneAt = Date.now() - started;
+    clearInterval(ticker);
+    await holder;
+    assert.ok(aCommittedAt > 0 && aCommittedAt < 1500, `A committed after its 300 ms, not after B gave up (${aCommittedAt} ms)`);
+    assert.ok(bDoneAt >= aCommittedAt, `B wrote only once A had committed (${bDoneAt} ms, A ${aCommittedAt} ms)`);
+    assert.ok(ticks - ticksBefore >= 20, `timers ran while B waited (${ticks - ticksBefore} ticks of 5 ms)`);
+    assert.deepEqual((await a('t').select('id').orderBy('id')).map((r) => r.id), [1, 2]);
+    const timeout = Object.values(((await b.raw('pragma busy_timeout')) as Array<Record<string, unknown>>)[0]!)[0];
+    assert.equal(timeout, 5000, 'the busy timeout of other statements is back after the BEGIN');
+  } finally {
+    await done();
+  }
+});
+
+test('a write transaction that cannot get the write lock within the busy timeout fails with SQLITE_BUSY and writes nothing', { timeout: 20_000 }, async () => {
+  const { a, b, done } = await twoConnections();
+  try {
+    const holder = a.transaction(async (trx) => {
+      await trx('t').insert({ id: 1 });
+      await sleep(5_600);
+    });
+    await sleep(30);
+    const started = Date.now();
+    await assert.rejects(
+      b.transaction(async (trx) => {
+        await trx('t').insert({ id: 2 });
+      }),
+      (err: { code?: string }) => String(err.code).startsWith('SQLITE_BUSY'),
+    );
+    const waited = Date.now() - started;
+    assert.ok(waited >= 4_900 && waited < 5_500, `gave up after the busy timeout (${waited} ms)`);
+    await holder;
+    assert.deepEqual((await a('t').select('id')).map((r) => r.id), [1]);
+  } finally {
+    await done();
   }
 });

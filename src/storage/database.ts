@@ -21,6 +21,14 @@ export { DEFAULT_DATABASE_URL } from './default-url';
 /** Parses DATABASE_URL: sqlite://PATH, postgres://..., mssql://user:pass@host:port/db?encrypt=true */
 const PREPARED_PER_CONNECTION = 500;
 
+/**
+ * SQLite: how long a statement, or a write transaction's BEGIN IMMEDIATE, waits for a lock another
+ * connection holds before it fails with SQLITE_BUSY (502 DATABASE_REFUSED, reason busy).
+ */
+export const SQLITE_BUSY_TIMEOUT_MS = 5000;
+/** SQLite: between two tries of BEGIN IMMEDIATE while another process holds the write lock. */
+export const SQLITE_WRITE_LOCK_POLL_MS = 1;
+
 /** SQLite page cache per connection, KiB (see afterCreate). */
 const SQLITE_PAGE_CACHE_KB = 4096;
 
@@ -75,7 +83,7 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
               conn.pragma('journal_mode = WAL');
               conn.pragma('foreign_keys = ON');
               conn.pragma('synchronous = NORMAL');
-              conn.pragma('busy_timeout = 5000');
+              conn.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
               // better-sqlite3 builds SQLite with a 16 MB page cache per connection (SQLite's own
               // default is 2 MB): a scan of a large table (the match index of 100,000 parts) filled
               // it and held 16 MB more per process for good. The OS page cache still holds the
@@ -188,23 +196,54 @@ export function openDatabase(target: DatabaseTarget, log?: DriverLog): Knex {
   return knex;
 }
 
+interface BetterSqliteConnection {
+  exec(sql: string): unknown;
+  pragma(source: string): unknown;
+}
+
+/**
+ * BEGIN IMMEDIATE, waiting for the write lock without blocking the event loop. Left to SQLite, the
+ * wait is its busy handler: it sleeps 1, 2, 5, 10, ... 100 ms between tries, and better-sqlite3
+ * runs it on the event loop, so a worker waiting for its sibling's commit served nothing else
+ * meanwhile (with WORKERS=2 each worker slept a third of the time there, and a late comer could
+ * sleep 100 ms while the lock was free: posting p99 88 to 500 ms; bench/README.md, "Eighth
+ * pass"). Here each try fails at once (busy_timeout 0 for this statement only) and the next comes
+ * SQLITE_WRITE_LOCK_POLL_MS later on a timer, up to SQLITE_BUSY_TIMEOUT_MS; then the last
+ * SQLITE_BUSY fails the transaction as the busy handler's would. Within one process the pool's
+ * single connection already orders the writers, so a wait only happens beside another process.
+ */
+async function takeWriteLock(conn: BetterSqliteConnection, waitMs = SQLITE_BUSY_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    conn.pragma('busy_timeout = 0');
+    try {
+      conn.exec('BEGIN IMMEDIATE');
+      return;
+    } catch (err) {
+      if (!String((err as { code?: unknown }).code).startsWith('SQLITE_BUSY') || Date.now() >= deadline) throw err;
+    } finally {
+      conn.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, SQLITE_WRITE_LOCK_POLL_MS));
+  }
+}
+
 /**
  * SQLite: write transactions start with BEGIN IMMEDIATE. Within one process it changes nothing
  * (the pool has one connection). With several processes on one file (WORKERS, a second service)
  * a plain BEGIN starts as a reader and upgrades at its first write; when another process wrote
  * meanwhile the upgrade fails at once with SQLITE_BUSY (the busy timeout cannot help a stale
  * snapshot), which would answer 502 under ordinary concurrency. BEGIN IMMEDIATE takes the write
- * lock first, waiting up to busy_timeout for it, so concurrent writers queue instead. Read-only
- * transactions keep the plain BEGIN.
+ * lock first, so concurrent writers queue instead. Read-only transactions keep the plain BEGIN.
  */
 function beginImmediate(knex: Knex): void {
   // knex's own SQLite transaction (BEGIN, savepoints, foreign-key pragma handling), only `begin` changed.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const SqliteTransaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction');
   class ImmediateTransaction extends SqliteTransaction {
-    begin(conn: unknown) {
+    begin(conn: BetterSqliteConnection) {
       const self = this as any;
-      return self.readOnly ? super.begin(conn) : self.query(conn, 'BEGIN IMMEDIATE;');
+      return self.readOnly ? super.begin(conn) : takeWriteLock(conn);
     }
   }
   const client = knex.client as any;
