@@ -27,7 +27,7 @@ const PREPARED_PER_CONNECTION = 500;
  */
 export const SQLITE_BUSY_TIMEOUT_MS = 5000;
 /** SQLite: between two tries of BEGIN IMMEDIATE while another process holds the write lock. */
-export const SQLITE_WRITE_LOCK_POLL_MS = 1;
+const SQLITE_WRITE_LOCK_POLL_MS = 1;
 
 /** SQLite page cache per connection, KiB (see afterCreate). */
 const SQLITE_PAGE_CACHE_KB = 4096;
