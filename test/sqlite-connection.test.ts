@@ -127,3 +127,23 @@ test('a write transaction that cannot get the write lock within the busy timeout
     await done();
   }
 });
+
+test('opened without a logger (the command-line tools), knex warnings go to stderr, never into stdout where a tool prints its result', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ais-conn-'));
+  const knex = openDatabase(parseDatabaseUrl(`sqlite://${path.join(dir, 'c.sqlite')}`));
+  const out: string[] = [];
+  const err: string[] = [];
+  const [stdoutWrite, stderrWrite] = [process.stdout.write, process.stderr.write];
+  try {
+    process.stdout.write = ((chunk: string) => out.push(String(chunk)) > 0) as typeof process.stdout.write;
+    process.stderr.write = ((chunk: string) => err.push(String(chunk)) > 0) as typeof process.stderr.write;
+    (knex.client as unknown as { logger: { warn(m: string): void } }).logger.warn('probe: the pool is probably full');
+  } finally {
+    process.stdout.write = stdoutWrite;
+    process.stderr.write = stderrWrite;
+    await knex.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  assert.deepEqual(out, []);
+  assert.equal(err.join(''), 'database driver warning: probe: the pool is probably full\n');
+});

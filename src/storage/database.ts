@@ -252,8 +252,18 @@ function beginImmediate(knex: Knex): void {
   };
 }
 
-function openKnex(target: DatabaseTarget, log?: DriverLog): Knex {
-  if (!log) return knexFactory(target.config);
+/**
+ * Without a logger (the command-line tools, scripts), knex's messages go to stderr: knex's own
+ * default prints warnings with console.log, i.e. into stdout, where `keys create` prints the key
+ * and `compare-v2 --json` its report.
+ */
+const STDERR_LOG: DriverLog = {
+  warn: (obj, msg) => process.stderr.write(`${msg}: ${(obj as { detail?: string }).detail ?? ''}\n`),
+  error: (obj, msg) => process.stderr.write(`${msg}: ${(obj as { detail?: string }).detail ?? ''}\n`),
+  debug: () => undefined,
+};
+
+function openKnex(target: DatabaseTarget, log: DriverLog = STDERR_LOG): Knex {
   // knex prints these with console by default, outside the JSON log lines.
   const text = (m: unknown) => (m instanceof Error ? m.message : String(m));
   return knexFactory({
