@@ -257,11 +257,8 @@ function beginImmediate(knex: Knex): void {
  * default prints warnings with console.log, i.e. into stdout, where `keys create` prints the key
  * and `compare-v2 --json` its report.
  */
-const STDERR_LOG: DriverLog = {
-  warn: (obj, msg) => process.stderr.write(`${msg}: ${(obj as { detail?: string }).detail ?? ''}\n`),
-  error: (obj, msg) => process.stderr.write(`${msg}: ${(obj as { detail?: string }).detail ?? ''}\n`),
-  debug: () => undefined,
-};
+const toStderr = (obj: { detail?: string }, msg: string): void => void process.stderr.write(`${msg}: ${obj.detail ?? ''}\n`);
+const STDERR_LOG: DriverLog = { warn: toStderr, error: toStderr, debug: () => undefined };
 
 function openKnex(target: DatabaseTarget, log: DriverLog = STDERR_LOG): Knex {
   // knex prints these with console by default, outside the JSON log lines.
