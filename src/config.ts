@@ -63,6 +63,12 @@ export interface Config {
    * memory (src/storage/numbers.ts); 1 = one statement per posting. Left over at exit: gaps.
    */
   numberBlockSize: number;
+  /**
+   * Compile every operation's request validator while idle after start (on: a broken document turns
+   * readiness 503 once it is found). Off by default: each operation's validator is compiled on its
+   * first request (a few milliseconds), so a worker keeps only the validators it serves.
+   */
+  contractPrecompile: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -124,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // At most 1 s, the bound the maintenance lock keeps across processes too.
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 250, 0, 1000),
     numberBlockSize: int(env, 'NUMBER_BLOCK_SIZE', 100, 1, 1000),
+    contractPrecompile: bool(env, 'CONTRACT_PRECOMPILE', false),
   };
 }
 

@@ -29,7 +29,7 @@ export interface RunningServer {
   server: http.Server;
   /** Stops accepting, drains in-flight requests (up to config.shutdownGraceMs), closes the pool. */
   close(): Promise<void>;
-  /** Settles when the contract validator has compiled every operation (or failed to); /readyz is 200 earlier, once it is prepared. */
+  /** Settles when the idle-time start-up work is over: the other postings rehearsed and, with CONTRACT_PRECOMPILE, every operation's validator compiled (or failed to); /readyz is 200 earlier, once it is prepared. */
   ready: Promise<void>;
   /** What the start did to the database (key created, seeded). */
   boot: BootReport;
@@ -130,9 +130,11 @@ export async function startServer(config: Config, options: StartServerOptions = 
   };
 
   // The contract validator: the document and what every operation shares are prepared before
-  // /readyz turns 200 (well under a second); the other operations then compile in the background
-  // while the server is idle, or on their first request if it comes first. A document that does
-  // not compile turns readiness 503 (warmError).
+  // /readyz turns 200 (well under a second); every other operation compiles on its first request
+  // (a few milliseconds), or, with CONTRACT_PRECOMPILE, in the background while the server is
+  // idle. Not by default: compiled validators stay resident, and a worker that never serves most
+  // operations carried all of them (bench/README.md, "Ninth pass"). A document that does not
+  // compile turns readiness 503 (warmError).
   opsState.warming = true;
   const prepare = app.locals.prepareContract as (also?: readonly string[]) => Promise<{ operations: number; ms: number }>;
   const warm = app.locals.warmContract as (o: { idle: () => boolean }) => Promise<{ operations: number; ms: number }>;
@@ -178,8 +180,9 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const idle = () => inFlight === 0 && Date.now() - lastEnded >= QUIET_MS;
   const warmed = prepared.then(async (ok) => {
     if (!ok) return;
-    // The other postings' first use, then every operation's validator, while idle.
+    // The other postings' first use, then (CONTRACT_PRECOMPILE) every operation's validator, while idle.
     await warmPostings((route) => !BEFORE_READY.has(route), 'request path warmed (the rest)', idle);
+    if (!config.contractPrecompile) return;
     return warm({ idle }).then((result) => logger.info(result, 'contract validator compiled'), failed);
   });
 

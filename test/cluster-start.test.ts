@@ -2,7 +2,7 @@
  * How a WORKERS=2 cluster starts (src/cluster.ts), on an EMPTY database of TEST_ENGINE: the
  * primary forks the workers at once and migrates meanwhile; the migrations run once, in the
  * primary, and no worker listens (so none answers /readyz) before they are applied, nor before its
- * contract validator is prepared. Each worker
+ * contract validator is prepared. Each worker (CONTRACT_PRECOMPILE on here; off by default)
  * compiles its own contract validator in the background: its warm-up requests go to its own
  * loopback server, never to the other worker's (a plain listen(0) in a cluster worker is shared
  * through the primary), so both log "contract validator compiled" and neither "failed".
@@ -74,7 +74,7 @@ before(async () => {
   await emptyDatabase();
   primary = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'main.ts')], {
     cwd: path.resolve(__dirname, '..'),
-    env: { ...process.env, DATABASE_URL: url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cs', LOG_LEVEL: 'info', SEED_ON_START: 'false', DEMO_API_KEY: randomUUID() },
+    env: { ...process.env, DATABASE_URL: url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cs', LOG_LEVEL: 'info', SEED_ON_START: 'false', DEMO_API_KEY: randomUUID(), CONTRACT_PRECOMPILE: 'true' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   primary.stdout!.on('data', (d: Buffer) => (out += d.toString()));

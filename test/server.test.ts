@@ -17,6 +17,7 @@ import pino from 'pino';
 import { loadConfig } from '../src/config';
 import { startServer } from '../src/server';
 import { UUID_RE } from './support/http';
+import { OPERATIONS } from '../generated/operations';
 
 const ROOT = path.resolve(__dirname, '..');
 const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
@@ -108,7 +109,9 @@ test('startServer: free port, healthz, a created admin key on the first start of
     const health = await fetch(`http://127.0.0.1:${running.port}/healthz`);
     assert.equal(health.status, 200);
     await running.ready;
-    assert.ok(logs.some((l) => l.msg === 'contract validator compiled' && l.operations > 0));
+    // Default: no operation's validator is compiled ahead of its first request (CONTRACT_PRECOMPILE off).
+    assert.ok(logs.some((l) => l.msg === 'contract validator prepared' && l.operations > 0));
+    assert.ok(!logs.some((l) => l.msg === 'contract validator compiled'), 'nothing precompiled by default');
     assert.equal((await fetch(`http://127.0.0.1:${running.port}/readyz`)).status, 200);
     const ping = await fetch(`http://127.0.0.1:${running.port}/api/v3/utility/ping`, { method: 'POST', headers: { 'x-api-key': running.boot.createdKey! } });
     assert.equal(ping.status, 200);
@@ -123,6 +126,21 @@ test('startServer: free port, healthz, a created admin key on the first start of
     assert.equal(await again.services.keys.count(), 1);
   } finally {
     await again.close();
+  }
+});
+
+test('CONTRACT_PRECOMPILE=true: every operation\'s validator is compiled once the server is idle after start', async () => {
+  const logs: Array<Record<string, any>> = [];
+  const logger = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (logs.push(...String(c).trim().split('\n').map((l) => JSON.parse(l))), cb()) }));
+  const config = loadConfig({ DATABASE_URL: dbUrl('precompile'), PORT: '0', SEED_ON_START: 'false', CONTRACT_PRECOMPILE: 'true' });
+  const running = await startServer(config, { logger, banner: false, host: '127.0.0.1' });
+  try {
+    await running.ready;
+    const compiled = logs.find((l) => l.msg === 'contract validator compiled');
+    assert.equal(compiled?.operations, OPERATIONS.length, 'every operation compiled');
+    assert.equal((await fetch(`http://127.0.0.1:${running.port}/readyz`)).status, 200);
+  } finally {
+    await running.close();
   }
 });
 
