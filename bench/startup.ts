@@ -12,7 +12,7 @@
  * time (its readiness gate; the last of them = every worker ready: a cluster worker listens only
  * once prepared, so polls alone reach only the ready workers). CPU and RSS cover the primary and its workers (RSS: the largest).
  *
- *   WORKERS=1 npx tsx bench/startup.ts [--starts N] [--no-build] [--verbose] [--settle MS|compiled] [--node-args "--cpu-prof ..."] [--dist DIR]
+ *   WORKERS=1 npx tsx bench/startup.ts [--starts N] [--no-build] [--verbose] [--settle MS|compiled (CONTRACT_PRECOMPILE=true)] [--node-args "--cpu-prof ..."] [--dist DIR]
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -160,6 +160,8 @@ async function main(): Promise<void> {
   const workers = Number(process.env.WORKERS ?? os.availableParallelism());
   const settleCompiled = arg('settle', '0') === 'compiled';
   const settle = settleCompiled ? 0 : Number(arg('settle', '0'));
+  // Operations compile on first use unless CONTRACT_PRECOMPILE (src/config.ts): without it nothing logs "compiled".
+  if (settleCompiled && !/^(1|true|yes|on)$/i.test(process.env.CONTRACT_PRECOMPILE ?? '')) throw new Error('--settle compiled needs CONTRACT_PRECOMPILE=true (the server inherits it)');
   const load0 = os.loadavg()[0]!;
   if (!process.argv.includes('--no-build')) {
     execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
@@ -192,7 +194,7 @@ async function main(): Promise<void> {
       readyCpu.push(procs.reduce((sum, pid) => sum + cpuMs(pid), 0));
       rssReady.push(Math.max(...procs.map(rssMb)));
       // --settle MS: wait before the first requests (e.g. for the background compile to finish: what is left is the request path's own first-use cost).
-      // --settle compiled: until every worker has compiled every operation (its idle-time warm-up is over).
+      // --settle compiled (with CONTRACT_PRECOMPILE=true): until every worker has compiled every operation (its idle-time warm-up is over).
       if (settleCompiled) while (compiled.length < workers) await new Promise((r) => setTimeout(r, 20));
       else if (settle > 0) await new Promise((r) => setTimeout(r, settle));
       const times: string[] = [];
