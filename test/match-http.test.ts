@@ -5,6 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './support/app';
+import { postFails, postOk } from './support/http';
 import { normalise } from '../src/engines/match/normalize';
 
 let t: TestApp;
@@ -17,19 +18,8 @@ after(async () => {
   await t.close();
 });
 
-async function ok(path: string, body: unknown): Promise<any> {
-  const res = await t.post(path, body);
-  assert.equal(res.status, 200, `${JSON.stringify(body)} -> ${res.status} ${JSON.stringify(res.body).slice(0, 500)}`);
-  return res.body;
-}
-
-async function fails(path: string, body: unknown, status: number, code: string, fields?: string[]): Promise<any> {
-  const res = await t.post(path, body);
-  assert.equal(res.status, status, `${JSON.stringify(body)} -> ${res.status} ${JSON.stringify(res.body)}`);
-  assert.equal(res.headers['x-error-code'], code);
-  if (fields) assert.deepEqual(res.body.errors?.map((e: { field: string }) => e.field), fields, JSON.stringify(res.body));
-  return res.body;
-}
+const ok = (path: string, body: unknown) => postOk(t, path, body);
+const fails = (path: string, body: unknown, status: number, code: string, fields?: string[]) => postFails(t, path, body, status, code, fields);
 
 async function allParts(): Promise<any[]> {
   const out: any[] = [];

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import knexFactory from 'knex';
 import { startTestApp, type TestApp } from './support/app';
+import { postFails, postOk } from './support/http';
 import { parseDatabaseUrl } from '../src/storage/database';
 import { CATALOG } from '../generated/catalog';
 import { queryDialectFor } from '../src/storage/dialect';
@@ -23,21 +24,8 @@ after(async () => {
   await t.close();
 });
 
-async function ok(path: string, body: unknown): Promise<any> {
-  const res = await t.post(path, body);
-  assert.equal(res.status, 200, `${path} ${JSON.stringify(body).slice(0, 300)} -> ${res.status} ${JSON.stringify(res.body).slice(0, 500)}`);
-  return res.body;
-}
-
-async function fails(path: string, body: unknown, status: number, code: string, fields?: string[]): Promise<any> {
-  const res = await t.post(path, body);
-  assert.equal(res.status, status, `${JSON.stringify(body).slice(0, 300)} -> ${res.status} ${JSON.stringify(res.body)}`);
-  assert.equal(res.headers['x-error-code'], code, JSON.stringify(res.body));
-  assert.match(String(res.headers['content-type']), /application\/problem\+json/);
-  assert.equal(res.body.status, status);
-  if (fields) assert.deepEqual(res.body.errors?.map((e: { field: string }) => e.field), fields, JSON.stringify(res.body));
-  return res.body;
-}
+const ok = (path: string, body: unknown) => postOk(t, path, body);
+const fails = (path: string, body: unknown, status: number, code: string, fields?: string[]) => postFails(t, path, body, status, code, fields);
 
 /** Every record of a query (all pages of 1000). */
 async function all(entity: string, body: Record<string, unknown> = {}): Promise<any[]> {

@@ -11,6 +11,29 @@ import { PROBLEM_CODES, problemTypeUri, type ProblemCode } from '../../src/error
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+/** What the helpers below need of a test app: a keyed POST (test/support/app.ts `TestApp.post`). */
+interface Poster {
+  post(path: string, body?: unknown): PromiseLike<Response>;
+}
+
+/** POST that must answer 200; returns the body (the failure message shows the request and the answer). */
+export async function postOk(app: Poster, path: string, body: unknown): Promise<any> {
+  const res = await app.post(path, body);
+  assert.equal(res.status, 200, `${path} ${JSON.stringify(body).slice(0, 300)} -> ${res.status} ${JSON.stringify(res.body).slice(0, 500)}`);
+  return res.body;
+}
+
+/** POST that must fail with `status` and problem `code` (a problem document), naming `fields` in errors[] when given. */
+export async function postFails(app: Poster, path: string, body: unknown, status: number, code: string, fields?: string[]): Promise<any> {
+  const res = await app.post(path, body);
+  assert.equal(res.status, status, `${JSON.stringify(body).slice(0, 300)} -> ${res.status} ${JSON.stringify(res.body)}`);
+  assert.equal(res.headers['x-error-code'], code, JSON.stringify(res.body));
+  assert.match(String(res.headers['content-type']), /application\/problem\+json/);
+  assert.equal(res.body.status, status);
+  if (fields) assert.deepEqual(res.body.errors?.map((e: { field: string }) => e.field), fields, JSON.stringify(res.body));
+  return res.body;
+}
+
 export interface RawResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
