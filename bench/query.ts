@@ -34,6 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { freePort } from '../test/support/net';
+import { writeReadmeSection } from './readme-section';
 
 // autocannon ships no types
 // eslint-disable-next-line @typescript-eslint/no-var-requires
@@ -485,7 +486,7 @@ async function main(): Promise<void> {
   if (!process.argv.includes('--no-write') && rows.length === SCENARIOS.length) {
     const boot = Math.max(...rows.map((r) => r.fullBoot));
     const SECTION = ENGINE === 'postgres' ? '## Query engine on PostgreSQL' : '## Query engine';
-    writeSection(
+    writeReadmeSection(
       SECTION,
       [
         SECTION,
@@ -536,20 +537,6 @@ async function pickJobCostPair(url: string): Promise<void> {
   } finally {
     await knex.destroy();
   }
-}
-
-/** Replaces (or appends) the "## Query engine" section of bench/README.md, leaving other sections alone. */
-function writeSection(title: string, section: string): void {
-  const file = path.join(ROOT, 'bench', 'README.md');
-  const current = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmarks\n\nNumbers, not tests. Each section says how to re-run it.\n';
-  const startAt = current.search(new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
-  let next: string;
-  if (startAt < 0) next = `${current.trimEnd()}\n\n${section}`;
-  else {
-    const after = current.indexOf('\n## ', startAt + 1);
-    next = current.slice(0, startAt) + section + (after < 0 ? '' : `\n${current.slice(after + 1)}`);
-  }
-  fs.writeFileSync(file, next.replace(/\n{3,}/g, '\n\n'));
 }
 
 if (process.argv.includes('--serve')) {

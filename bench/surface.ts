@@ -16,13 +16,13 @@
  * Writes the table to bench/README.md, section "HTTP surface".
  */
 import { fork } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import pino from 'pino';
+import { writeReadmeSection } from './readme-section';
 // autocannon ships no types
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<any>;
@@ -159,7 +159,8 @@ async function main(): Promise<void> {
     ].join('\n');
     process.stdout.write(`\n${table}\n`);
     if (!process.argv.includes('--no-write')) {
-      writeSection(
+      writeReadmeSection(
+        '## HTTP surface',
         [
           '## HTTP surface',
           '',
@@ -186,20 +187,6 @@ async function main(): Promise<void> {
   } finally {
     child.disconnect();
   }
-}
-
-/** Replaces (or appends) the "## HTTP surface" section of bench/README.md, leaving other sections alone. */
-function writeSection(section: string): void {
-  const file = path.join(ROOT, 'bench', 'README.md');
-  const current = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmarks\n\nNumbers, not tests. Each section says how to re-run it.\n';
-  const start = current.indexOf('## HTTP surface');
-  let next: string;
-  if (start < 0) next = `${current.trimEnd()}\n\n${section}`;
-  else {
-    const after = current.indexOf('\n## ', start + 1);
-    next = current.slice(0, start) + section + (after < 0 ? '' : `\n${current.slice(after + 1)}`);
-  }
-  fs.writeFileSync(file, next.replace(/\n{3,}/g, '\n\n'));
 }
 
 if (process.argv.includes('--serve')) {
