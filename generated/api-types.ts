@@ -9345,9 +9345,20 @@ export interface components {
     headers: {
         /** @description Methods the path accepts. */
         Allow: string;
-        /** @description `applied` on a first write, `replayed` when the body is a recording of an earlier response, `unavailable` when the idempotency store could not answer and the write went ahead without deduplication. */
+        /** @description What happened to the write. `applied` on a first write (with `dryRun=true`: what it would post), `replayed` when the body is a recording of an earlier response (the same Idempotency-Key, or a document already posted with identical content), `unavailable` when the idempotency store could not answer and the write went ahead without deduplication. Always sent with a write's 200. */
         IdempotencyStatus: "applied" | "replayed" | "unavailable";
-        /** @description Writes only (absent on reads and utility operations). `unavailable` on a 400 decided before the write ran and on 409 IDEMPOTENCY_KEY_REUSED / IDEMPOTENCY_KEY_IN_FLIGHT: nothing was applied and nothing is a recording, so no idempotent outcome exists for this request (docs/decisions.md, "Idempotency-Status of refused writes"). */
+        /**
+         * @description Writes only (absent on reads and utility operations). It says only what happened to the write:
+         *     `applied` when this answer is the write's own outcome, recorded under the Idempotency-Key when one was sent
+         *     (a refusal the write reached: 404, 409 on a document number, 422, 502 from the database; or 504, outcome unknown);
+         *     `replayed` when it is a recording of an earlier answer under the same key (a stored 404, 409, 422, 502 or 504);
+         *     `unavailable` when the idempotency store could not answer and the write went ahead without deduplication.
+         *     ABSENT when no write ran and nothing was recorded under the key: every refusal decided before the write
+         *     (400 from the contract and body checks including IDEMPOTENCY_KEY_INVALID, 401, 403, 413, 415, 423, 429,
+         *     409 IDEMPOTENCY_KEY_REUSED and IDEMPOTENCY_KEY_IN_FLIGHT, 500) and a failure after which the key was given
+         *     back because nothing was posted (for example 502 DATABASE_UNAVAILABLE before COMMIT). The key is then not
+         *     consumed: a retry with it executes.
+         */
         IdempotencyStatusOfWrite: "applied" | "replayed" | "unavailable";
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
