@@ -1776,9 +1776,11 @@ export interface paths {
          *     Receipts):
          *
          *     * each line's `updateQuantity` is ADDED to the PO line's quantity received to date. Nothing
-         *       refuses an identical second receipt: it is received again. The **Idempotency-Key header
-         *       is required** here (missing: 400 IDEMPOTENCY_KEY_INVALID), so that a retried request is
-         *       replayed instead of received twice; a dry run needs none;
+         *       refuses an identical second receipt: it is received again, also beyond the ordered
+         *       quantity (each result line reports its excess in `overReceived`) and also when the first
+         *       one closed the order. The **Idempotency-Key header is required** here (missing: 400
+         *       IDEMPOTENCY_KEY_INVALID), so that a retried request is replayed instead of received
+         *       twice; a dry run may omit it;
          *     * a payable invoice in status 2 (Review) for the received value (`updateQuantity` x
          *       `unitCost`, default the PO line's unit price, rounded to cents), `orderNumber` set and one
          *       line per received PO line (same line number, `quantity` = the quantity received). Although
@@ -1790,13 +1792,14 @@ export interface paths {
          *       location (`inventory` lists the movements);
          *     * the order's received total; an Open order becomes Received (3), and when its type closes
          *       automatically (purchase-order-types `autoClose`) it becomes Closed (4) once received +
-         *       cancelled equals ordered on every line.
+         *       cancelled reaches ordered on every line. A Closed order still receives (goods that arrive
+         *       after the order closed are received and invoiced) and stays Closed.
          *
          *     Refusals: an unknown order or line is 404 REFERENCE_NOT_FOUND naming `orderNumber` or
-         *     `lines[i].lineNumber`; a Closed, Void or Master order is 422 DOCUMENT_NOT_POSTABLE; more
-         *     than the open quantity (ordered - received - cancelled) is 422 BUSINESS_RULE_VIOLATED naming
-         *     `lines[i].updateQuantity` and the quantities. `receiptDate` drives the posting period (see
-         *     /ledger-transactions).
+         *     `lines[i].lineNumber`; a Void or Master order is 422 DOCUMENT_NOT_POSTABLE. More than the
+         *     open quantity (ordered - received - cancelled) is not refused: received to date may exceed
+         *     the ordered quantity, and `overReceived` says by how much. `receiptDate` drives the posting
+         *     period (see /ledger-transactions).
          */
         post: operations["postPurchaseOrderReceipt"];
         delete?: never;
@@ -7350,7 +7353,7 @@ export interface components {
         PostedPurchaseOrder: components["schemas"]["PurchaseOrder"] & Record<string, never>;
         /** @description The receipt, the order as it stands after it and the payable invoice it created (both exactly as their /query records). The receipt's own fields are taken from those records: `lines[]` joins each received order line (partNumber, receivedToDate) to the invoice line that records it (updateQuantity = quantity, unitCost = unitPrice, extendedTotal). */
         PostedPurchaseOrderReceipt: {
-            /** @description The receipt closed the order (automatic close of its type). */
+            /** @description This receipt closed the order (automatic close of its type); false when the order was Closed before it. */
             closedOrder: boolean;
             /** @description The payable invoice's invoiceNumber. */
             invoiceNumber: string;
@@ -7362,6 +7365,8 @@ export interface components {
                 /** @description Received into stock at the order's inventory location. */
                 intoStock: boolean;
                 lineNumber: number;
+                /** @description How far the PO line's received to date plus its cancelled quantity exceeds its ordered quantity after this receipt; 0 when it does not. Over-receipt is accepted, never refused. */
+                overReceived: number;
                 partNumber: number | null;
                 /** @description The PO line's quantity received to date after this receipt. */
                 receivedToDate: number;
@@ -7725,7 +7730,7 @@ export interface components {
             lineNumber: number;
             /** @description Unit cost of this receipt, at most 4 decimal places; default the PO line's unit price. */
             unitCost?: number;
-            /** @description Quantity received now, ADDED to the quantity received to date; at most 4 decimal places; at most the open quantity (ordered - received - cancelled). */
+            /** @description Quantity received now, ADDED to the quantity received to date; at most 4 decimal places. May exceed the open quantity (ordered - received - cancelled): the result line's `overReceived` reports the excess. */
             updateQuantity: number;
         };
         /** @description Result of POST /purchase-order-receipts. `ledgerTransaction` is absent only for a receipt at zero cost. */
@@ -9314,8 +9319,9 @@ export interface components {
          */
         IdempotencyKey: string;
         /**
-         * @description REQUIRED on this write except on dry runs: a missing key is 400 IDEMPOTENCY_KEY_INVALID
-         *     (declared optional here only because a dry run may omit it). Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+         * @description Required on this write: a missing key is 400 IDEMPOTENCY_KEY_INVALID. The server is more
+         *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, and
+         *     is answered without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
          *     The same key with the same route and body replays the recorded response (Idempotency-Status
          *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
          *     Ignored (and not consumed) on dry runs.
@@ -9339,9 +9345,20 @@ export interface components {
     headers: {
         /** @description Methods the path accepts. */
         Allow: string;
-        /** @description `applied` on a first write, `replayed` when the body is a recording of an earlier response, `unavailable` when the idempotency store could not answer and the write went ahead without deduplication. */
+        /** @description What happened to the write. `applied` on a first write (with `dryRun=true`: what it would post), `replayed` when the body is a recording of an earlier response (the same Idempotency-Key, or a document already posted with identical content), `unavailable` when the idempotency store could not answer and the write went ahead without deduplication. Always sent with a write's 200. */
         IdempotencyStatus: "applied" | "replayed" | "unavailable";
-        /** @description Writes only (absent on reads and utility operations). `unavailable` on a 400 decided before the write ran and on 409 IDEMPOTENCY_KEY_REUSED / IDEMPOTENCY_KEY_IN_FLIGHT: nothing was applied and nothing is a recording, so no idempotent outcome exists for this request (docs/decisions.md, "Idempotency-Status of refused writes"). */
+        /**
+         * @description Writes only (absent on reads and utility operations). It says only what happened to the write:
+         *     `applied` when this answer is the write's own outcome, recorded under the Idempotency-Key when one was sent
+         *     (a refusal the write reached: 404, 409 on a document number, 422, 502 from the database; or 504, outcome unknown);
+         *     `replayed` when it is a recording of an earlier answer under the same key (a stored 404, 409, 422, 502 or 504);
+         *     `unavailable` when the idempotency store could not answer and the write went ahead without deduplication.
+         *     ABSENT when no write ran and nothing was recorded under the key: every refusal decided before the write
+         *     (400 from the contract and body checks including IDEMPOTENCY_KEY_INVALID, 401, 403, 413, 415, 423, 429,
+         *     409 IDEMPOTENCY_KEY_REUSED and IDEMPOTENCY_KEY_IN_FLIGHT, 500) and a failure after which the key was given
+         *     back because nothing was posted (for example 502 DATABASE_UNAVAILABLE before COMMIT). The key is then not
+         *     consumed: a retry with it executes.
+         */
         IdempotencyStatusOfWrite: "applied" | "replayed" | "unavailable";
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
@@ -12354,16 +12371,17 @@ export interface operations {
                  */
                 dryRun?: components["parameters"]["DryRun"];
             };
-            header?: {
+            header: {
                 /**
-                 * @description REQUIRED on this write except on dry runs: a missing key is 400 IDEMPOTENCY_KEY_INVALID
-                 *     (declared optional here only because a dry run may omit it). Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+                 * @description Required on this write: a missing key is 400 IDEMPOTENCY_KEY_INVALID. The server is more
+                 *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, and
+                 *     is answered without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
                  *     Ignored (and not consumed) on dry runs.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-po-receipt-20261120-001
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyRequired"];
+                "Idempotency-Key": components["parameters"]["IdempotencyKeyRequired"];
                 /**
                  * @description W3C trace context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`). Propagated to the
                  *     logs; a request without one, or with one that is not valid, gets a new trace id (never a 400).

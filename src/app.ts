@@ -14,7 +14,7 @@ import { rateLimit, RateLimiter } from './http/middleware/rate-limit';
 import { opsRoutes, type OpsState } from './http/routes/ops';
 import { utilityRoutes } from './http/routes/utility';
 import { queryRoutes } from './http/routes/query';
-import { defaultIdempotencyStatus, writeRoutes } from './http/routes/writes';
+import { writeRoutes } from './http/routes/writes';
 import { lockGate } from './http/middleware/lock-gate';
 import { rejectV2Fields } from './http/middleware/v2-fields';
 import { eventsRoutes } from './http/routes/events';
@@ -70,7 +70,6 @@ export function createApp(services: Services): express.Express {
   ];
 
   const api = Router();
-  api.use(defaultIdempotencyStatus);
   api.use(...guards('filters'));
   api.use(rejectV2Fields);
   app.use(API_BASE, api);

@@ -4,6 +4,8 @@
  * key, refuses another body or route, survives validation failures unconsumed, stores 422/502,
  * answers concurrent duplicates with 409 in flight, is taken over when its owner is dead, and
  * writes without deduplication (Idempotency-Status unavailable) when the store cannot answer.
+ * Idempotency-Status is sent only where a write happened or was recorded: never on a refusal
+ * decided before the write (docs/decisions/0221-idempotency-status-only-what-happened.md).
  */
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -65,8 +67,8 @@ test('same key with another body or another route is 409 IDEMPOTENCY_KEY_REUSED'
   assert.equal((await keyed(PATH, journal('JI-3'), key)).status, 200);
   for (const res of [await keyed(PATH, journal('JI-3', { description: 'other' }), key), await keyed('/api/v3/ap-invoices', apInvoice('JI-3-INV'), key)]) {
     assertProblem(res, 'IDEMPOTENCY_KEY_REUSED');
-    // Nothing applied, nothing replayed (docs/decisions.md, "Idempotency-Status of refused writes").
-    assert.equal(res.headers['idempotency-status'], 'unavailable');
+    // Nothing applied, nothing replayed: no Idempotency-Status (docs/decisions/0221-idempotency-status-only-what-happened.md).
+    assert.equal(res.headers['idempotency-status'], undefined);
   }
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-3' }), 1);
   assert.equal(await countRows(t.knex, 'acpinv', { invnum: 'JI-3-INV' }), 0);
@@ -88,7 +90,7 @@ test('an invalid key is 400 IDEMPOTENCY_KEY_INVALID (too long, not printable ASC
     const res = await keyed(PATH, journal('JI-5'), bad);
     const body = assertProblem(res, 'IDEMPOTENCY_KEY_INVALID');
     assert.equal(body.errors[0].field, 'Idempotency-Key');
-    assert.equal(res.headers['idempotency-status'], 'unavailable');
+    assert.equal(res.headers['idempotency-status'], undefined);
   }
   const ok = await keyed(PATH, journal('JI-5'), 'x'.repeat(128));
   assert.equal(ok.status, 200, ok.text);
@@ -99,13 +101,13 @@ test('failures decided before dispatch (400) do not consume the key', async () =
   const key = `k-${randomUUID()}`;
   const bad = await keyed(PATH, journal('JI-6', { bogus: true }), key);
   assertProblem(bad, 'VALIDATION_FAILED');
-  assert.equal(bad.headers['idempotency-status'], 'unavailable', 'every response of a write carries Idempotency-Status');
+  assert.equal(bad.headers['idempotency-status'], undefined, 'no write ran, nothing recorded: no Idempotency-Status');
   const decimals = await keyed(PATH, journal('JI-6', { lines: [{ lineNumber: 1, ledgerAccount: FX.accounts.cash, debitAmount: 1.001 }] }), key);
   assertProblem(decimals, 'VALIDATION_FAILED');
-  assert.equal(decimals.headers['idempotency-status'], 'unavailable');
+  assert.equal(decimals.headers['idempotency-status'], undefined);
   const malformed = await t.http.post(PATH).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send('{"transactionNumber":');
   assertProblem(malformed, 'MALFORMED_JSON');
-  assert.equal(malformed.headers['idempotency-status'], 'unavailable');
+  assert.equal(malformed.headers['idempotency-status'], undefined);
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JI-6' }), 0);
   assert.equal(await countRows(t.knex, 'idmkey', { idem_key: key }), 0);
   const good = await keyed(PATH, journal('JI-6'), key);
@@ -132,6 +134,123 @@ test('a 422 from the engine is stored and replayed; the corrected body needs a n
   assertProblem(await keyed(PATH, journal('JI-7'), key), 'IDEMPOTENCY_KEY_REUSED');
   const record = await t.knex('idmkey').where({ idem_key: key }).first();
   assert.equal(Number(record.status_code), 422);
+});
+
+test('Idempotency-Status is absent on every refusal decided before the write (400, 401, 403, 413, 415, 423, 429, 409 reused and in flight): nothing was written or recorded', async () => {
+  // Every refusal kind is checked before any assertion on the header fails, so that a failure lists them all.
+  const carrying: string[] = [];
+  const none = (res: { status: number; headers: Record<string, string>; text: string }, code: string) => {
+    assert.equal(res.headers['x-error-code'], code, `${code}: ${res.status} ${res.text}`);
+    if (res.headers['idempotency-status'] !== undefined) carrying.push(`${res.status} ${code}: Idempotency-Status ${res.headers['idempotency-status']}`);
+  };
+  // Every key sent with a refusal: none may be recorded.
+  const refusedKeys: string[] = [];
+  const key = () => {
+    const k = `k-${randomUUID()}`;
+    refusedKeys.push(k);
+    return k;
+  };
+  const post = (body: unknown, apiKey: string | null = t.apiKey, path = PATH) => {
+    const req = t.http.post(path).set('Content-Type', 'application/json').set('Idempotency-Key', key());
+    if (apiKey !== null) req.set('x-api-key', apiKey);
+    return req.send(body as object);
+  };
+  // 400: the contract (unknown field), the body rules (more than 2 decimals), the JSON, the key, and a receipt without its required key.
+  none(await post(journal('JS-1', { bogus: true })), 'VALIDATION_FAILED');
+  none(await post(journal('JS-1', { lines: [{ lineNumber: 1, ledgerAccount: FX.accounts.cash, debitAmount: 1.001 }] })), 'VALIDATION_FAILED');
+  none(await t.http.post(PATH).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key()).send('{"transactionNumber":'), 'MALFORMED_JSON');
+  none(await keyed(PATH, journal('JS-1'), 'x'.repeat(129)), 'IDEMPOTENCY_KEY_INVALID');
+  none(await keyed(PATH, journal('JS-1'), ''), 'IDEMPOTENCY_KEY_INVALID');
+  none(
+    await t.http.post('/api/v3/purchase-order-receipts').set('x-api-key', t.apiKey).set('Content-Type', 'application/json').send({ orderNumber: 'PO26-000065', receiptDate: FX.openDate, lines: [{ lineNumber: 1, updateQuantity: 1 }] }),
+    'IDEMPOTENCY_KEY_INVALID',
+  );
+  // 401, 403 (a key without the write scope), 413, 415.
+  none(await post(journal('JS-1'), null), 'UNAUTHORIZED');
+  none(await post(journal('JS-1'), randomUUID()), 'UNAUTHORIZED');
+  const readOnly = (await t.services.keys.create('read only', 'integration', undefined, ['read'])).key;
+  none(await post(journal('JS-1'), readOnly), 'SCOPE_MISSING');
+  none(await post(journal('JS-1', { description: 'x'.repeat(t.services.config.bodyLimitBytes + 1) })), 'PAYLOAD_TOO_LARGE');
+  none(await t.http.post(PATH).set('x-api-key', t.apiKey).set('Content-Type', 'text/plain').set('Idempotency-Key', key()).send('transactionNumber=JS-1'), 'UNSUPPORTED_MEDIA_TYPE');
+  // 409 reused: the key of an earlier write with another body.
+  const used = `k-${randomUUID()}`;
+  assert.equal((await keyed(PATH, journal('JS-2'), used)).status, 200);
+  none(await keyed(PATH, journal('JS-2', { description: 'other' }), used), 'IDEMPOTENCY_KEY_REUSED');
+  none(await keyed('/api/v3/ap-invoices', apInvoice('JS-2-INV'), used), 'IDEMPOTENCY_KEY_REUSED');
+  // 409 in flight: the same key while its first request holds the claim.
+  const flying = `k-${randomUUID()}`;
+  t.services.writes.hooks.afterClaim = () => sleep(1000);
+  try {
+    const first = keyed(PATH, journal('JS-3'), flying).then((r) => r);
+    await sleep(200);
+    none(await keyed(PATH, journal('JS-3'), flying), 'IDEMPOTENCY_KEY_IN_FLIGHT');
+    assert.equal((await first).headers['idempotency-status'], 'applied');
+  } finally {
+    delete t.services.writes.hooks.afterClaim;
+  }
+  // 423: the maintenance lock.
+  assert.equal((await t.post('/api/v3/utility/lock', { userName: 'ops' }, t.adminKey)).status, 200);
+  try {
+    none(await post(journal('JS-4')), 'MAINTENANCE_LOCK');
+  } finally {
+    assert.equal((await t.post('/api/v3/utility/un-lock', { userName: 'ops' }, t.adminKey)).status, 200);
+  }
+  // 429: a second instance on the same database allowing one request a minute per key.
+  const limited = await startTestApp({ databaseUrl: t.services.config.databaseUrl, config: { rateLimitPerMinute: 1 } });
+  try {
+    const send = () => limited.http.post(PATH).set('x-api-key', limited.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key()).send(journal('JS-5', { bogus: true }));
+    assert.equal((await send()).status, 400);
+    none(await send(), 'RATE_LIMITED');
+  } finally {
+    await limited.detach();
+  }
+  assert.deepEqual(carrying, [], 'no refusal decided before the write carries Idempotency-Status');
+  for (const n of ['JS-1', 'JS-4', 'JS-5']) assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: n }), 0, `${n}: nothing written`);
+  assert.equal(await countRows(t.knex, 'acpinv', { invnum: 'JS-2-INV' }), 0);
+  for (const k of refusedKeys) assert.equal(await countRows(t.knex, 'idmkey', { idem_key: k }), 0, `nothing recorded under ${k}`);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JS-2' }), 1, 'the reused key posted its own write once');
+});
+
+test('refusals recorded under the key carry applied, then replayed: 404 REFERENCE_NOT_FOUND and 409 TRANSACTION_NUMBER_CONFLICT', async () => {
+  const missing = journal('JR-1', {
+    lines: [
+      { lineNumber: 1, ledgerAccount: 1234567, debitAmount: 5 },
+      { lineNumber: 2, ledgerAccount: FX.accounts.cash, creditAmount: 5 },
+    ],
+  });
+  const k404 = `k-${randomUUID()}`;
+  const first404 = await keyed(PATH, missing, k404);
+  assertProblem(first404, 'REFERENCE_NOT_FOUND');
+  assert.equal(first404.headers['idempotency-status'], 'applied');
+  const again404 = await keyed(PATH, missing, k404);
+  assertProblem(again404, 'REFERENCE_NOT_FOUND');
+  assert.equal(again404.headers['idempotency-status'], 'replayed');
+  assert.equal(Number((await t.knex('idmkey').where({ idem_key: k404 }).first()).status_code), 404);
+
+  assert.equal((await keyed(PATH, journal('JR-2'), `k-${randomUUID()}`)).status, 200);
+  const changed = journal('JR-2', { description: 'Other content' }) as any;
+  changed.lines[0].debitAmount = 100.11;
+  changed.lines[2].creditAmount = 120.16;
+  const k409 = `k-${randomUUID()}`;
+  const first409 = await keyed(PATH, changed, k409);
+  assertProblem(first409, 'TRANSACTION_NUMBER_CONFLICT');
+  assert.equal(first409.headers['idempotency-status'], 'applied');
+  const again409 = await keyed(PATH, changed, k409);
+  assertProblem(again409, 'TRANSACTION_NUMBER_CONFLICT');
+  assert.equal(again409.headers['idempotency-status'], 'replayed');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'JR-2' }), 1);
+});
+
+test('v2 writes carry no Idempotency-Status (v2 has no Idempotency-Key): neither a posting nor a refusal', async () => {
+  const posted = await t.post('/api/v2/post/ledger-transaction', journal('JV-1'));
+  assert.equal(posted.status, 200, posted.text);
+  assert.equal(posted.headers['idempotency-status'], undefined);
+  const refused = await t.post('/api/v2/post/ledger-transaction', journal('JV-2', { bogus: true }));
+  assert.equal(refused.status, 400, refused.text);
+  assert.equal(refused.headers['idempotency-status'], undefined);
+  const unauthorized = await t.http.post('/api/v2/post/ledger-transaction').set('Content-Type', 'application/json').send(journal('JV-3'));
+  assert.equal(unauthorized.status, 401);
+  assert.equal(unauthorized.headers['idempotency-status'], undefined);
 });
 
 test('a dry run ignores the key and does not consume it', async () => {
@@ -185,7 +304,7 @@ test('a concurrent duplicate is 409 IDEMPOTENCY_KEY_IN_FLIGHT with a short Retry
     const second = await keyed(PATH, journal('JI-10'), key);
     const body = assertProblem(second, 'IDEMPOTENCY_KEY_IN_FLIGHT');
     assert.equal(second.headers['retry-after'], '1');
-    assert.equal(second.headers['idempotency-status'], 'unavailable');
+    assert.equal(second.headers['idempotency-status'], undefined);
     assert.match(body.detail, /still being processed/);
     assert.equal((await first).status, 200);
   } finally {

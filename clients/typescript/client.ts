@@ -33,7 +33,7 @@ export class ApiError extends Error {
   readonly errors: FieldError[];
   /** Seconds the server asked to wait, when it sent Retry-After. */
   readonly retryAfterSeconds: number | undefined;
-  /** `Idempotency-Status` of a write's answer (applied, replayed, unavailable). */
+  /** `Idempotency-Status` of a write's answer (applied, replayed, unavailable); undefined when nothing happened to the write (refused before it ran). */
   readonly idempotencyStatus: string | undefined;
   readonly problem: Problem;
 

@@ -23,7 +23,8 @@ import type { Catalog, ChildDef, EntityDef, ExtraOperator, FieldDef, FieldKind, 
 
 type Json = Record<string, any>;
 
-const PUBLIC_EXTENSIONS = new Set(['x-tagGroups', 'x-logo']);
+// x-optic-exemptions: the breaking-change gate (scripts/check-breaking.ts) reads the public document.
+const PUBLIC_EXTENSIONS = new Set(['x-tagGroups', 'x-logo', 'x-optic-exemptions']);
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head'];
 
 export function stripStorageExtensions<T>(node: T): T {

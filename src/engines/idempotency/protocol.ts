@@ -21,6 +21,13 @@ import type { IdempotencyStore, StoredResponse } from './store';
  *   nothing posted     the write failed before its transaction (NothingPosted): the key is given back
  *   unknown after 504  the key answers 504 until the late outcome replaces it (`attempt.settleLate`)
  *   purge              expired records deleted now and then, never while the database is locked
+ *
+ * Idempotency-Status (spec, Writes rule 2) asserts only what happened to the write: `applied` on the
+ * outcome of a write (what is recorded under the key: the posting, or its refusal 404/409/422/502,
+ * or the unknown outcome after a 504), `replayed` on a recording, `unavailable` when the store could
+ * not answer and the write went ahead. An answer where nothing was posted and nothing recorded (the
+ * key is given back, or was never claimed) carries none (docs/decisions/0221-idempotency-status-only-what-happened.md).
+ * Without a key (or on a dry run) the same answers carry `applied` as would be recorded under one.
  */
 
 export type IdempotencyStatus = 'applied' | 'replayed' | 'unavailable';
@@ -38,7 +45,8 @@ export interface Answer {
   status: number;
   headers: Record<string, string>;
   body: Record<string, unknown>;
-  idempotencyStatus: IdempotencyStatus;
+  /** Absent when nothing was posted and nothing recorded under the key: the header is then not sent. */
+  idempotencyStatus?: IdempotencyStatus;
 }
 
 export interface IdempotentRequest {
@@ -122,8 +130,22 @@ function stored(rendered: Rendered): StoredResponse {
   return { status: rendered.status, headers: rendered.headers, body: JSON.stringify(rendered.body) };
 }
 
-function answer(rendered: Rendered, idempotencyStatus: IdempotencyStatus): Answer {
-  return { status: rendered.status, headers: rendered.headers, body: rendered.body, idempotencyStatus };
+function answer(rendered: Rendered, idempotencyStatus: IdempotencyStatus | undefined): Answer {
+  const out: Answer = { status: rendered.status, headers: rendered.headers, body: rendered.body };
+  if (idempotencyStatus !== undefined) out.idempotencyStatus = idempotencyStatus;
+  return out;
+}
+
+/** An answer rendered, and whether it is the write's outcome (what a key records) or nothing happened. */
+interface Outcome {
+  rendered: Rendered;
+  /** false: nothing was posted and nothing is recorded (a key is given back): no Idempotency-Status. */
+  happened: boolean;
+}
+
+/** The status of an executed write's outcome: `replayed` for a duplicate document, else `applied`. */
+function executed(rendered: Rendered): IdempotencyStatus {
+  return rendered.duplicate ? 'replayed' : 'applied';
 }
 
 /** A recording of an earlier response. Problem documents get this request's correlation id. */
@@ -158,28 +180,33 @@ export class IdempotencyProtocol {
 
   async withIdempotency(req: IdempotentRequest, execute: Execute): Promise<Answer> {
     if (req.dryRun || req.key === undefined) {
-      const rendered = await this.unkeyed(req, execute);
-      return answer(rendered, rendered.duplicate ? 'replayed' : 'applied');
+      const { rendered, happened } = await this.unkeyed(req, execute);
+      return answer(rendered, happened ? executed(rendered) : undefined);
     }
     return this.keyed(req, req.key, execute);
   }
 
   // ------------------------------------------------------------------ without a key
 
-  private async unkeyed(req: IdempotentRequest, execute: Execute): Promise<Rendered> {
+  private async unkeyed(req: IdempotentRequest, execute: Execute): Promise<Outcome> {
     try {
-      return await execute();
+      return { rendered: await execute(), happened: true };
     } catch (err) {
       return this.renderFailure(err, req);
     }
   }
 
-  /** A failure as its answer (504 on the deadline, problems rendered); unexpected errors rethrown. */
-  private renderFailure(err: unknown, req: IdempotentRequest): Rendered {
-    const cause = err instanceof NothingPosted ? err.reason : err;
-    if (cause instanceof DeadlineExceeded) return renderProblem(upstreamTimeout(cause.what, !req.dryRun), req);
+  /**
+   * A failure as its answer (504 on the deadline, problems rendered); unexpected errors rethrown.
+   * `happened` is false where a keyed write gives its key back: nothing was posted (NothingPosted),
+   * or the connection failed before COMMIT (DATABASE_UNAVAILABLE).
+   */
+  private renderFailure(err: unknown, req: IdempotentRequest): Outcome {
+    const nothingPosted = err instanceof NothingPosted;
+    const cause = nothingPosted ? err.reason : err;
+    if (cause instanceof DeadlineExceeded) return { rendered: renderProblem(upstreamTimeout(cause.what, !req.dryRun), req), happened: !nothingPosted };
     const problem = this.deps.boundary.problemFor(cause);
-    if (problem) return renderProblem(problem, req);
+    if (problem) return { rendered: renderProblem(problem, req), happened: !nothingPosted && problem.code !== 'DATABASE_UNAVAILABLE' };
     throw cause;
   }
 
@@ -213,12 +240,14 @@ export class IdempotencyProtocol {
         },
       });
     } catch (err) {
-      if (err instanceof DeadlineExceeded) return answer(renderProblem(upstreamTimeout(err.what, true), req), 'applied');
+      // Nothing ran and nothing is recorded (a claim that comes back late is given back): no status.
+      if (err instanceof DeadlineExceeded) return answer(renderProblem(upstreamTimeout(err.what, true), req), undefined);
       // The database itself is unreachable: the write could not go ahead either (502, retry with backoff).
-      if (err instanceof ApiProblem && err.code === 'DATABASE_UNAVAILABLE') return answer(renderProblem(err, req), 'applied');
+      if (err instanceof ApiProblem && err.code === 'DATABASE_UNAVAILABLE') return answer(renderProblem(err, req), undefined);
       // The store could not answer: the write goes ahead without deduplication.
       logger.warn({ err, correlationId: req.correlationId }, 'idempotency store unavailable; writing without deduplication');
-      return answer(await this.unkeyed(req, execute), 'unavailable');
+      const { rendered, happened } = await this.unkeyed(req, execute);
+      return answer(rendered, happened ? 'unavailable' : undefined);
     }
 
     switch (claim.kind) {
@@ -251,12 +280,12 @@ export class IdempotencyProtocol {
     try {
       const rendered = await execute(attempt);
       this.remember(memKey, fingerprint, stored(rendered), expiresAt);
-      return answer(rendered, rendered.duplicate ? 'replayed' : 'applied');
+      return answer(rendered, executed(rendered));
     } catch (err) {
       if (err instanceof NothingPosted) {
-        // Nothing was posted: give the key back so that a retry executes.
+        // Nothing was posted: give the key back so that a retry executes. Nothing happened: no status.
         await this.deps.store.release(token).catch(() => undefined);
-        return answer(this.renderFailure(err, req), 'applied');
+        return answer(this.renderFailure(err, req).rendered, undefined);
       }
       if (err instanceof DeadlineExceeded) {
         // OutcomeUnknown (connection lost during COMMIT) has settled: nothing arrives late; the record
@@ -275,7 +304,7 @@ export class IdempotencyProtocol {
         // the retry the 502 asks for executes (a stored 502 would be replayed to it instead). Not awaited:
         // the DELETE waits for the lost transaction's row lock, which a half-dead connection may hold a while.
         this.deps.store.release(token).catch((e) => logger.warn({ err: e }, 'could not release the idempotency key'));
-        return answer(renderProblem(problem, req), 'applied');
+        return answer(renderProblem(problem, req), undefined);
       }
       if (problem) {
         // The engine refused (404/409/422) or the database did (502): the write rolled back as a

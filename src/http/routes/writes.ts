@@ -1,4 +1,4 @@
-import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../services';
 import { ApiProblem } from '../../errors/problem';
 import type { WriteDefinition, WriteRequest, WriteResponse } from '../../engines/posting/runner';
@@ -26,21 +26,15 @@ function idempotencyKey(req: Request): string | undefined {
   return value === undefined ? undefined : value;
 }
 
-const WRITE_ROUTES = new Set(WRITES.map((w) => w.route));
-
 /**
- * Spec, Writes: every response of a write carries Idempotency-Status. Answers decided before the
- * write ran (401/423/429, 400 from the body or contract checks, 409 IDEMPOTENCY_KEY_REUSED /
- * IN_FLIGHT thrown by the key protocol) applied nothing and replay nothing: they say `unavailable`
- * (docs/decisions.md, "Idempotency-Status of refused writes"). sendWriteResponse overwrites it.
+ * Spec, Writes rule 2: Idempotency-Status says what happened to the write. It is set here only, from
+ * the key protocol's answer, and absent where that answer has none; every answer decided before the
+ * write ran (400 from the contract or body checks, 401, 403, 413, 415, 423, 429, 409
+ * IDEMPOTENCY_KEY_REUSED / IN_FLIGHT) is rendered by the error handler without it
+ * (docs/decisions/0221-idempotency-status-only-what-happened.md).
  */
-export const defaultIdempotencyStatus: RequestHandler = (req, res, next) => {
-  if (req.method === 'POST' && WRITE_ROUTES.has(req.path.replace(/\/+$/, ''))) res.setHeader('Idempotency-Status', 'unavailable');
-  next();
-};
-
 export function sendWriteResponse(res: Response, out: WriteResponse): void {
-  res.setHeader('Idempotency-Status', out.idempotencyStatus);
+  if (out.idempotencyStatus !== undefined) res.setHeader('Idempotency-Status', out.idempotencyStatus);
   for (const [name, value] of Object.entries(out.headers)) res.setHeader(name, value);
   res.status(out.status);
   if (out.status < 400) {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
-import { Dec } from '../../../../storage/decimal';
+import { Dec, decToJson } from '../../../../storage/decimal';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import type { components } from '../../../../../generated/api-types';
 import { SCALE } from '../../context';
@@ -22,7 +22,8 @@ import { insertInvoice, invoiceJobCosts, invoiceJournalLines, resolveApLines, ty
  *   order      each line's updateQuantity is added to its received-to-date quantity (pcorln.rcvdte),
  *              the received value to the order's received total (pchord.rcvttl); an Open order
  *              becomes Received (3); with the automatic close of its type (pchtyp.atocls) it becomes
- *              Closed (4) once received + cancelled equals ordered on every line
+ *              Closed (4) once received + cancelled reaches ordered on every line. More than the
+ *              open quantity is received too; each result line reports its excess (overReceived)
  *   invoice    a payable invoice in status 2 (Review) for the received value, orderNumber set to the
  *              order and one line per received line (linnum = the PO line, linqty = the quantity
  *              received): these lines ARE the record of the receipt (received to date = their sum)
@@ -34,7 +35,9 @@ import { insertInvoice, invoiceJobCosts, invoiceJournalLines, resolveApLines, ty
  *   stock      inventory lines (a part, and the order has an inventory location) go into stock there
  *
  * Nothing refuses an identical second receipt (spec, Writes): the required Idempotency-Key is the
- * protection against doubles. More received than ordered is refused (422 BUSINESS_RULE_VIOLATED).
+ * protection against doubles, so neither an over-receipt nor an order that is already Closed (the
+ * first receipt may have closed it) refuses one; a Closed order stays Closed
+ * (docs/decisions/0220-po-receipts-over-receipt.md). Void and Master orders receive nothing.
  */
 
 export const PO_RECEIPT_SOURCE = 13;
@@ -84,6 +87,8 @@ export interface PostedReceipt {
     receivedToDate: number;
     /** Received into stock at the order's inventory location. */
     intoStock: boolean;
+    /** How far received + cancelled exceeds ordered on the PO line after this receipt (0 when it does not). */
+    overReceived: number;
   }>;
   purchaseOrder: PostedPurchaseOrder;
   payableInvoice: PostedApInvoice;
@@ -136,13 +141,19 @@ export async function readPurchaseOrder(db: Knex | Knex.Transaction, id: string)
   return record as unknown as PostedPurchaseOrder;
 }
 
+/**
+ * The excess of a PO line as read back: received + cancelled beyond ordered, never negative. Exact:
+ * the read model's numbers carry at most 4 decimal places, so the difference is taken in decimals.
+ */
+function overReceived(line: PostedPurchaseOrder['lines'][number]): number {
+  const excess = new Dec(line.receivedToDate ?? 0).plus(line.canceledQuantity ?? 0).minus(line.quantity ?? 0);
+  return excess.greaterThan(0) ? decToJson(excess) : 0;
+}
+
 /** A receipt line joined to its PO line. */
 interface ReceivedLine {
   input: ReceiptLineInput;
   row: Record<string, any>;
-  ordered: Dec;
-  receivedBefore: Dec;
-  cancelled: Dec;
   unitCost: Dec;
   extended: Dec;
   intoStock: boolean;
@@ -169,7 +180,7 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
     const { trx, dialect } = ctx;
     const qty = (raw: unknown) => dialect.decodeDecimal(raw, SCALE.quantity) ?? new Dec(0);
 
-    // Receipts of one order are serialised: the over-receipt check and the close see every earlier receipt.
+    // Receipts of one order are serialised: the close and the excess reported see every earlier receipt.
     await ctx.lockName(`pchord:${input.orderNumber}`);
     const order = await trx('pchord').where({ ordnum: input.orderNumber }).first();
     if (!order) {
@@ -178,7 +189,10 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
       });
     }
     const status = Number(order.status);
-    if (status === PO_CLOSED || status === PO_VOID || status === PO_MASTER) {
+    // A Closed order still receives (an identical second receipt of the receipt that closed it is
+    // received again: spec, Writes); a Void order was cancelled and a Master (blanket) order
+    // receives through its releases.
+    if (status === PO_VOID || status === PO_MASTER) {
       throw new ApiProblem('DOCUMENT_NOT_POSTABLE', `Purchase order ${input.orderNumber} is ${PO_STATUS_NAMES[status]} (status ${status}); it accepts no receipts.`, {
         errors: [{ field: 'orderNumber', code: 'not_receivable', message: `status ${status} ${PO_STATUS_NAMES[status]}` }],
         extensions: { orderStatus: status },
@@ -201,26 +215,11 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
       return {
         input: l,
         row,
-        ordered: qty(row.linqty),
-        receivedBefore: qty(row.rcvdte),
-        cancelled: qty(row.cancel),
         unitCost,
         extended: l.updateQuantity.times(unitCost).toDecimalPlaces(SCALE.money, Dec.ROUND_HALF_UP),
         intoStock: location !== null && row.prtnum !== null && row.prtnum !== undefined,
       };
     });
-    const over = received.filter((r) => r.receivedBefore.plus(r.cancelled).plus(r.input.updateQuantity).greaterThan(r.ordered));
-    if (over.length > 0) {
-      const texts = over.map(
-        (r) =>
-          `line ${r.input.lineNumber}: ordered ${r.ordered.toFixed()}, received ${r.receivedBefore.toFixed()}, cancelled ${r.cancelled.toFixed()}, ` +
-          `so at most ${Dec.max(r.ordered.minus(r.receivedBefore).minus(r.cancelled), 0).toFixed()} more, not ${r.input.updateQuantity.toFixed()}`,
-      );
-      throw new ApiProblem('BUSINESS_RULE_VIOLATED', `More received than ordered on purchase order ${input.orderNumber}: ${texts.join('; ')}.`, {
-        errors: over.map((r) => ({ field: `lines[${r.input.index}].updateQuantity`, code: 'exceeds_open_quantity', message: `at most ${Dec.max(r.ordered.minus(r.receivedBefore).minus(r.cancelled), 0).toFixed()}` })),
-      });
-    }
-
     // The payable invoice the receipt creates, checked by the AP rules (accounts, job, cost codes).
     const jobNumber = optInt(order.jobnum);
     const phaseNumber = optInt(order.phsnum);
@@ -366,7 +365,7 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
       invoiceRecordNumber: payableInvoice.recordNumber,
       invoiceNumber: payableInvoice.invoiceNumber,
       receivedTotal: payableInvoice.invoiceTotal,
-      closedOrder: purchaseOrder.status === PO_CLOSED,
+      closedOrder: status !== PO_CLOSED && purchaseOrder.status === PO_CLOSED,
       lines: received.map((r) => {
         const orderLine = orderLines.get(r.input.lineNumber)!;
         const invoiceLine = invoiceLines.get(r.input.lineNumber)!;
@@ -378,6 +377,7 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
           extendedTotal: invoiceLine.extendedTotal,
           receivedToDate: orderLine.receivedToDate,
           intoStock: r.intoStock,
+          overReceived: overReceived(orderLine),
         };
       }),
       purchaseOrder,
