@@ -73,6 +73,11 @@ export interface EntityDef {
   requestExtras: Record<string, RequestExtra>;
   /** Fields withheld from this view of the entity (src/catalog/pii.ts); naming one is 400, not "unknown". */
   withheld?: readonly string[];
+  /**
+   * Names the installed build of the accounting database lacks (src/catalog/installed.ts): fields,
+   * child collections, `collection.field`, change stamps; naming one is 422 COLUMN_UNAVAILABLE.
+   */
+  unavailable?: readonly string[];
 }
 
 export type Catalog = Record<string, EntityDef>;
