@@ -89,6 +89,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1, owner: heartbeat.identity }),
     logger,
     hooks: {},
+    installed,
     inFlightRetryAfterSeconds: 1,
     isLocked: () => lock.isLocked(),
     purgeEveryMs: 10 * 60_000,

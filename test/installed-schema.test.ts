@@ -6,6 +6,8 @@
  *   - a read that names such a column (select, filters, orderBy, a child field, matchFields, match
  *     select) answers 422 COLUMN_UNAVAILABLE naming the field, before any database trip;
  *   - a read that does not name it answers 200 without it (the default select leaves it out);
+ *   - a write whose cascade needs it answers 422 naming it and writes nothing; a column the write
+ *     has nothing for is left out of the insert (docs/decisions/0230-writes-on-an-older-build.md);
  *   - a column dropped while the service runs: 422 on the first request that hits it, never 500.
  * HTTP parts run on TEST_ENGINE (SQLite, PostgreSQL); the pure parts check the SQL Server error
  * mapping (error numbers 207, 208) and the introspection T-SQL knex compiles.
@@ -24,6 +26,9 @@ import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
 import { expectedColumns, installedView, missingColumnProblem, type InstalledColumns } from '../src/catalog/installed';
 import { planQuery } from '../src/engines/query/plan';
 import { planMatch } from '../src/engines/match/run';
+import { recordRow } from '../src/engines/posting/write-rows';
+import { resultFieldsUnavailable } from '../src/engines/posting/needs';
+import { dialectFor } from '../src/storage/dialect';
 
 const err = (message: string, props: Record<string, unknown> = {}): Error => Object.assign(new Error(message), props);
 const mssqlRequestError = (number: number, message: string) =>
@@ -189,6 +194,26 @@ describe('plans against the installed build (pure)', () => {
   });
 });
 
+describe('what a write needs (pure)', () => {
+  const ctx = (installed: InstalledColumns) => ({ dialect: dialectFor('sqlite'), user: 'api:test', installed });
+
+  test('a column the write has nothing for is left out of the insert; a value for it is 422 naming the field', () => {
+    const row = recordRow(ctx(lacking('acpinv.ordnum')), 'ap-invoices', { recordNumber: 1, orderNumber: null });
+    assert.ok(!Object.hasOwn(row, 'ordnum'));
+    assert.equal(row.recnum, 1);
+    const p = thrown(() => recordRow(ctx(lacking('acpinv.ordnum')), 'ap-invoices', { recordNumber: 1, orderNumber: 'PO-7' }));
+    assert.equal(p.code, 'COLUMN_UNAVAILABLE');
+    assert.deepEqual(p.extensions.unavailableFields, ['ap-invoices.orderNumber']);
+  });
+
+  test('the fields a write result promises (PostedApInvoice required) are needed, before any SQL', () => {
+    assert.deepEqual(resultFieldsUnavailable('/ap-invoices', lacking('acpinv.retain')), ['ap-invoices.retainage']);
+    assert.deepEqual(resultFieldsUnavailable('/ap-invoices', lacking('jobcst.cstamt')), ['job-costs.costAmount']);
+    assert.equal(resultFieldsUnavailable('/ap-invoices', lacking('acpinv.ordnum')), undefined, 'orderNumber is not promised');
+    assert.equal(resultFieldsUnavailable('/ledger-transactions', lacking('acpinv.retain')), undefined, 'a journal holds no AP invoice');
+  });
+});
+
 // ---------------------------------------------------------------------------------- HTTP
 
 /** Counts the database trips of the boundary (reads, claims, allocations, posting transactions) while `fn` runs. */
@@ -219,6 +244,26 @@ async function restart(t: TestApp): Promise<TestApp> {
   const url = t.services.config.databaseUrl;
   await t.detach();
   return startTestApp({ databaseUrl: url });
+}
+
+const count = async (knex: Knex, table: string): Promise<number> => Number((await knex(table).count({ n: '*' }))[0]!.n);
+const BOOKS = ['acpinv', 'apivln', 'lgrtrn', 'lgtnln', 'jobcst'] as const;
+async function counts(knex: Knex): Promise<Record<string, number>> {
+  return Object.fromEntries(await Promise.all(BOOKS.map(async (table) => [table, await count(knex, table)] as const)));
+}
+
+/** An AP invoice on the demo company (vendor 19, job 2603 phase 5: the contract's example). */
+function invoice(number: string, header: Record<string, unknown> = {}, line: Record<string, unknown> = {}) {
+  return {
+    vendorNumber: 19,
+    invoiceNumber: number,
+    invoiceDate: '2026-11-14',
+    jobNumber: 2603,
+    phaseNumber: 5,
+    invoiceTotal: 850.0,
+    ...header,
+    lines: [{ lineNumber: 1, costCode: 15.1, costType: 1, quantity: 100, unitPrice: 8.5, extendedTotal: 850.0, ...line }],
+  };
 }
 
 const INSTALLED_LACKS = /installed build of the accounting database lacks columns/;
@@ -305,6 +350,52 @@ describe('restarted on a build without parts.manufacturerPartNumber, ap-invoices
     assert.ok(page.body.data.length > 0 && !('lines' in page.body.data[0]));
   });
 
+  test('a write the build can live without: the AP invoice posts without equipmentNumber on its lines', async () => {
+    const before = await counts(t.knex);
+    const res = await t.post('/api/v3/ap-invoices', invoice('OLD-BUILD-1'));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.ok(!('equipmentNumber' in res.body.document.lines[0]));
+    const after = await counts(t.knex);
+    assert.equal(after.acpinv, before.acpinv! + 1);
+    assert.equal(after.apivln, before.apivln! + 1);
+  });
+
+  test('a write that needs the column (a line with an equipment number) is 422 naming it; nothing written', async () => {
+    const equipment = Number((await t.knex('eqpmnt').orderBy('recnum').first('recnum')).recnum);
+    const before = await counts(t.knex);
+    const res = await t.post('/api/v3/ap-invoices', invoice('OLD-BUILD-2', {}, { equipmentNumber: equipment }));
+    const p = assertProblem(res, 'COLUMN_UNAVAILABLE', '/api/v3/ap-invoices');
+    assert.deepEqual(p.unavailableFields, ['ap-invoices.lines.equipmentNumber']);
+    assert.match(p.detail, /ap-invoices\.lines\.equipmentNumber/);
+    assert.deepEqual(await counts(t.knex), before);
+    assert.equal(await t.knex('acpinv').where({ invnum: 'OLD-BUILD-2' }).first(), undefined);
+  });
+});
+
+describe('a write whose result needs the column (ap-invoices.retainage) on a restarted service', () => {
+  let t: TestApp;
+  before(async () => {
+    const first = await startTestApp();
+    await first.knex.schema.alterTable('acpinv', (tb) => tb.dropColumn('retain'));
+    t = await restart(first);
+  });
+  after(() => t?.close());
+
+  test('422 naming it, before any database trip (no key claimed, no number taken); nothing written', async () => {
+    const before = await counts(t.knex);
+    let res: any;
+    const trips = await tripsDuring(t, async () => {
+      res = await t.post('/api/v3/ap-invoices', invoice('OLD-BUILD-3')).set('Idempotency-Key', 'old-build-3');
+    });
+    const p = assertProblem(res, 'COLUMN_UNAVAILABLE', '/api/v3/ap-invoices');
+    assert.deepEqual(p.unavailableFields, ['ap-invoices.retainage']);
+    assert.equal(trips, 0);
+    assert.deepEqual(await counts(t.knex), before);
+    // A read of AP invoices still answers, without retainage.
+    const page = await t.post('/api/v3/ap-invoices/query', { page: { pageSize: 2 } });
+    assert.equal(page.status, 200, JSON.stringify(page.body));
+    assert.ok(!('retainage' in page.body.data[0]));
+  });
 });
 
 describe('dropped while the service runs (no restart)', () => {
@@ -338,6 +429,17 @@ describe('dropped while the service runs (no restart)', () => {
     assert.equal((await t.post('/api/v3/proposals/query', { page: { pageSize: 2 } })).status, 200);
   });
 
+  test('a write: 422 on the first posting that needs it (the transaction rolled back), nothing written, then 422 before SQL', async () => {
+    await t.knex.schema.alterTable('acpinv', (tb) => tb.dropColumn('retain'));
+    const before = await counts(t.knex);
+    const first = assertProblem(await t.post('/api/v3/ap-invoices', invoice('RUNNING-1')), 'COLUMN_UNAVAILABLE');
+    assert.deepEqual(first.unavailableFields, ['ap-invoices.retainage']);
+    assert.deepEqual(await counts(t.knex), before);
+    let res: any;
+    assert.equal(await tripsDuring(t, async () => void (res = await t.post('/api/v3/ap-invoices', invoice('RUNNING-2')))), 0);
+    assertProblem(res, 'COLUMN_UNAVAILABLE');
+    assert.deepEqual(await counts(t.knex), before);
+  });
 });
 
 describe('an upgrade under the maintenance lock', () => {
