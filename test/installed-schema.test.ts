@@ -465,6 +465,21 @@ describe('an upgrade under the maintenance lock', () => {
   });
 });
 
+test('InstalledSchema: a catalog that lists none of the tables (another default schema) marks nothing missing and says so', async () => {
+  const t = await startTestApp();
+  try {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const schema = new InstalledSchema({ knex: t.knex, engine: t.engine, logger, expected: new Map([['nosuchtable', ['a', 'b']]]) });
+    await schema.load();
+    assert.deepEqual(schema.missing(), []);
+    assert.equal(schema.lacks('nosuchtable', 'a'), false);
+    assert.ok(lines.some((l) => /could not read the installed schema/.test(String(l.msg))), JSON.stringify(lines));
+  } finally {
+    await t.close();
+  }
+});
+
 test('InstalledSchema: a burst of missing-column reports reads the catalog once', async () => {
   const t = await startTestApp();
   try {

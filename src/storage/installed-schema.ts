@@ -201,6 +201,9 @@ export class InstalledSchema implements InstalledColumns {
     const reading = (async () => {
       const { knex, engine, expected } = this.options;
       const rows = (await installedColumnsQuery(knex, engine, [...expected.keys()])) as Array<{ table_name: string; column_name: string }>;
+      // No build lacks every table: the catalog was read in another schema than the tables' (SQL
+      // Server's default schema of the login, PostgreSQL's search_path). Nothing is marked missing.
+      if (rows.length === 0 && expected.size > 0) throw new Error('the database catalog lists none of the expected tables in the default schema: nothing is taken as missing');
       const present = new Map<string, Set<string>>();
       for (const row of rows) {
         // SQL Server and PostgreSQL may report a different case than the migrations used.
