@@ -6736,7 +6736,9 @@ export interface components {
         };
         /**
          * @description Fuzzy match by Levenshtein edit distance after normalising both sides (lower case, accents
-         *     removed, punctuation dropped, runs of whitespace folded to one space and trimmed).
+         *     removed, punctuation dropped, runs of whitespace folded to one space and trimmed). Naming a
+         *     field whose column the installed build of the accounting database lacks (in `matchFields`,
+         *     `select` or `filters`) is 422 COLUMN_UNAVAILABLE naming it.
          * @example {
          *       "matchString": "Copper elbow 3/4in commercial",
          *       "matchFields": [
@@ -7413,6 +7415,8 @@ export interface components {
              * @description Problem type; the last segment is the error code in lower-case hyphenated form.
              */
             type: string;
+            /** @description COLUMN_UNAVAILABLE: the published fields the installed build of the accounting database lacks, as `entity.field` (`ap-invoices.lines.equipmentNumber` for a field of a child collection). */
+            unavailableFields?: string[];
         } & {
             [key: string]: unknown;
         };
@@ -7774,9 +7778,13 @@ export interface components {
             page: components["schemas"]["PageInfo"];
         };
         /**
-         * @description Published field names to return; omitted means all. Dotted paths (`lines.extendedTotal`) name
-         *     fields of a child collection, which must also be requested in `children`; they are validated
-         *     but do not narrow the child rows, which return all fields.
+         * @description Published field names to return; omitted means all the fields of the installed build. Customers
+         *     run older builds of the accounting system, which lack columns later builds added: a record (and
+         *     a child row) leaves out a field whose column the installed build lacks, and naming such a field
+         *     anywhere in a request (`select`, `filters`, `orderBy`, `children`, `matchFields`) is 422
+         *     COLUMN_UNAVAILABLE naming it. Dotted paths (`lines.extendedTotal`) name fields of a child
+         *     collection, which must also be requested in `children`; they are validated but do not narrow the
+         *     child rows, which return all fields.
          * @example [
          *       "recordNumber",
          *       "partCode",
@@ -9278,7 +9286,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Well-formed but not applicable (closed period, unbalanced journal, totals that disagree with lines, invalid explicit period). */
+        /** @description Well-formed but not applicable (closed period, unbalanced journal, totals that disagree with lines, invalid explicit period, or COLUMN_UNAVAILABLE: a field whose column the installed build of the accounting database lacks, named in a read or needed by a write; `unavailableFields` lists them). */
         UnprocessableEntity: {
             headers: {
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];

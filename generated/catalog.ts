@@ -292,7 +292,24 @@ export const CATALOG: Catalog = {
         "operator": "<=",
         "kind": "value"
       }
-    }
+    },
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "vendorNumber",
+      "invoiceNumber",
+      "invoiceDate",
+      "invoiceTotal",
+      "amountPaid",
+      "invoiceBalance",
+      "retainage",
+      "salesTax",
+      "status",
+      "period",
+      "year",
+      "ledgerRecordNumber",
+      "lines"
+    ]
   },
   "ap-payments": {
     "entity": "ap-payments",
@@ -3827,7 +3844,20 @@ export const CATALOG: Catalog = {
       "createdSince": "insdte"
     },
     "matchFields": [],
-    "requestExtras": {}
+    "requestExtras": {},
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "equipmentNumber",
+      "transactionDate",
+      "costCategory",
+      "sourceNumber",
+      "costAmount",
+      "costHours",
+      "status",
+      "period",
+      "year"
+    ]
   },
   "equipment-rates": {
     "entity": "equipment-rates",
@@ -4697,7 +4727,24 @@ export const CATALOG: Catalog = {
         "value": 4,
         "kind": "flag"
       }
-    }
+    },
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "allocationNumber",
+      "transactionDate",
+      "purpose",
+      "fromLocation",
+      "toLocation",
+      "jobNumber",
+      "phaseNumber",
+      "totalCost",
+      "status",
+      "period",
+      "year",
+      "ledgerRecordNumber",
+      "lines"
+    ]
   },
   "inventory-balances": {
     "entity": "inventory-balances",
@@ -5056,7 +5103,22 @@ export const CATALOG: Catalog = {
       "createdSince": "insdte"
     },
     "matchFields": [],
-    "requestExtras": {}
+    "requestExtras": {},
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "partNumber",
+      "locationNumber",
+      "transactionDate",
+      "movementType",
+      "quantity",
+      "unitCost",
+      "extendedCost",
+      "quantityAfter",
+      "sourceNumber",
+      "period",
+      "year"
+    ]
   },
   "inventory-locations": {
     "entity": "inventory-locations",
@@ -5513,7 +5575,20 @@ export const CATALOG: Catalog = {
       "createdSince": "insdte"
     },
     "matchFields": [],
-    "requestExtras": {}
+    "requestExtras": {},
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "jobNumber",
+      "costCode",
+      "costType",
+      "transactionDate",
+      "sourceNumber",
+      "costAmount",
+      "status",
+      "period",
+      "year"
+    ]
   },
   "job-paygroups": {
     "entity": "job-paygroups",
@@ -6437,7 +6512,21 @@ export const CATALOG: Catalog = {
       "createdSince": "insdte"
     },
     "matchFields": [],
-    "requestExtras": {}
+    "requestExtras": {},
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "transactionNumber",
+      "transactionDate",
+      "description",
+      "sourceNumber",
+      "status",
+      "debitTotal",
+      "creditTotal",
+      "period",
+      "year",
+      "lines"
+    ]
   },
   "lien-waivers": {
     "entity": "lien-waivers",
@@ -7612,7 +7701,28 @@ export const CATALOG: Catalog = {
       "createdSince": "insdte"
     },
     "matchFields": [],
-    "requestExtras": {}
+    "requestExtras": {},
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "employeeNumber",
+      "checkNumber",
+      "checkDate",
+      "periodStart",
+      "periodEnd",
+      "regularHours",
+      "overtimeHours",
+      "premiumHours",
+      "grossPay",
+      "deductions",
+      "netPay",
+      "status",
+      "enteredDate",
+      "enteredBy",
+      "period",
+      "year",
+      "ledgerRecordNumber"
+    ]
   },
   "progress-billings": {
     "entity": "progress-billings",
@@ -8308,7 +8418,16 @@ export const CATALOG: Catalog = {
       "createdSince": "insdte"
     },
     "matchFields": [],
-    "requestExtras": {}
+    "requestExtras": {},
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "orderNumber",
+      "vendorNumber",
+      "receivedTotal",
+      "status",
+      "lines"
+    ]
   },
   "service-contracts": {
     "entity": "service-contracts",
@@ -8572,7 +8691,15 @@ export const CATALOG: Catalog = {
       "createdSince": "insdte"
     },
     "matchFields": [],
-    "requestExtras": {}
+    "requestExtras": {},
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "clientNumber",
+      "serviceLocation",
+      "description",
+      "status"
+    ]
   },
   "service-invoices": {
     "entity": "service-invoices",
@@ -8836,7 +8963,24 @@ export const CATALOG: Catalog = {
     },
     "changeStamps": {},
     "matchFields": [],
-    "requestExtras": {}
+    "requestExtras": {},
+    "resultRequired": [
+      "id",
+      "recordNumber",
+      "invoiceNumber",
+      "invoiceDate",
+      "clientNumber",
+      "workStatus",
+      "invoiceTotal",
+      "salesTax",
+      "amountPaid",
+      "invoiceBalance",
+      "status",
+      "period",
+      "year",
+      "ledgerRecordNumber",
+      "lines"
+    ]
   },
   "service-locations": {
     "entity": "service-locations",

@@ -24,43 +24,82 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "operationId": "postLedgerTransaction",
     "method": "POST",
     "path": "/ledger-transactions",
-    "tag": "Ledger"
+    "tag": "Ledger",
+    "resultEntities": [
+      "job-costs",
+      "ledger-transactions"
+    ]
   },
   {
     "operationId": "postApInvoice",
     "method": "POST",
     "path": "/ap-invoices",
-    "tag": "Accounts payable"
+    "tag": "Accounts payable",
+    "resultEntities": [
+      "ap-invoices",
+      "job-costs",
+      "ledger-transactions"
+    ]
   },
   {
     "operationId": "postInventoryAllocation",
     "method": "POST",
     "path": "/inventory-allocations",
-    "tag": "Inventory"
+    "tag": "Inventory",
+    "resultEntities": [
+      "inventory-allocations",
+      "inventory-histories",
+      "job-costs",
+      "ledger-transactions"
+    ]
   },
   {
     "operationId": "postPurchaseOrderReceipt",
     "method": "POST",
     "path": "/purchase-order-receipts",
-    "tag": "Purchasing"
+    "tag": "Purchasing",
+    "resultEntities": [
+      "ap-invoices",
+      "inventory-histories",
+      "job-costs",
+      "ledger-transactions",
+      "purchase-orders"
+    ]
   },
   {
     "operationId": "postPayrollBatch",
     "method": "POST",
     "path": "/payroll-records/post",
-    "tag": "Payroll"
+    "tag": "Payroll",
+    "resultEntities": [
+      "equipment-costs",
+      "job-costs",
+      "ledger-transactions",
+      "payroll-records"
+    ]
   },
   {
     "operationId": "postServiceWorkOrder",
     "method": "POST",
     "path": "/service-invoices/post",
-    "tag": "Service management"
+    "tag": "Service management",
+    "resultEntities": [
+      "inventory-histories",
+      "job-costs",
+      "ledger-transactions",
+      "service-invoices"
+    ]
   },
   {
     "operationId": "postServiceInventory",
     "method": "POST",
     "path": "/service-inventories",
-    "tag": "Service management"
+    "tag": "Service management",
+    "resultEntities": [
+      "inventory-histories",
+      "job-costs",
+      "service-inventories"
+    ]
   },
   {
     "operationId": "queryApInvoices",

@@ -77,11 +77,16 @@ export async function startServer(config: Config, options: StartServerOptions = 
   }
 
   const services = createServices(config, logger, knex, target.engine);
+  // What the installed build of the accounting database lacks, learnt by every process itself (a
+  // cluster worker too) and logged once: requests naming it answer 422, not 500. Never fails the
+  // start; read while the boot goes on, known before the app serves.
+  const learning = services.installed.load();
   // Before the lock is read (a held lock drops the pool): record this boot, free the previous boot's claims.
   await services.heartbeat.start();
   services.dataChanges.start();
   // A service restarted while the maintenance lock is held drops its pool before serving anything.
   await services.lock.ensureLoaded();
+  await learning;
   const app = createApp(services);
   const opsState = app.locals.opsState as OpsState;
   const server = http.createServer(app);

@@ -14,6 +14,9 @@ import { Events } from './events';
 import { InstanceHeartbeat } from './storage/instance-heartbeat';
 import { DataChangeLog } from './storage/data-change-log';
 import { ReferenceCache } from './storage/reference-cache';
+import { InstalledSchema, registerInstalledSchema } from './storage/installed-schema';
+import { expectedColumns, missingColumnProblem, publishedNamesOf } from './catalog/installed';
+import { CATALOG } from '../generated/catalog';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -40,6 +43,12 @@ export interface Services {
   heartbeat: InstanceHeartbeat;
   /** Folds the data change log every second (the change token of reads). */
   dataChanges: DataChangeLog;
+  /**
+   * Which catalog columns the installed build of the accounting database lacks: read at start
+   * (`load`, by the server), again when the database reports a missing column and when the
+   * maintenance lock is released. Reads and writes see the catalog through it (src/catalog/installed.ts).
+   */
+  installed: InstalledSchema;
 }
 
 /** How often a process folds the data change log (it grows by one row per posting in between). */
@@ -49,8 +58,25 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   // A span per statement while a request's span records (nothing to do otherwise).
   traceStatements(knex, engine);
   const dialect = dialectFor(engine);
-  const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs });
-  const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
+  const installed = new InstalledSchema({
+    knex,
+    engine,
+    logger,
+    expected: expectedColumns(CATALOG),
+    describe: (m) => `${m.table}.${m.column}${publishedNamesOf(CATALOG, m.table, m.column).map((n) => ` (${n})`).join('')}`,
+  });
+  // The posting read-back gets only a transaction: it finds the schema through the knex it belongs to.
+  registerInstalledSchema(knex, installed);
+  // An upgrade of the accounting system is done under the maintenance lock: read the schema again after it.
+  const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs, onReleased: () => void installed.load('un-lock') });
+  const boundary = new Boundary({
+    knex,
+    engine,
+    logger,
+    deadlineMs: config.dbDeadlineMs,
+    lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined),
+    missingProblem: async (failure) => missingColumnProblem(CATALOG, await installed.afterMissing(failure), failure),
+  });
   const numbers = new NumberAllocator(knex, engine, config.numberBlockSize);
   const heartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: () => lock.isLocked() });
   const dataChanges = new DataChangeLog({ knex, engine, logger, foldMs: DATA_LOG_FOLD_MS, paused: () => lock.isLocked() });
@@ -63,6 +89,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1, owner: heartbeat.identity }),
     logger,
     hooks: {},
+    installed,
     inFlightRetryAfterSeconds: 1,
     isLocked: () => lock.isLocked(),
     purgeEveryMs: 10 * 60_000,
@@ -70,5 +97,5 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   });
   const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
   const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
-  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges };
+  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed };
 }

@@ -11,6 +11,10 @@
  *                   BaseQueryRequest; every other property carries
  *                   x-filter { field, operator } (its value becomes the filter value) or, on a
  *                   boolean flag, x-filter { field, operator, value } (applied only when true).
+ *   write results:  a schema `allOf: [{ $ref: <record schema> }, { required: [...] }]` (PostedApInvoice)
+ *                   is a record as a write result holds it: its required list becomes the entity's
+ *                   `resultRequired`, and every operation whose 200 response reaches it lists the
+ *                   entity in `resultEntities` (what a write needs on an older build of the database)
  *   value bounds:   every property with x-column gets the bounds of its column's type
  *                   (src/catalog/bounds.ts: integer range, DECIMAL(p,s) magnitude, nvarchar length,
  *                   storable text) in the generated public document, which the request validator
@@ -185,18 +189,67 @@ export function buildCatalog(doc: Json, types: ColumnTypes = migrationColumnType
     entities[entity] = def;
   }
 
+  const posted = resultRecords(schemas, entities);
   const operations: OperationInfo[] = [];
   for (const [p, item] of Object.entries<Json>(paths)) {
     for (const method of METHODS) {
       const op = item[method];
       if (!op) continue;
       if (!op.operationId) throw new Error(`${method.toUpperCase()} ${p}: missing operationId`);
-      operations.push({ operationId: op.operationId, method: method.toUpperCase(), path: p, tag: op.tags?.[0] ?? 'Untagged' });
+      const info: OperationInfo = { operationId: op.operationId, method: method.toUpperCase(), path: p, tag: op.tags?.[0] ?? 'Untagged' };
+      const held = resultEntitiesOf(schemas, posted, op.responses?.['200']?.content?.['application/json']?.schema);
+      if (held.length > 0) info.resultEntities = held;
+      operations.push(info);
     }
   }
   const sorted: Catalog = {};
   for (const key of Object.keys(entities).sort()) sorted[key] = entities[key]!;
   return { entities: sorted, operations };
+}
+
+/**
+ * The write-result records: schemas `allOf: [{ $ref: <record schema with x-entity> }, { required }]`,
+ * by schema name -> entity. Sets each entity's `resultRequired` (the union of its required lists).
+ */
+function resultRecords(schemas: Json, entities: Catalog): Map<string, string> {
+  const entityOfSchema = new Map(Object.values(entities).map((e) => [e.schema, e.entity]));
+  const out = new Map<string, string>();
+  for (const [name, schema] of Object.entries<Json>(schemas)) {
+    const parts: Json[] = Array.isArray(schema.allOf) ? schema.allOf : [];
+    const entity = parts.map((part) => entityOfSchema.get(refName(part.$ref) ?? '')).find((e) => e !== undefined);
+    if (!entity) continue;
+    const required = parts.flatMap((part) => (Array.isArray(part.required) ? (part.required as string[]) : []));
+    const def = entities[entity]!;
+    for (const field of required) {
+      if (!def.fields[field] && !def.children[field]) throw new Error(`${name}: required ${field} is not a field or collection of ${entity}`);
+    }
+    def.resultRequired = [...new Set([...(def.resultRequired ?? []), ...required])];
+    out.set(name, entity);
+  }
+  return out;
+}
+
+/** The entities whose write-result records `schema` reaches (through $ref, allOf, properties, items), sorted. */
+function resultEntitiesOf(schemas: Json, posted: Map<string, string>, schema: Json | undefined): string[] {
+  const found = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (node: Json | undefined): void => {
+    if (!node || typeof node !== 'object') return;
+    const ref = refName(node.$ref);
+    if (ref !== undefined) {
+      if (seen.has(ref)) return;
+      seen.add(ref);
+      const entity = posted.get(ref);
+      if (entity) found.add(entity);
+      visit(schemas[ref]);
+      return;
+    }
+    for (const part of [...(node.allOf ?? []), ...(node.anyOf ?? []), ...(node.oneOf ?? [])]) visit(part);
+    for (const child of Object.values<Json>(node.properties ?? {})) visit(child);
+    if (node.items && typeof node.items === 'object') visit(node.items);
+  };
+  visit(schema);
+  return [...found].sort();
 }
 
 /**

@@ -73,6 +73,17 @@ export interface EntityDef {
   requestExtras: Record<string, RequestExtra>;
   /** Fields withheld from this view of the entity (src/catalog/pii.ts); naming one is 400, not "unknown". */
   withheld?: readonly string[];
+  /**
+   * Names the installed build of the accounting database lacks (src/catalog/installed.ts): fields,
+   * child collections, `collection.field`, change stamps; naming one is 422 COLUMN_UNAVAILABLE.
+   */
+  unavailable?: readonly string[];
+  /**
+   * Fields a write result promises for a record of this entity: the `required` list of the schema
+   * that extends this entity's in a write's response (PostedApInvoice for ApInvoice). A write whose
+   * result holds such a record needs their columns.
+   */
+  resultRequired?: readonly string[];
 }
 
 export type Catalog = Record<string, EntityDef>;
@@ -82,4 +93,6 @@ export interface OperationInfo {
   method: string;
   path: string;
   tag: string;
+  /** A write: the entities whose records its 200 result holds (through their Posted schemas). */
+  resultEntities?: readonly string[];
 }

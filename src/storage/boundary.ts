@@ -21,7 +21,10 @@ import { traceSessionStatement } from './trace-session';
  *       a value the database cannot store or compare         400 VALUE_OUT_OF_RANGE
  *         (PostgreSQL class 22, SQL Server conversion/overflow/truncation errors)
  *       a statement the database timed out                   504 UPSTREAM_TIMEOUT
- *     never 500. Anything else (a bug, a missing table) stays unexpected and becomes a redacted 500.
+ *       a column or table the database does not have          422 COLUMN_UNAVAILABLE
+ *         (an older build of the accounting system: the installed schema is read again first,
+ *         storage/installed-schema.ts, so the next request is answered before any SQL)
+ *     never 500. Anything else (a bug) stays unexpected and becomes a redacted 500.
  *   - commit uncertainty: a transaction whose connection fails once COMMIT has been sent may have
  *     committed. `transaction` reports that as OutcomeUnknown (a kind of DeadlineExceeded: the
  *     write engine answers 504 and records the key as unknown), never as "nothing happened".
@@ -52,12 +55,15 @@ export type RefusalReason = 'constraint' | 'deadlock' | 'permission' | 'busy' | 
  *                `column` when the driver names it
  *   timeout      the database gave up on the statement (504 UPSTREAM_TIMEOUT); like `unavailable`,
  *                a COMMIT that times out has an unknown outcome
+ *   missing      the statement names a column or table the database does not have (422
+ *                COLUMN_UNAVAILABLE): `column` and `table` as far as the driver names them
  */
 export type DatabaseFailure =
   | { kind: 'unavailable' }
   | { kind: 'refused'; reason: RefusalReason }
   | { kind: 'value'; column?: string; table?: string }
-  | { kind: 'timeout' };
+  | { kind: 'timeout' }
+  | { kind: 'missing'; column?: string; table?: string };
 
 const UNAVAILABLE: DatabaseFailure = { kind: 'unavailable' };
 const TIMEOUT: DatabaseFailure = { kind: 'timeout' };
@@ -156,6 +162,37 @@ const MSSQL_NUMBERS: Record<number, DatabaseFailure> = {
 };
 
 const SQLITE_UNAVAILABLE = /^SQLITE_(CANTOPEN|NOTADB)/;
+
+/**
+ * A name the database does not have, from the driver's message (the last segment of a qualified
+ * name: `b.prtnme` is column prtnme):
+ *   SQLite      "no such column: b.prtnme", "table acpinv has no column named duedte", "no such table: main.tkfprt"
+ *   PostgreSQL  42703 'column b.prtnme does not exist', 'column "duedte" of relation "acpinv" does not exist';
+ *               42P01 'relation "tkfprt" does not exist'
+ *   SQL Server  207 "Invalid column name 'prtnme'."; 208 "Invalid object name 'tkfprt'."
+ */
+function missingName(message: string, pattern: RegExp): string | undefined {
+  const m = pattern.exec(message);
+  const name = m?.[1]?.replace(/["`[\]]/g, '');
+  return name ? name.split('.').pop() : undefined;
+}
+const SQLITE_NO_COLUMN = /no such column: ([\w."`[\]]+)/i;
+const SQLITE_HAS_NO_COLUMN = /table ([\w."`[\]]+) has no column named ([\w"`[\]]+)/i;
+const SQLITE_NO_TABLE = /no such table: ([\w."`[\]]+)/i;
+const PG_NO_COLUMN = /column ([\w."]+) (?:of relation "?(\w+)"? )?does not exist/i;
+const PG_NO_RELATION = /relation ([\w."]+) does not exist/i;
+const MSSQL_NO_COLUMN = /Invalid column name '([^']+)'/i;
+const MSSQL_NO_OBJECT = /Invalid object name '([^']+)'/i;
+
+function sqliteMissing(message: string): DatabaseFailure | undefined {
+  const into = SQLITE_HAS_NO_COLUMN.exec(message);
+  if (into) return { kind: 'missing', table: missingName(into[1]!, /(.+)/), column: missingName(into[2]!, /(.+)/) };
+  const column = missingName(message, SQLITE_NO_COLUMN);
+  if (column) return { kind: 'missing', column };
+  const table = missingName(message, SQLITE_NO_TABLE);
+  if (table) return { kind: 'missing', table };
+  return undefined;
+}
 const SQLITE_RESOURCES = /^SQLITE_(IOERR|FULL|CORRUPT|NOMEM|PROTOCOL)/;
 
 /** The error and what it wraps (AggregateError of a dual-stack connect, `cause`, mssql `originalError`), a few levels deep. */
@@ -185,10 +222,21 @@ function classifyOne(e: Record<string, any>, engine: Engine): DatabaseFailure | 
       if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_PERM') || code.startsWith('SQLITE_AUTH')) return refused('permission');
       if (SQLITE_UNAVAILABLE.test(code)) return UNAVAILABLE;
       if (SQLITE_RESOURCES.test(code)) return refused('resources');
+      if (code === 'SQLITE_ERROR') return sqliteMissing(message);
       return undefined;
     }
     case 'postgres': {
       if (!code || !/^[0-9A-Z]{5}$/.test(code)) break;
+      if (code === '42703') {
+        const m = PG_NO_COLUMN.exec(message);
+        const column = m ? missingName(m[1]!, /(.+)/) : undefined;
+        const table = m?.[2] ?? (typeof e.table === 'string' && e.table ? e.table : undefined);
+        return { kind: 'missing', ...(column ? { column } : {}), ...(table ? { table } : {}) };
+      }
+      if (code === '42P01') {
+        const table = missingName(message, PG_NO_RELATION);
+        return { kind: 'missing', ...(table ? { table } : {}) };
+      }
       const known = PG_CODES[code] ?? PG_CLASSES[code.slice(0, 2)];
       if (known?.kind === 'value') {
         const column = typeof e.column === 'string' && e.column ? e.column : undefined;
@@ -200,6 +248,14 @@ function classifyOne(e: Record<string, any>, engine: Engine): DatabaseFailure | 
     }
     case 'mssql': {
       const number = mssqlNumber(e);
+      if (number === 207) {
+        const column = missingName(message, MSSQL_NO_COLUMN);
+        return { kind: 'missing', ...(column ? { column } : {}) };
+      }
+      if (number === 208) {
+        const table = missingName(message, MSSQL_NO_OBJECT);
+        return { kind: 'missing', ...(table ? { table } : {}) };
+      }
       const known = number !== undefined ? MSSQL_NUMBERS[number] : undefined;
       if (known?.kind === 'value') {
         // 2628 names the column: "... truncated in table 'db.dbo.lgrtrn', column 'dscrpt'. Truncated value: ..."
@@ -268,6 +324,11 @@ export function toDatabaseProblem(err: unknown, engine: Engine, options: { field
       });
     case 'timeout':
       return upstreamTimeout(options.what ?? 'the statement was cancelled', options.write === true);
+    case 'missing': {
+      // Storage names only (the boundary names the published fields once the schema is read again).
+      const name = failure.column ? `column ${failure.table ? `${failure.table}.` : ''}${failure.column}` : `table ${failure.table ?? '(not named)'}`;
+      return new ApiProblem('COLUMN_UNAVAILABLE', `The accounting database has no ${name}: its build is older than this service expects. Nothing was applied.`, { cause: err });
+    }
     case 'value': {
       const field = failure.column ? (options.fieldOf ?? publishedFieldOf)(failure.column, failure.table) : undefined;
       return new ApiProblem(
@@ -331,7 +392,14 @@ export interface BoundaryDeps {
   deadlineMs: number;
   /** 423 problem while the database is locked for maintenance (its pool is gone), else undefined. */
   lockedProblem?: () => ApiProblem | undefined;
+  /**
+   * A statement named a column or table the database does not have: reads the installed schema
+   * again (storage/installed-schema.ts) and answers the 422 naming the published fields missing.
+   */
+  missingProblem?: (failure: MissingFailure) => Promise<ApiProblem>;
 }
+
+export type MissingFailure = Extract<DatabaseFailure, { kind: 'missing' }>;
 
 export class Boundary {
   constructor(private readonly deps: BoundaryDeps) {}
@@ -385,7 +453,7 @@ export class Boundary {
         );
         throw err;
       }
-      throw this.mapError(err, call.fieldOf);
+      throw (await this.mapMissing(err)) ?? this.mapError(err, call.fieldOf);
     } finally {
       if (timer) clearTimeout(timer);
     }
@@ -430,6 +498,13 @@ export class Boundary {
     }, call));
   }
 
+  /** A missing column or table: the installed schema read again, the 422 naming what is missing; else undefined. */
+  private async mapMissing(err: unknown): Promise<ApiProblem | undefined> {
+    const failure = classifyDatabaseError(err, this.deps.engine);
+    if (failure?.kind !== 'missing' || !this.deps.missingProblem) return undefined;
+    return this.deps.missingProblem(failure).catch(() => undefined);
+  }
+
   /** Driver error -> ApiProblem (502/400/504); ApiProblem, DeadlineExceeded and unexpected errors unchanged. */
   mapError(err: unknown, fieldOf?: FieldOfColumn): unknown {
     return this.problemFor(err, { fieldOf }) ?? err;
@@ -441,6 +516,8 @@ export class Boundary {
    */
   problemFor(err: unknown, options: { fieldOf?: FieldOfColumn; what?: string; write?: boolean } = {}): ApiProblem | undefined {
     const problem = toDatabaseProblem(err, this.deps.engine, options);
+    // Outside `within` (no wait here): the schema is still read again for the next request.
+    if (problem?.code === 'COLUMN_UNAVAILABLE' && !(err instanceof ApiProblem)) void this.mapMissing(err);
     // A request that slipped past the gate while the lock dropped the pool: report the lock.
     if (problem && (problem.code === 'DATABASE_UNAVAILABLE' || problem.code === 'DATABASE_REFUSED') && !(err instanceof ApiProblem)) {
       return this.deps.lockedProblem?.() ?? problem;

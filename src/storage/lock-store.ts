@@ -47,6 +47,8 @@ export const LOCK_RETRY_AFTER_SECONDS = 60;
 export interface MaintenanceLockOptions {
   /** How often `mntlck` is re-read to see locks taken and released by other processes; 0 = never. */
   pollMs?: number;
+  /** Called once the lock is released, here or through another process (connections allowed again). */
+  onReleased?: () => void;
 }
 
 function holderOf(row: any): LockHolder {
@@ -70,6 +72,7 @@ export class MaintenanceLock {
   private poller: NodeJS.Timeout | null = null;
   private stopped = false;
   private readonly pollMs: number;
+  private readonly onReleased: (() => void) | undefined;
 
   constructor(
     private readonly knex: Knex,
@@ -78,6 +81,7 @@ export class MaintenanceLock {
     options: MaintenanceLockOptions = {},
   ) {
     this.pollMs = options.pollMs ?? 250;
+    this.onReleased = options.onReleased;
   }
 
   /** The holder, or null when unlocked. Pure memory. */
@@ -170,6 +174,7 @@ export class MaintenanceLock {
         this.holder = null;
         this.keySnapshot = null;
         this.logger.warn({ previousHolder: previous.userName }, 'maintenance lock released through another process; connections allowed again');
+        this.onReleased?.();
       }
     });
   }
@@ -239,6 +244,7 @@ export class MaintenanceLock {
       this.holder = null;
       this.keySnapshot = null;
       this.logger.warn({ previousHolder: previous.userName, by: userName, override: !isHolder }, 'maintenance lock released; connections allowed again');
+      this.onReleased?.();
       return { previous };
     });
   }

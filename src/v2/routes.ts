@@ -4,6 +4,7 @@ import { CATALOG } from '../../generated/catalog';
 import type { EntityDef } from '../catalog/types';
 import { ApiProblem } from '../errors/problem';
 import { entityAsSeenBy } from '../auth/scopes';
+import { installedView } from '../catalog/installed';
 import { queryDialectFor } from '../storage/dialect';
 import { planQuery } from '../engines/query/plan';
 import { executePlan } from '../engines/query/run';
@@ -79,7 +80,7 @@ export function v2Api(services: Services, guards: RequestHandler[], operations?:
     if (!entity || (operation === 'match' && entity.matchFields.length === 0)) {
       throw new ApiProblem('UNKNOWN_ENTITY', `There is no ${operation} operation for entity "${name}".`);
     }
-    return entityAsSeenBy(entity, res.locals.apiKey?.scopes);
+    return installedView(entityAsSeenBy(entity, res.locals.apiKey?.scopes), services.installed);
   };
 
   router.post('/query/:entity', async (req, res) => {

@@ -207,6 +207,8 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
   });
   const logger = pino({ level: config.logLevel }, sink);
   const services = createServices(config, logger, knex, target.engine);
+  // As src/server.ts does at start.
+  await services.installed.load();
   const admin = await services.keys.create('test admin', 'admin');
   const integration = await services.keys.create('test integration', 'integration');
   const app = createApp(services);

@@ -19,6 +19,7 @@ import { isStorableText } from '../../catalog/bounds';
 import type { QueryDialect, SnapshotReader } from '../../storage/dialect';
 import { Issues } from '../query/issues';
 import { withheldIssue } from '../../catalog/pii';
+import { entityUnavailable, unavailableIssue } from '../../catalog/installed';
 import { filterDepth, resolveFilter } from '../query/filters';
 import { recordDecoder } from '../query/envelope';
 import { applyCondition, BASE, col, INLINE_PARAM_BUDGET } from '../query/sql';
@@ -46,6 +47,8 @@ export interface MatchPlan {
 }
 
 export function planMatch(entity: EntityDef, body: MatchRequest, options: PlanOptions): MatchPlan {
+  const gone = entityUnavailable(entity);
+  if (gone) throw gone;
   const issues = new Issues();
   if (!body || typeof body !== 'object') throw new ApiProblem('VALIDATION_FAILED', 'The body must be a match request object.');
   for (const k of ['matchString', 'matchFields', 'select', 'maxDistance'] as const) {
@@ -66,6 +69,7 @@ export function planMatch(entity: EntityDef, body: MatchRequest, options: PlanOp
       const field = typeof name === 'string' && entity.matchFields.includes(name) ? entity.fields[name] : undefined;
       if (!field) {
         if (withheldIssue(entity, name, `matchFields[${i}]`, issues)) return;
+        if (unavailableIssue(entity, name, `matchFields[${i}]`, issues)) return;
         issues.add('UNKNOWN_FIELD', `matchFields[${i}]`, 'unknown_field', `"${String(name)}" is not a match field of ${entity.entity} (match fields: ${entity.matchFields.join(', ')})`);
       } else if (!matchFields.includes(field)) matchFields.push(field);
     });
@@ -75,6 +79,7 @@ export function planMatch(entity: EntityDef, body: MatchRequest, options: PlanOp
     body.select.forEach((name, i) => {
       const field = typeof name === 'string' && Object.prototype.hasOwnProperty.call(entity.fields, name) ? entity.fields[name] : undefined;
       if (!field && withheldIssue(entity, name, `select[${i}]`, issues)) return;
+      if (!field && unavailableIssue(entity, name, `select[${i}]`, issues)) return;
       if (!field) issues.add('UNKNOWN_FIELD', `select[${i}]`, 'unknown_field', `"${String(name)}" is not a field of ${entity.entity}`);
       else if (!select.includes(field)) select.push(field);
     });

@@ -3,6 +3,7 @@ import type { Dialect } from '../../storage/dialect';
 import type { NumberAllocator } from '../../storage/numbers';
 import type { ReferenceCache } from '../../storage/reference-cache';
 import type { StatementBatch } from '../../storage/statement-batch';
+import type { InstalledColumns } from '../../catalog/installed';
 
 /** Test and operations hooks into the posting engine (all optional). */
 export interface PostingHooks {
@@ -49,6 +50,8 @@ export interface PostingContext {
   rehearsal?: boolean;
   /** Cached reference rows (src/storage/reference-cache.ts: setup, periods, accounts, sources, vendors, jobs, phases, cost codes and types, equipment); absent: read each time. */
   references?: ReferenceCache;
+  /** What the installed build of the accounting database lacks (write-rows.ts leaves out what it can); absent: nothing. */
+  installed?: InstalledColumns;
 }
 
 /** Money columns are DECIMAL(14,2); quantities (14,4); unit prices (12,4); cost codes (15,3); hours (10,2). */

@@ -2,6 +2,8 @@ import type { Knex } from 'knex';
 import { CATALOG } from '../../../generated/catalog';
 import { engineOf, queryDialectFor, type SnapshotReader } from '../../storage/dialect';
 import { Pending, type StatementBatch } from '../../storage/statement-batch';
+import { installedSchemaOf } from '../../storage/installed-schema';
+import { columnsUnavailable, installedView } from '../../catalog/installed';
 import { attachChildren } from '../query/children';
 import { recordDecoder, type PublishedRecord, type Row } from '../query/envelope';
 import { planQuery } from '../query/plan';
@@ -15,7 +17,9 @@ import type { PostedInventoryHistory } from './ledger/stock';
  * Read-back of posted documents through the catalog (generated/catalog.ts: x-table, x-column,
  * x-scale): the same plan, SQL and decoding as POST /{entity}/query, run inside the posting
  * transaction. A write result's `document` and `ledgerTransaction` are therefore field for field
- * what a query returns for the same id; no engine keeps a column list of its own.
+ * what a query returns for the same id; no engine keeps a column list of its own. On an older
+ * build of the accounting database the entity is read as that build has it (src/catalog/installed.ts):
+ * a field whose column is missing is absent, as in a query; one the read filters or orders on is 422.
  */
 
 export interface ReadBackOptions {
@@ -36,10 +40,11 @@ const IDS_PER_READ = 500;
 /** Filters deeper than this are never built here (the read-back filters are one or two leaves). */
 const READ_BACK_FILTER_DEPTH = 8;
 
-function entityOf(entityName: string) {
+/** The entity as the installed build of the database `db` talks to has it. */
+function entityOf(entityName: string, db: Knex | Knex.Transaction) {
   const entity = CATALOG[entityName];
   if (!entity) throw new Error(`read-back: no entity ${entityName} in the catalog`);
-  return entity;
+  return installedView(entity, installedSchemaOf(db as Knex));
 }
 
 /** Reads inside the posting transaction (its uncommitted rows are what is read back). */
@@ -49,7 +54,7 @@ function transactionReader(trx: Knex | Knex.Transaction): SnapshotReader {
 
 /** One page of the records matching `filters`, in `orderBy` order (then key order). */
 async function readPage(trx: Knex | Knex.Transaction, entityName: string, filters: FilterNode, options: ReadManyOptions, pageNumber: number, pageSize: number): Promise<PublishedRecord[]> {
-  const entity = entityOf(entityName);
+  const entity = entityOf(entityName, trx);
   const qd = queryDialectFor(engineOf(trx as Knex));
   const plan = planQuery(
     entity,
@@ -155,7 +160,7 @@ function insertReturningRows(batch: StatementBatch, table: string, keyColumn: st
  * every write queued before it.
  */
 export function insertRecordsReturning(batch: StatementBatch, entityName: string, rows: ReadonlyArray<Record<string, unknown>>): Pending<PublishedRecord[]> {
-  const entity = entityOf(entityName);
+  const entity = entityOf(entityName, batch.trx);
   const fields = Object.values(entity.fields);
   const columns = [...new Set([...fields.map((f) => f.column), entity.keyColumn])];
   const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields);
@@ -168,8 +173,9 @@ export function insertRecordsReturning(batch: StatementBatch, entityName: string
  * `keyColumn` is the child table's own key (`_idnum`), present in every row.
  */
 export function insertChildrenReturning(batch: StatementBatch, entityName: string, collection: string, rows: ReadonlyArray<Record<string, unknown>>, keyColumn = '_idnum'): Pending<PublishedRecord[]> {
-  const entity = entityOf(entityName);
+  const entity = entityOf(entityName, batch.trx);
   const child = Object.hasOwn(entity.children, collection) ? entity.children[collection] : undefined;
+  if (!child && entity.unavailable?.includes(collection)) throw columnsUnavailable([`${entityName}.${collection}`], 'this posting');
   if (!child) throw new Error(`read-back: ${entityName} has no child collection ${collection}`);
   const fields = Object.values(child.fields);
   const columns = [...new Set([...fields.map((f) => f.column), child.parentColumn, child.orderColumn, keyColumn])];

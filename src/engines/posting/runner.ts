@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { ApiProblem } from '../../errors/problem';
+import { columnsUnavailable } from '../../catalog/installed';
 import type { Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
 import { NumberAllocator, collidedCounter } from '../../storage/numbers';
@@ -10,6 +11,8 @@ import type { IdempotencyStore } from '../idempotency/store';
 import type { ReferenceCache } from '../../storage/reference-cache';
 import { StatementBatch } from '../../storage/statement-batch';
 import type { PostingContext, PostingHooks } from './context';
+import type { InstalledColumns } from '../../catalog/installed';
+import { resultFieldsUnavailable } from './needs';
 
 /**
  * The rules every write shares, built once (spec, Writes). The runner composes a write:
@@ -85,6 +88,8 @@ export interface WriteRunnerDeps {
   ttlMs: number;
   /** Completed records kept in memory for replays without a database trip. */
   recentCapacity?: number;
+  /** What the installed build of the accounting database lacks (src/storage/installed-schema.ts); absent: nothing. */
+  installed?: InstalledColumns;
 }
 
 /** Carries a dry run's answer out of its transaction, which throwing rolls back. */
@@ -135,6 +140,9 @@ export class WriteRunner {
       });
     }
     const input = def.prepare(req.body);
+    // Before any SQL (no key claimed, no number taken): a result the installed build cannot give.
+    const unavailable = resultFieldsUnavailable(def.route, this.deps.installed);
+    if (unavailable) throw columnsUnavailable(unavailable, def.what);
     const deadlineAt = this.deps.boundary.deadlineFromNow();
     return this.idempotency.withIdempotency(
       {
@@ -247,6 +255,7 @@ export class WriteRunner {
       now: toDbTime(this.deps.boundary.engine, now),
       dryRun: req.dryRun,
       ...(this.deps.references ? { references: this.deps.references } : {}),
+      ...(this.deps.installed ? { installed: this.deps.installed } : {}),
     };
   }
 }

@@ -6,6 +6,7 @@
 import type { EntityDef, FieldDef } from '../../catalog/types';
 import type { Issues } from './issues';
 import { withheldIssue } from '../../catalog/pii';
+import { unavailableIssue } from '../../catalog/installed';
 import type { CompareOp, Condition, FilterNode, MatchLeaf, TypedValue } from './types';
 import { typeValue } from './values';
 
@@ -54,6 +55,7 @@ export function resolveFieldName(entity: EntityDef, name: unknown, path: string,
   const field = Object.prototype.hasOwnProperty.call(entity.fields, name) ? entity.fields[name] : undefined;
   if (field) return field;
   if (withheldIssue(entity, name, path, issues)) return undefined;
+  if (unavailableIssue(entity, name, path, issues)) return undefined;
   const dot = name.indexOf('.');
   if (dot > 0 && Object.prototype.hasOwnProperty.call(entity.children, name.slice(0, dot))) {
     issues.add('UNKNOWN_FIELD', path, 'child_field', `"${name}" is a field of the child collection ${name.slice(0, dot)}; child rows cannot be ${use === 'filter' ? 'filtered' : 'ordered'}`);

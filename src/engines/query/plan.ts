@@ -8,6 +8,7 @@ import type { ChildDef, EntityDef, FieldDef } from '../../catalog/types';
 import { ApiProblem } from '../../errors/problem';
 import { Issues } from './issues';
 import { withheldIssue } from '../../catalog/pii';
+import { entityUnavailable, unavailableIssue } from '../../catalog/installed';
 import { filterDepth, resolveFieldName, resolveFilter } from './filters';
 import type { Condition, FilterNode, FilterValue, MatchLeaf, OrderTerm, QueryPlan, QueryRequest } from './types';
 import { isCalendarDate } from './values';
@@ -23,6 +24,8 @@ export interface PlanOptions {
 }
 
 export function planQuery(entity: EntityDef, body: QueryRequest, options: PlanOptions): QueryPlan {
+  const gone = entityUnavailable(entity);
+  if (gone) throw gone;
   const issues = new Issues();
 
   const children = resolveChildren(entity, body.children, issues);
@@ -43,7 +46,7 @@ export function planQuery(entity: EntityDef, body: QueryRequest, options: PlanOp
 
   const order = resolveOrder(entity, body.orderBy, issues);
   const { pageNumber, pageSize } = resolvePage(body.page, issues);
-  const stampDates = checkStampDates(body, issues);
+  const stampDates = checkStampDates(entity, body, issues);
 
   for (const key of Object.keys(body)) {
     if (!BASE_FIELDS.has(key) && !entity.requestExtras?.[key]) issues.add('VALIDATION_FAILED', key, 'unknown_field', 'unknown field');
@@ -68,6 +71,7 @@ function resolveChildren(entity: EntityDef, names: unknown, issues: Issues): Chi
   names.forEach((name, i) => {
     const child = typeof name === 'string' && Object.prototype.hasOwnProperty.call(entity.children, name) ? entity.children[name] : undefined;
     if (!child) {
+      if (unavailableIssue(entity, name, `children[${i}]`, issues)) return;
       unknown.push(String(name));
       issues.add('UNKNOWN_CHILD_COLLECTION', `children[${i}]`, 'unknown_child_collection', `"${String(name)}" is not a child collection of ${entity.entity}`);
       return;
@@ -104,12 +108,14 @@ function resolveSelect(entity: EntityDef, names: unknown, children: ChildDef[], 
     const child = Object.prototype.hasOwnProperty.call(entity.children, collection) ? entity.children[collection] : undefined;
     if (!child) {
       if (withheldIssue(entity, name, path, issues)) return;
+      if (unavailableIssue(entity, name, path, issues) || unavailableIssue(entity, collection, path, issues)) return;
       issues.add('UNKNOWN_FIELD', path, 'unknown_field', `"${name}" is not a field of ${entity.entity}`);
       return;
     }
     if (dot > 0) {
       const rest = name.slice(dot + 1);
       if (!Object.prototype.hasOwnProperty.call(child.fields, rest)) {
+        if (unavailableIssue(entity, name, path, issues)) return;
         issues.add('UNKNOWN_FIELD', path, 'unknown_field', `"${rest}" is not a field of ${entity.entity} ${collection}`);
         return;
       }
@@ -173,13 +179,13 @@ function resolvePage(page: unknown, issues: Issues): { pageNumber: number; pageS
 
 type StampName = 'lastUpdated' | 'createdSince';
 
-function checkStampDates(body: QueryRequest, issues: Issues): Partial<Record<StampName, string>> {
+function checkStampDates(entity: EntityDef, body: QueryRequest, issues: Issues): Partial<Record<StampName, string>> {
   const out: Partial<Record<StampName, string>> = {};
   for (const name of ['lastUpdated', 'createdSince'] as const) {
     const raw = body[name];
     if (raw === undefined) continue;
     if (typeof raw !== 'string' || !isCalendarDate(raw)) issues.add('VALIDATION_FAILED', name, 'format', 'must be a date YYYY-MM-DD');
-    else out[name] = raw;
+    else if (!unavailableIssue(entity, name, name, issues)) out[name] = raw;
   }
   return out;
 }
@@ -220,6 +226,8 @@ function resolveExtras(entity: EntityDef, body: QueryRequest, issues: Issues): C
   for (const [prop, extra] of Object.entries(extras)) {
     const raw = body[prop];
     if (raw === undefined) continue;
+    // The field it filters on is one the installed build lacks: reported at the request property.
+    if (unavailableIssue(entity, extra.field, prop, issues)) continue;
     let leaf: MatchLeaf;
     if (extra.kind === 'flag') {
       if (typeof raw !== 'boolean') {

@@ -11,6 +11,7 @@ import { executeMatch, planMatch } from '../../engines/match/run';
 import type { QueryRequest } from '../../engines/query/types';
 import type { MatchRequest } from '../../engines/match/types';
 import { entityAsSeenBy } from '../../auth/scopes';
+import { installedView } from '../../catalog/installed';
 
 /**
  * POST /{entity}/query and /{entity}/match: one generic handler each over the catalog.
@@ -23,14 +24,17 @@ export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Rou
   // Pages in flight are what a process's memory grows with under load (read-budget.ts).
   const budget = new ReadBudget();
 
-  /** The entity as the calling key sees it: without employee PII unless the key holds `pii`. */
+  /**
+   * The entity as the calling key sees it (without employee PII unless the key holds `pii`) on the
+   * installed build of the accounting database (without the columns it lacks).
+   */
   const entityOf = (req: Request, res: Response, operation: 'query' | 'match'): EntityDef => {
     const name = String(req.params.entity);
     const entity = Object.prototype.hasOwnProperty.call(catalog, name) ? catalog[name] : undefined;
     if (!entity || (operation === 'match' && entity.matchFields.length === 0)) {
       throw new ApiProblem('UNKNOWN_ENTITY', `There is no ${operation} operation for entity "${name}".`);
     }
-    return entityAsSeenBy(entity, res.locals.apiKey?.scopes);
+    return installedView(entityAsSeenBy(entity, res.locals.apiKey?.scopes), services.installed);
   };
 
   router.post('/:entity/query', async (req, res) => {
