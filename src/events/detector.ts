@@ -6,6 +6,14 @@ import { readRecordsById } from '../engines/posting/read-back';
 import { EVENT_KINDS, kindOfType, sourceOf, type ChangeType, type EventKind } from './kinds';
 import type { EndpointRow, EventStore } from './store';
 import { ownerMayReceive, visibleRecord } from './visibility';
+import { CATALOG } from '../../generated/catalog';
+
+/** The storage column of a published field of a kind's entity (the catalog is the one mapping). */
+function columnOf(entity: string, field: string): string {
+  const f = CATALOG[entity]?.fields[field];
+  if (!f) throw new Error(`events: ${entity} has no field ${field}`);
+  return f.column;
+}
 
 /**
  * Change detection (the spec's Events rules 1, 2, 5, 6, 10). For each document kind some active
@@ -110,14 +118,13 @@ export class Detector {
 
   private async detectKind(kind: EventKind, cursor: Date, upper: Date, subscribers: EndpointRow[], owners: Map<string, ApiKeyRecord>, at: Date): Promise<{ changes: number; queued: number }> {
     const { store } = this.o;
-    const { table, entity } = EVENT_KINDS[kind];
+    const { table, entity, never } = EVENT_KINDS[kind];
     return store.knex.transaction(async (trx) => {
-      const rows = await trx(table)
+      const q = trx(table)
         .where('upddte', '>', store.t(cursor))
-        .andWhere('upddte', '<=', store.t(upper))
-        .orderBy('upddte')
-        .orderBy('_idnum')
-        .select('_idnum', 'insdte', 'upddte', 'insusr', 'updusr');
+        .andWhere('upddte', '<=', store.t(upper));
+      if (never) q.whereNotIn(columnOf(entity, never.field), never.values);
+      const rows = await q.orderBy('upddte').orderBy('_idnum').select('_idnum', 'insdte', 'upddte', 'insusr', 'updusr');
       let queued = 0;
       if (rows.length > 0) {
         const records = new Map<string, Record<string, unknown>>();
