@@ -13,6 +13,9 @@ import YAML from 'yaml';
 import { startTestApp, type TestApp } from './support/app';
 import { installEvents, type EventsHarness } from './support/events';
 import { EVENT_TYPES } from '../src/events';
+import { EVENT_KINDS, type EventKind } from '../src/events/kinds';
+import { CATALOG } from '../generated/catalog';
+import { EVENT_LINE_TABLES } from '../db/migrations/20261127000240_event_line_indexes';
 
 const DOC = YAML.parse(fs.readFileSync(path.join(__dirname, '..', 'generated', 'openapi.public.yaml'), 'utf8'));
 
@@ -91,4 +94,67 @@ test('payroll is never sent: a posted payroll batch queues no event of any type,
   await f.h.events.deliverNow();
   assert.deepEqual(f.sent.map((b) => b.type), ['ledger_transaction.created']);
   assert.notEqual(f.sent[0].data.record.sourceNumber, 16);
+});
+
+test('an AP invoice line re-coded in the accounting system sends payable_invoice.updated for its invoice, once', async () => {
+  const f = await fresh();
+  await subscribe(f, ['payable_invoice.created', 'payable_invoice.updated']);
+  const line = await f.t.knex('apivln').orderBy('_idnum').first();
+  const account = await f.t.knex('lgract').whereNot({ recnum: line.lgract }).orderBy('recnum').first();
+  const before = await f.t.knex('acpinv').where({ _idnum: line._idref }).first();
+  // An outside UPDATE of the line only: the trigger moves the line's upddte, the header is untouched.
+  await f.t.knex('apivln').where({ _idnum: line._idnum }).update({ lgract: account.recnum, updusr: 'JSMITH' });
+  const changed = await f.t.knex('apivln').where({ _idnum: line._idnum }).first();
+  assert.notEqual(String(changed.upddte), String(line.upddte), 'the trigger moved the line stamp');
+  assert.equal(String((await f.t.knex('acpinv').where({ _idnum: line._idref }).first()).upddte), String(before.upddte), 'the header stamp did not move');
+  catchUp(f);
+  const d = await f.h.events.detectNow();
+  assert.equal(d.queued, 1);
+  const [event] = await outbox(f);
+  assert.equal(event!.type, 'payable_invoice.updated');
+  assert.equal(event!.body.data.record.id, String(line._idref).toLowerCase());
+  assert.equal(event!.body.data.changedBy, 'JSMITH');
+  assert.equal(event!.body.data.source, 'accounting_system');
+  // Not again on the next cycle.
+  f.h.clock.advance(300_000);
+  assert.equal((await f.h.events.detectNow()).queued, 0);
+  await f.h.events.deliverNow();
+  assert.deepEqual(f.sent.map((b) => [b.type, b.data.record.id]), [['payable_invoice.updated', String(line._idref).toLowerCase()]]);
+});
+
+test('for every kind with lines: a changed line counts for its document; the header and a line changed together send one event', async () => {
+  const f = await fresh();
+  await subscribe(f, EVENT_TYPES);
+  const expected: string[] = [];
+  for (const [kind, def] of Object.entries(EVENT_KINDS) as Array<[EventKind, (typeof EVENT_KINDS)[EventKind]]>) {
+    const entity = CATALOG[def.entity]!;
+    const children = Object.values(entity.children);
+    assert.ok(children.length > 0, `${kind} has lines`);
+    for (const child of children) {
+      // Documents of this kind that are sent (not payroll journals), the first two with lines.
+      const headers = f.t.knex(entity.table).select('_idnum').orderBy('_idnum');
+      if (def.never) headers.whereNotIn(entity.fields[def.never.field]!.column, def.never.values);
+      const parents = await f.t.knex(child.table).distinct(child.parentColumn).whereIn(child.parentColumn, headers).orderBy(child.parentColumn).limit(2);
+      assert.equal(parents.length, 2, `${kind}: two documents with ${child.name}`);
+      const [lineOnly, both] = parents.map((p: any) => String(p[child.parentColumn]));
+      // A line only.
+      await f.t.knex(child.table).where({ [child.parentColumn]: lineOnly, [child.orderColumn]: f.t.knex(child.table).min(child.orderColumn).where({ [child.parentColumn]: lineOnly }) }).update({ updusr: 'JSMITH' });
+      // The header and a line of another document.
+      await f.t.knex(entity.table).where({ _idnum: both }).update({ updusr: 'MARY' });
+      await f.t.knex(child.table).where({ [child.parentColumn]: both }).update({ updusr: 'MARY' });
+      expected.push(`${kind}.updated ${lineOnly!.toLowerCase()}`, `${kind}.updated ${both!.toLowerCase()}`);
+    }
+  }
+  catchUp(f);
+  const d = await f.h.events.detectNow();
+  const queued = await outbox(f);
+  assert.deepEqual(queued.map((e) => `${e.type} ${e.body.data.record.id}`).sort(), expected.sort());
+  assert.equal(d.queued, expected.length);
+  f.h.clock.advance(300_000);
+  assert.equal((await f.h.events.detectNow()).queued, 0, 'not again on the next cycle');
+});
+
+test('every line table detection reads has its (upddte, _idref) index', async () => {
+  const tables = Object.values(EVENT_KINDS).flatMap((k) => Object.values(CATALOG[k.entity]!.children).map((c) => c.table));
+  assert.deepEqual([...EVENT_LINE_TABLES].sort(), [...new Set(tables)].sort());
 });
