@@ -3856,7 +3856,7 @@ export interface components {
             unreconciledOnly?: boolean;
         };
         /**
-         * @description The request body of every query; all fields optional.
+         * @description The request body of every query; all fields optional. The v2 fields `withChildren`, `offset`, `filter` and `selectFields` are refused with 400 V2_FIELD_REJECTED naming their v3 replacements (`children`, `page.pageNumber`, `filters`, `select`).
          * @example {
          *       "select": [
          *         "recordNumber",
@@ -6733,7 +6733,8 @@ export interface components {
         };
         /**
          * @description Fuzzy match by Levenshtein edit distance after normalising both sides (lower case, accents
-         *     removed, punctuation dropped, runs of whitespace folded to one space and trimmed).
+         *     removed, punctuation dropped, runs of whitespace folded to one space and trimmed). The v2 field
+         *     `selectFields` (and `withChildren`, `offset`, `filter`) is refused with 400 V2_FIELD_REJECTED.
          * @example {
          *       "matchString": "Copper elbow 3/4in commercial",
          *       "matchFields": [
@@ -9223,6 +9224,24 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description Unreadable body, unknown or misspelled field or collection name, value outside its rule
+         *     (VALIDATION_FAILED, UNKNOWN_FIELD, UNKNOWN_CHILD_COLLECTION, FILTER_TOO_DEEP and the other 400 codes).
+         *
+         *     V2_FIELD_REJECTED: a v2 request field was sent; `errors[]` names each one (code `v2_field`) and
+         *     `detail` names its v3 replacement. The rejected v2 fields: `withChildren` (use `children`),
+         *     `offset` (use `page.pageNumber`), `filter` (use `filters`), `selectFields` (use `select`).
+         */
+        ReadBadRequest: {
+            headers: {
+                "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                "X-Error-Code": components["headers"]["XErrorCode"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description REQUEST_TIMEOUT: the request headers and body did not arrive completely in time. */
         RequestTimeout: {
             headers: {
@@ -9443,7 +9462,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApInvoicePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9485,7 +9504,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApPaymentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9527,7 +9546,7 @@ export interface operations {
                     "application/json": components["schemas"]["ArInvoicePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9569,7 +9588,7 @@ export interface operations {
                     "application/json": components["schemas"]["ArPaymentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9611,7 +9630,7 @@ export interface operations {
                     "application/json": components["schemas"]["AssemblyPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9653,7 +9672,7 @@ export interface operations {
                     "application/json": components["schemas"]["AssemblyClassPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9695,7 +9714,7 @@ export interface operations {
                     "application/json": components["schemas"]["BankAccountPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9737,7 +9756,7 @@ export interface operations {
                     "application/json": components["schemas"]["BankReconciliationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9779,7 +9798,7 @@ export interface operations {
                     "application/json": components["schemas"]["BankingTransactionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9821,7 +9840,7 @@ export interface operations {
                     "application/json": components["schemas"]["BenefitPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9863,7 +9882,7 @@ export interface operations {
                     "application/json": components["schemas"]["BudgetPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9905,7 +9924,7 @@ export interface operations {
                     "application/json": components["schemas"]["CardIssuerPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9947,7 +9966,7 @@ export interface operations {
                     "application/json": components["schemas"]["ChangeOrderPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9989,7 +10008,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientContactPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10031,7 +10050,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10073,7 +10092,7 @@ export interface operations {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10115,7 +10134,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10157,7 +10176,7 @@ export interface operations {
                     "application/json": components["schemas"]["CostCodePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10199,7 +10218,7 @@ export interface operations {
                     "application/json": components["schemas"]["CostDivisionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10241,7 +10260,7 @@ export interface operations {
                     "application/json": components["schemas"]["CostToCompletePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10283,7 +10302,7 @@ export interface operations {
                     "application/json": components["schemas"]["CostTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10325,7 +10344,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreditCardReconciliationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10367,7 +10386,7 @@ export interface operations {
                     "application/json": components["schemas"]["DailyPayrollPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10409,7 +10428,7 @@ export interface operations {
                     "application/json": components["schemas"]["DepartmentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10451,7 +10470,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmployeeEarningPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10493,7 +10512,7 @@ export interface operations {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10535,7 +10554,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmployeePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10577,7 +10596,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentCostPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10619,7 +10638,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentRatePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10661,7 +10680,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentRevenuePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10703,7 +10722,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10745,7 +10764,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10787,7 +10806,7 @@ export interface operations {
                     "application/json": components["schemas"]["FiscalPeriodPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10829,7 +10848,7 @@ export interface operations {
                     "application/json": components["schemas"]["HistoricalAverageCostPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10871,7 +10890,7 @@ export interface operations {
                     "application/json": components["schemas"]["HoursToCompletePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10979,7 +10998,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryAllocationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11021,7 +11040,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryBalancePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11063,7 +11082,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryConsumptionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11105,7 +11124,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryHistoryPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11147,7 +11166,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryLocationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11189,7 +11208,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryQuantityPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11231,7 +11250,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventorySerialPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11273,7 +11292,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobCostPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11315,7 +11334,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobPaygroupPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11357,7 +11376,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobPhasePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11399,7 +11418,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11441,7 +11460,7 @@ export interface operations {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11483,7 +11502,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11525,7 +11544,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerAccountPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11567,7 +11586,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerBalancePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11609,7 +11628,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerBudgetPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11651,7 +11670,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerSetupPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11759,7 +11778,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerTransactionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11801,7 +11820,7 @@ export interface operations {
                     "application/json": components["schemas"]["LienWaiverPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11843,7 +11862,7 @@ export interface operations {
                     "application/json": components["schemas"]["LocalTaxPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11885,7 +11904,7 @@ export interface operations {
                     "application/json": components["schemas"]["PartClassPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11927,7 +11946,7 @@ export interface operations {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11969,7 +11988,7 @@ export interface operations {
                     "application/json": components["schemas"]["PartPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12011,7 +12030,7 @@ export interface operations {
                     "application/json": components["schemas"]["PaycheckPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12053,7 +12072,7 @@ export interface operations {
                     "application/json": components["schemas"]["PaygroupPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12095,7 +12114,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayrollCalculationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12137,7 +12156,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayrollDeductionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12245,7 +12264,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayrollRecordPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12287,7 +12306,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProgressBillingPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12329,7 +12348,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProposalPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12438,7 +12457,7 @@ export interface operations {
                     "application/json": components["schemas"]["PurchaseOrderTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12480,7 +12499,7 @@ export interface operations {
                     "application/json": components["schemas"]["PurchaseOrderPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12522,7 +12541,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceContractPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12630,7 +12649,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceInventoryPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12738,7 +12757,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceInvoicePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12780,7 +12799,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceLocationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12822,7 +12841,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServicePaymentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12864,7 +12883,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceSchedulePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12906,7 +12925,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12948,7 +12967,7 @@ export interface operations {
                     "application/json": components["schemas"]["SubcontractPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12990,7 +13009,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaxDistrictPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13032,7 +13051,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaxEntityPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13074,7 +13093,7 @@ export interface operations {
                     "application/json": components["schemas"]["TimecardPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13116,7 +13135,7 @@ export interface operations {
                     "application/json": components["schemas"]["TransactionSourcePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13158,7 +13177,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13200,7 +13219,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnitsCompletePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13357,7 +13376,7 @@ export interface operations {
                     "application/json": components["schemas"]["VendorContactPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13399,7 +13418,7 @@ export interface operations {
                     "application/json": components["schemas"]["VendorPartPricePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13441,7 +13460,7 @@ export interface operations {
                     "application/json": components["schemas"]["VendorTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13483,7 +13502,7 @@ export interface operations {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13525,7 +13544,7 @@ export interface operations {
                     "application/json": components["schemas"]["VendorPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13613,7 +13632,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -13917,7 +13936,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -13956,7 +13975,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkersCompCodePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

@@ -4,11 +4,13 @@
  * read) for the statuses, headers and refusals the spec names. Behaviour behind each declaration is
  * tested where the behaviour lives (match-http, maintenance-lock, events-endpoints, query-http).
  */
-import test from 'node:test';
+import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
+import { V2_FIELDS } from '../src/v2/fields';
+import { startTestApp, type TestApp } from './support/app';
 
 type Json = Record<string, any>;
 const DOC: Json = YAML.parse(fs.readFileSync(path.join(__dirname, '..', 'generated', 'openapi.public.yaml'), 'utf8'));
@@ -32,6 +34,12 @@ interface Op {
 }
 
 const OPS: Op[] = Object.entries<Json>(DOC.paths).flatMap(([p, item]) => Object.values<Json>(item).filter((op) => op && typeof op === 'object' && op.operationId).map((op) => ({ path: p, operationId: op.operationId, op })));
+let t: TestApp;
+before(async () => {
+  t = await startTestApp();
+});
+after(() => t.close());
+
 const isWrite = (o: Op) => (o.op.parameters ?? []).some((x: Json) => deref(x).in === 'query' && deref(x).name === 'dryRun');
 
 test('every response of every operation declares X-Correlation-Id as required (spec: every response carries it)', () => {
@@ -55,4 +63,32 @@ test('every write declares 501 (a posting path not wired up); lock and un-lock d
     const o = OPS.find((x) => x.operationId === id)!;
     assert.ok(o.op.responses['504'], `${id} declares 504`);
   }
+});
+
+test('every query and match operation shows V2_FIELD_REJECTED and each rejected v2 field in its 400; the example is what the server answers', async () => {
+  const reads = OPS.filter((o) => /\/(query|match)$/.test(o.path));
+  assert.ok(reads.length >= 89, `${reads.length} query and match operations`);
+  for (const o of reads) {
+    const bad = deref(o.op.responses['400']);
+    assert.match(bad.description, /V2_FIELD_REJECTED/, `${o.operationId} 400 names V2_FIELD_REJECTED`);
+    for (const [v2, v3] of Object.entries(V2_FIELDS)) {
+      assert.ok(bad.description.includes(`\`${v2}\` (use \`${v3}\`)`), `${o.operationId} 400 names ${v2} and its replacement ${v3}`);
+    }
+    const ex = Object.values<Json>(bad.content['application/problem+json'].examples).map((e) => deref(e).value).find((v) => v.type.endsWith('/v2-field-rejected'));
+    assert.ok(ex, `${o.operationId} 400 has a V2_FIELD_REJECTED example`);
+  }
+  for (const schema of ['BaseQueryRequest', 'MatchRequest']) assert.match(DOC.components.schemas[schema].description, /V2_FIELD_REJECTED/, schema);
+
+  // The example is the server's answer to the fields it names.
+  const example = Object.values<Json>(deref(reads[0]!.op.responses['400']).content['application/problem+json'].examples)
+    .map((e) => deref(e).value)
+    .find((v) => v.type.endsWith('/v2-field-rejected'));
+  const body = Object.fromEntries(example.errors.map((e: Json) => [e.field, e.field === 'selectFields' ? ['vendorName'] : true]));
+  const res = await t.post(example.instance, body);
+  assert.equal(res.status, 400, res.text);
+  assert.equal(res.headers['x-error-code'], 'V2_FIELD_REJECTED');
+  const { correlationId, ...rest } = res.body;
+  assert.equal(correlationId, res.headers['x-correlation-id']);
+  const { correlationId: _c, ...documented } = example;
+  assert.deepEqual(rest, documented);
 });
