@@ -2271,7 +2271,9 @@ export interface paths {
          * @description Locks the accounting database for maintenance. The lock is recorded against the calling API key
          *     and `userName`, every database connection of the service is dropped, and until it is released
          *     every read and write under /api/v3 answers 423 MAINTENANCE_LOCK naming the holder. The lock
-         *     survives a restart of the service. Any valid API key may lock; 403 FORBIDDEN only when the
+         *     survives a restart of the service. Locking again by the holder (the same API key and `userName`)
+         *     answers locked and changes nothing; by anyone else, 409 LOCK_HELD naming the holder. Any valid
+         *     API key may lock; 403 FORBIDDEN only when the
          *     operator restricted locking to admin keys (LOCK_ADMIN_ONLY), 403 SCOPE_MISSING for a key created
          *     with scopes that do not include `lock`.
          */
@@ -2316,9 +2318,12 @@ export interface paths {
         put?: never;
         /**
          * Release the maintenance lock
-         * @description Releases the maintenance lock. The holder (same `userName`) unlocks; anyone else gets 409 LOCK_HELD
-         *     naming the holder unless `override` is true (then any caller unlocks). Any valid API key may
-         *     un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY),
+         * @description Releases the maintenance lock. The holder is the API key that took the lock together with the
+         *     `userName` it was taken with (compared case-insensitively, surrounding spaces ignored): both must
+         *     match. The holder unlocks; anyone else (another API key, even with the same `userName`, or the
+         *     same key with another `userName`) gets 409 LOCK_HELD naming the holder (`lockUser`) unless
+         *     `override` is true (then any caller unlocks, and `previousHolder` names whose lock it was).
+         *     Un-lock while unlocked answers unlocked. Any valid API key may un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY),
          *     403 SCOPE_MISSING for a key created with scopes that do not include `lock`.
          */
         post: operations["unlockDatabase"];

@@ -92,3 +92,12 @@ test('every query and match operation shows V2_FIELD_REJECTED and each rejected 
   const { correlationId: _c, ...documented } = example;
   assert.deepEqual(rest, documented);
 });
+
+test('un-lock documents who the holder is: the API key that locked and its userName, both', () => {
+  const unlock = OPS.find((o) => o.operationId === 'unlockDatabase')!.op.description as string;
+  assert.match(unlock, /The holder is the API key that took the lock together with the\s+`userName`/);
+  assert.match(unlock, /both must\s+match/);
+  assert.match(unlock, /another API key, even with the same `userName`/);
+  const lock = OPS.find((o) => o.operationId === 'lockDatabase')!.op.description as string;
+  assert.match(lock, /the same API key and `userName`/);
+});
