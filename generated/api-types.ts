@@ -431,7 +431,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchClients"];
@@ -680,7 +682,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchEmployees"];
@@ -1239,7 +1243,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchJobs"];
@@ -1513,7 +1519,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchParts"];
@@ -2424,7 +2432,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchVendors"];
@@ -9373,6 +9383,8 @@ export interface components {
         XCorrelationId: string;
         /** @description The problem code (for example PERIOD_CLOSED). */
         XErrorCode: string;
+        /** @description Match only: `true` when more records matched than the answer holds (it holds the closest 100, the cap), `false` when `data` is every record within `maxDistance`. Sent on every match answer. */
+        XResultTruncated: boolean;
     };
     pathItems: never;
 }
@@ -10091,6 +10103,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10511,6 +10524,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11459,6 +11473,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11945,6 +11960,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13501,6 +13517,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {

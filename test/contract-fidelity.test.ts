@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { V2_FIELDS } from '../src/v2/fields';
+import { MATCH_RESULT_CAP } from '../src/engines/match/run';
 import { startTestApp, type TestApp } from './support/app';
 
 type Json = Record<string, any>;
@@ -100,4 +101,19 @@ test('un-lock documents who the holder is: the API key that locked and its userN
   assert.match(unlock, /another API key, even with the same `userName`/);
   const lock = OPS.find((o) => o.operationId === 'lockDatabase')!.op.description as string;
   assert.match(lock, /the same API key and `userName`/);
+});
+
+test('match declares its cap (MATCH_RESULT_CAP) and the X-Result-Truncated header of a cut answer', () => {
+  const matches = OPS.filter((o) => o.path.endsWith('/match'));
+  assert.equal(matches.length, 5);
+  for (const o of matches) {
+    const ok = deref(o.op.responses['200']);
+    const header = deref(ok.headers?.['X-Result-Truncated']);
+    assert.ok(header, `${o.operationId} 200 declares X-Result-Truncated`);
+    assert.equal(header.required, true);
+    assert.equal(header.schema.type, 'boolean');
+    assert.equal(deref(ok.content['application/json'].schema).properties.data.maxItems, MATCH_RESULT_CAP, `${o.operationId}: data maxItems is the cap`);
+    assert.match(o.op.description, new RegExp(`At most ${MATCH_RESULT_CAP} records`));
+    assert.match(o.op.description, /X-Result-Truncated: true/);
+  }
 });
