@@ -2500,10 +2500,14 @@ export interface paths {
         put?: never;
         /**
          * Read the delivery log
-         * @description The delivery log (kept 30 days), newest first: one row per event and endpoint with its status
-         *     (`pending` while attempts remain, `succeeded`, `failed` after the last attempt or a 410) and
-         *     every attempt made (time, HTTP status, error). Filters by endpoint, status and creation time
-         *     (`since` inclusive, `until` exclusive). Admin API keys only (403 FORBIDDEN for other keys).
+         * @description The delivery log (kept 30 days) in the read envelope (`asOf`, `page`, `data`): one row per event
+         *     and endpoint with its status (`pending` while attempts remain, `succeeded`, `failed` after the
+         *     last attempt or a 410) and every attempt made (time, HTTP status, error). The query language of
+         *     every `/query`: `select`, `filters`, `orderBy` and `page` over the fields of WebhookDelivery
+         *     (`attemptLog`, a list, can be selected but not filtered or ordered). Shorthands, AND-ed with
+         *     `filters`: `endpointId`, `status` and creation time (`since` inclusive, `until` exclusive).
+         *     Newest first unless `orderBy` says otherwise (the unique tiebreak is `id`). Admin API keys only
+         *     (403 FORBIDDEN for other keys).
          */
         post: operations["queryWebhookDeliveries"];
         delete?: never;
@@ -2658,8 +2662,11 @@ export interface paths {
         put?: never;
         /**
          * List webhook endpoints
-         * @description Lists the endpoints (not deleted), oldest first, optionally only those in the given states.
-         *     Secrets are never listed. Admin API keys only (403 FORBIDDEN for other keys).
+         * @description Lists the endpoints (not deleted) in the read envelope (`asOf`, `page`, `data`), with the query
+         *     language of every `/query`: `select`, `filters`, `orderBy` and `page` over the fields of
+         *     WebhookEndpoint (`eventTypes`, a list, can be selected but not filtered or ordered); `status`
+         *     is a shorthand for `status IN (...)`. Oldest first unless `orderBy` says otherwise (the unique
+         *     tiebreak is `id`). Secrets are never listed. Admin API keys only (403 FORBIDDEN for other keys).
          */
         post: operations["queryWebhookEndpoints"];
         delete?: never;
@@ -8896,14 +8903,47 @@ export interface components {
             nextAttemptAt: string | null;
             status: components["schemas"]["WebhookDeliveryStatus"];
         };
+        /** @description A delivery as listed, every field of WebhookDelivery unless `select` names some (then only those). */
+        WebhookDeliveryListed: {
+            /** @description A list: can be selected, not filtered or ordered. */
+            attemptLog?: components["schemas"]["WebhookAttempt"][];
+            attempts?: number;
+            createdAt?: components["schemas"]["Timestamp"];
+            /** Format: uuid */
+            endpointId?: string;
+            /** @description The event id (`webhook-id` header), the same on every attempt and resend. */
+            eventId?: string;
+            /** @description An EventType, or webhook.test. */
+            eventType?: string;
+            /** Format: uuid */
+            id?: string;
+            /** Format: date-time */
+            lastAttemptAt?: string | null;
+            lastError?: string | null;
+            lastStatusCode?: number | null;
+            /** Format: date-time */
+            nextAttemptAt?: string | null;
+            status?: components["schemas"]["WebhookDeliveryStatus"];
+        };
+        /** @description A page of the delivery log (the read envelope). */
         WebhookDeliveryPage: {
-            data: components["schemas"]["WebhookDelivery"][];
+            asOf: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookDeliveryListed"][];
             page: components["schemas"]["PageInfo"];
         };
+        /**
+         * @description The query request of every `/query` (`select`, `filters`, `orderBy`, `page`, the same filter
+         *     tree and operators) over the published fields of WebhookDelivery; `attemptLog` (a list) can be
+         *     selected but not filtered or ordered. `endpointId`, `status`, `since` and `until` are
+         *     shorthands (`endpointId =`, `status =`, `createdAt >=`, `createdAt <`), AND-ed with `filters`.
+         */
         WebhookDeliveryQueryRequest: {
             /** Format: uuid */
             endpointId?: string;
+            filters?: components["schemas"]["FilterNode"];
+            orderBy?: components["schemas"]["OrderBy"];
             page?: components["schemas"]["PageRequest"];
+            select?: components["schemas"]["Select"];
             /**
              * Format: date-time
              * @description Created at or after (inclusive).
@@ -8978,12 +9018,46 @@ export interface components {
             /** Format: uuid */
             id: string;
         };
+        /** @description A webhook endpoint as listed, every field of WebhookEndpoint unless `select` names some (then only those). */
+        WebhookEndpointListed: {
+            createdAt?: components["schemas"]["Timestamp"];
+            description?: string | null;
+            /** @description A list: can be selected, not filtered or ordered. */
+            eventTypes?: components["schemas"]["EventType"][];
+            /** Format: uuid */
+            id?: string;
+            /**
+             * Format: uuid
+             * @description The API key that registered the endpoint; events carry only what it may read.
+             */
+            ownerKeyId?: string;
+            /**
+             * Format: date-time
+             * @description Until then the previous secret signs too (after a rotation).
+             */
+            previousSecretExpiresAt?: string | null;
+            status?: components["schemas"]["WebhookEndpointStatus"];
+            statusReason?: string | null;
+            updatedAt?: components["schemas"]["Timestamp"];
+            url?: string;
+        };
+        /** @description A page of webhook endpoints (the read envelope). */
         WebhookEndpointPage: {
-            data: components["schemas"]["WebhookEndpoint"][];
+            asOf: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEndpointListed"][];
             page: components["schemas"]["PageInfo"];
         };
+        /**
+         * @description The query request of every `/query` (`select`, `filters`, `orderBy`, `page`, the same filter
+         *     tree and operators) over the published fields of WebhookEndpoint; `eventTypes` (a list) can be
+         *     selected but not filtered or ordered. `status` is a shorthand for `status IN (...)`, AND-ed
+         *     with `filters`.
+         */
         WebhookEndpointQueryRequest: {
+            filters?: components["schemas"]["FilterNode"];
+            orderBy?: components["schemas"]["OrderBy"];
             page?: components["schemas"]["PageRequest"];
+            select?: components["schemas"]["Select"];
             status?: components["schemas"]["WebhookEndpointStatus"][];
         };
         /**
