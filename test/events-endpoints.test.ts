@@ -7,6 +7,11 @@ import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './support/app';
 import { installEvents, type EventsHarness } from './support/events';
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { columnTypes } from '../scripts/lib/column-types';
+import { DELIVERY_LIST, ENDPOINT_LIST } from '../src/events/lists';
 
 let t: TestApp;
 let h: EventsHarness;
@@ -246,5 +251,15 @@ test('the delivery log speaks the query language of every /query and answers the
     assert.equal(res.status, 400, res.text);
     assert.equal(res.headers['x-error-code'], code);
     assert.ok(res.body.errors.some((x: any) => x.field === field), res.text);
+  }
+});
+
+test('the lists describe their tables as the migrations made them, and publish the contract item fields', () => {
+  const types = columnTypes();
+  const doc = YAML.parse(fs.readFileSync(path.join(__dirname, '..', 'generated', 'openapi.public.yaml'), 'utf8'));
+  for (const list of [ENDPOINT_LIST, DELIVERY_LIST]) {
+    for (const f of Object.values(list.entity.fields)) assert.equal(f.sqlType, types.get(`${list.entity.table}.${f.column}`), `${list.entity.table}.${f.column}`);
+    const published = Object.keys(doc.components.schemas[list.entity.schema].properties).sort();
+    assert.deepEqual([...Object.keys(list.entity.fields), ...list.selectOnly].sort(), published, list.entity.schema);
   }
 });
