@@ -169,20 +169,14 @@ export class Detector {
    * the two. Rows the kind never sends (payroll journals) are left out, lines included.
    */
   private async changesIn(trx: Knex.Transaction, kind: EventKind, cursor: Date, upper: Date): Promise<DocumentChange[]> {
-    const { store } = this.o;
-    const { entity, never } = EVENT_KINDS[kind];
-    const def = CATALOG[entity]!;
-    const neverColumn = never ? columnOf(entity, never.field) : undefined;
     const byId = new Map<string, DocumentChange>();
     const offer = (c: DocumentChange) => {
       const key = c.id.toLowerCase();
       const seen = byId.get(key);
       if (!seen || (seen.change === 'updated' && c.change === 'updated' && c.stamp > seen.stamp)) byId.set(key, c);
     };
-
-    const headers = trx(def.table).where('upddte', '>', store.t(cursor)).andWhere('upddte', '<=', store.t(upper));
-    if (never) headers.whereNotIn(neverColumn!, never.values);
-    for (const r of (await headers.select({ id: def.keyColumn, insdte: 'insdte', upddte: 'upddte', insusr: 'insusr', updusr: 'updusr' })) as any[]) {
+    const { headers, lines } = detectionQueries(trx, kind, this.o.store.t(cursor), this.o.store.t(upper));
+    for (const r of (await headers) as any[]) {
       const inserted = fromDbTime(r.insdte)!;
       const created = inserted > cursor;
       offer({
@@ -192,19 +186,34 @@ export class Detector {
         user: (created ? r.insusr : r.updusr) ?? r.insusr ?? null,
       });
     }
-
-    for (const child of Object.values(def.children)) {
-      const lines = trx({ l: child.table })
-        .join({ h: def.table }, `h.${def.keyColumn}`, `l.${child.parentColumn}`)
-        .where('l.upddte', '>', store.t(cursor))
-        .andWhere('l.upddte', '<=', store.t(upper))
-        // A new document's lines belong to its created event.
-        .andWhere('h.insdte', '<=', store.t(cursor));
-      if (never) lines.whereNotIn(`h.${neverColumn!}`, never.values);
-      for (const r of (await lines.select({ id: `h.${def.keyColumn}`, upddte: 'l.upddte', insusr: 'l.insusr', updusr: 'l.updusr' })) as any[]) {
-        offer({ id: String(r.id), change: 'updated', stamp: fromDbTime(r.upddte)!, user: r.updusr ?? r.insusr ?? null });
-      }
+    for (const q of lines) {
+      for (const r of (await q) as any[]) offer({ id: String(r.id), change: 'updated', stamp: fromDbTime(r.upddte)!, user: r.updusr ?? r.insusr ?? null });
     }
     return [...byId.values()].sort((a, b) => a.stamp.getTime() - b.stamp.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
+}
+
+/**
+ * The statements of one detection window of `kind` (bounds as the database stores them): the
+ * headers stamped in the window, and per child collection of the kind's catalog entity the lines
+ * stamped in the window whose header is not new (a new document's lines belong to its created
+ * event). Rows the kind never sends (payroll journals) are left out of both.
+ */
+export function detectionQueries(db: Knex, kind: EventKind, from: Date | string, to: Date | string): { headers: Knex.QueryBuilder; lines: Knex.QueryBuilder[] } {
+  const { entity, never } = EVENT_KINDS[kind];
+  const def = CATALOG[entity]!;
+  const neverColumn = never ? columnOf(entity, never.field) : undefined;
+  const headers = db(def.table).where('upddte', '>', from).andWhere('upddte', '<=', to);
+  if (never) headers.whereNotIn(neverColumn!, never.values);
+  headers.select({ id: def.keyColumn, insdte: 'insdte', upddte: 'upddte', insusr: 'insusr', updusr: 'updusr' });
+  const lines = Object.values(def.children).map((child) => {
+    const q = db({ l: child.table })
+      .join({ h: def.table }, `h.${def.keyColumn}`, `l.${child.parentColumn}`)
+      .where('l.upddte', '>', from)
+      .andWhere('l.upddte', '<=', to)
+      .andWhere('h.insdte', '<=', from);
+    if (never) q.whereNotIn(`h.${neverColumn!}`, never.values);
+    return q.select({ id: `h.${def.keyColumn}`, upddte: 'l.upddte', insusr: 'l.insusr', updusr: 'l.updusr' });
+  });
+  return { headers, lines };
 }

@@ -91,6 +91,21 @@ function deliveryOf(r: any): DeliveryRow {
   };
 }
 
+/**
+ * The statements of a list planned by the query engine (src/events/lists.ts): its conditions over
+ * its table through the engine's SQL (sql.ts), counted, and the page in the plan's order.
+ */
+export function listQueries(knex: Knex, qd: QueryDialect, plan: QueryPlan): { count: Knex.QueryBuilder; page: Knex.QueryBuilder } {
+  const filtered = () => {
+    const qb = knex({ [BASE]: plan.entity.table });
+    if (plan.where) applyCondition(qb, plan.where, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
+    return qb;
+  };
+  const page = filtered().select(`${BASE}.*`);
+  for (const t of plan.order) page.orderBy(col(BASE, t.column), t.direction);
+  return { count: filtered().count({ n: '*' }), page: page.limit(plan.pageSize).offset(plan.offset) };
+}
+
 export class EventStore {
   /** The query engine's SQL over these tables: timestamps compared as this store writes them (toDbTime). */
   private readonly qd: QueryDialect;
@@ -251,19 +266,13 @@ export class EventStore {
     return { total, rows: rows.map(deliveryOf) };
   }
 
-  /** The plan's conditions over its table (the query engine's SQL, sql.ts), counted, then its page in its order. */
+  /** The plan's rows counted, then its page in its order. */
   private async listPage(plan: QueryPlan): Promise<{ total: number; rows: any[] }> {
-    const filtered = () => {
-      const qb = this.knex({ [BASE]: plan.entity.table });
-      if (plan.where) applyCondition(qb, plan.where, { qd: this.qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
-      return qb;
-    };
-    const [c] = await filtered().count<{ n: number | string }[]>({ n: '*' });
+    const { count, page } = listQueries(this.knex, this.qd, plan);
+    const [c] = await count;
     const total = Number(c!.n);
     if (plan.offset >= total) return { total, rows: [] };
-    const q = filtered().select(`${BASE}.*`);
-    for (const t of plan.order) q.orderBy(col(BASE, t.column), t.direction);
-    return { total, rows: await q.limit(plan.pageSize).offset(plan.offset) };
+    return { total, rows: await page };
   }
 
   async attempts(deliveryId: string): Promise<AttemptRow[]> {
