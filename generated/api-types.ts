@@ -431,7 +431,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchClients"];
@@ -680,7 +682,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchEmployees"];
@@ -1239,7 +1243,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchJobs"];
@@ -1513,7 +1519,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchParts"];
@@ -2274,7 +2282,9 @@ export interface paths {
          * @description Locks the accounting database for maintenance. The lock is recorded against the calling API key
          *     and `userName`, every database connection of the service is dropped, and until it is released
          *     every read and write under /api/v3 answers 423 MAINTENANCE_LOCK naming the holder. The lock
-         *     survives a restart of the service. Any valid API key may lock; 403 FORBIDDEN only when the
+         *     survives a restart of the service. Locking again by the holder (the same API key and `userName`)
+         *     answers locked and changes nothing; by anyone else, 409 LOCK_HELD naming the holder. Any valid
+         *     API key may lock; 403 FORBIDDEN only when the
          *     operator restricted locking to admin keys (LOCK_ADMIN_ONLY), 403 SCOPE_MISSING for a key created
          *     with scopes that do not include `lock`.
          */
@@ -2319,9 +2329,12 @@ export interface paths {
         put?: never;
         /**
          * Release the maintenance lock
-         * @description Releases the maintenance lock. The holder (same `userName`) unlocks; anyone else gets 409 LOCK_HELD
-         *     naming the holder unless `override` is true (then any caller unlocks). Any valid API key may
-         *     un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY),
+         * @description Releases the maintenance lock. The holder is the API key that took the lock together with the
+         *     `userName` it was taken with (compared case-insensitively, surrounding spaces ignored): both must
+         *     match. The holder unlocks; anyone else (another API key, even with the same `userName`, or the
+         *     same key with another `userName`) gets 409 LOCK_HELD naming the holder (`lockUser`) unless
+         *     `override` is true (then any caller unlocks, and `previousHolder` names whose lock it was).
+         *     Un-lock while unlocked answers unlocked. Any valid API key may un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY),
          *     403 SCOPE_MISSING for a key created with scopes that do not include `lock`.
          */
         post: operations["unlockDatabase"];
@@ -2422,7 +2435,9 @@ export interface paths {
          *     candidates first.
          *
          *     The answer holds the `select`ed fields plus `distance`, closest first; ties are ordered by
-         *     record key. At most 100 records are returned; there is no page block. `matchFields` must be
+         *     record key. At most 100 records are returned (MatchResult `data`, `maxItems: 100`); there is no page
+         *     block. `X-Result-Truncated: true` says more records matched than were returned (the closest 100
+         *     are): narrow with `filters` or a smaller `maxDistance`; `false` says the list is whole. `matchFields` must be
          *     among the entity's match fields (400 UNKNOWN_FIELD otherwise).
          */
         post: operations["matchVendors"];
@@ -2488,10 +2503,14 @@ export interface paths {
         put?: never;
         /**
          * Read the delivery log
-         * @description The delivery log (kept 30 days), newest first: one row per event and endpoint with its status
-         *     (`pending` while attempts remain, `succeeded`, `failed` after the last attempt or a 410) and
-         *     every attempt made (time, HTTP status, error). Filters by endpoint, status and creation time
-         *     (`since` inclusive, `until` exclusive). Admin API keys only (403 FORBIDDEN for other keys).
+         * @description The delivery log (kept 30 days) in the read envelope (`asOf`, `page`, `data`): one row per event
+         *     and endpoint with its status (`pending` while attempts remain, `succeeded`, `failed` after the
+         *     last attempt or a 410) and every attempt made (time, HTTP status, error). The query language of
+         *     every `/query`: `select`, `filters`, `orderBy` and `page` over the fields of WebhookDelivery
+         *     (`attemptLog`, a list, can be selected but not filtered or ordered). Shorthands, AND-ed with
+         *     `filters`: `endpointId`, `status` and creation time (`since` inclusive, `until` exclusive).
+         *     Newest first unless `orderBy` says otherwise (the unique tiebreak is `id`). Admin API keys only
+         *     (403 FORBIDDEN for other keys).
          */
         post: operations["queryWebhookDeliveries"];
         delete?: never;
@@ -2646,8 +2665,11 @@ export interface paths {
         put?: never;
         /**
          * List webhook endpoints
-         * @description Lists the endpoints (not deleted), oldest first, optionally only those in the given states.
-         *     Secrets are never listed. Admin API keys only (403 FORBIDDEN for other keys).
+         * @description Lists the endpoints (not deleted) in the read envelope (`asOf`, `page`, `data`), with the query
+         *     language of every `/query`: `select`, `filters`, `orderBy` and `page` over the fields of
+         *     WebhookEndpoint (`eventTypes`, a list, can be selected but not filtered or ordered); `status`
+         *     is a shorthand for `status IN (...)`. Oldest first unless `orderBy` says otherwise (the unique
+         *     tiebreak is `id`). Secrets are never listed. Admin API keys only (403 FORBIDDEN for other keys).
          */
         post: operations["queryWebhookEndpoints"];
         delete?: never;
@@ -3859,7 +3881,7 @@ export interface components {
             unreconciledOnly?: boolean;
         };
         /**
-         * @description The request body of every query; all fields optional.
+         * @description The request body of every query; all fields optional. The v2 fields `withChildren`, `offset`, `filter` and `selectFields` are refused with 400 V2_FIELD_REJECTED naming their v3 replacements (`children`, `page.pageNumber`, `filters`, `select`).
          * @example {
          *       "select": [
          *         "recordNumber",
@@ -6738,7 +6760,8 @@ export interface components {
          * @description Fuzzy match by Levenshtein edit distance after normalising both sides (lower case, accents
          *     removed, punctuation dropped, runs of whitespace folded to one space and trimmed). Naming a
          *     field whose column the installed build of the accounting database lacks (in `matchFields`,
-         *     `select` or `filters`) is 422 COLUMN_UNAVAILABLE naming it.
+         *     `select` or `filters`) is 422 COLUMN_UNAVAILABLE naming it. The v2 field `selectFields` (and
+         *     `withChildren`, `offset`, `filter`) is refused with 400 V2_FIELD_REJECTED.
          * @example {
          *       "matchString": "Copper elbow 3/4in commercial",
          *       "matchFields": [
@@ -8893,14 +8916,47 @@ export interface components {
             nextAttemptAt: string | null;
             status: components["schemas"]["WebhookDeliveryStatus"];
         };
+        /** @description A delivery as listed, every field of WebhookDelivery unless `select` names some (then only those). */
+        WebhookDeliveryListed: {
+            /** @description A list: can be selected, not filtered or ordered. */
+            attemptLog?: components["schemas"]["WebhookAttempt"][];
+            attempts?: number;
+            createdAt?: components["schemas"]["Timestamp"];
+            /** Format: uuid */
+            endpointId?: string;
+            /** @description The event id (`webhook-id` header), the same on every attempt and resend. */
+            eventId?: string;
+            /** @description An EventType, or webhook.test. */
+            eventType?: string;
+            /** Format: uuid */
+            id?: string;
+            /** Format: date-time */
+            lastAttemptAt?: string | null;
+            lastError?: string | null;
+            lastStatusCode?: number | null;
+            /** Format: date-time */
+            nextAttemptAt?: string | null;
+            status?: components["schemas"]["WebhookDeliveryStatus"];
+        };
+        /** @description A page of the delivery log (the read envelope). */
         WebhookDeliveryPage: {
-            data: components["schemas"]["WebhookDelivery"][];
+            asOf: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookDeliveryListed"][];
             page: components["schemas"]["PageInfo"];
         };
+        /**
+         * @description The query request of every `/query` (`select`, `filters`, `orderBy`, `page`, the same filter
+         *     tree and operators) over the published fields of WebhookDelivery; `attemptLog` (a list) can be
+         *     selected but not filtered or ordered. `endpointId`, `status`, `since` and `until` are
+         *     shorthands (`endpointId =`, `status =`, `createdAt >=`, `createdAt <`), AND-ed with `filters`.
+         */
         WebhookDeliveryQueryRequest: {
             /** Format: uuid */
             endpointId?: string;
+            filters?: components["schemas"]["FilterNode"];
+            orderBy?: components["schemas"]["OrderBy"];
             page?: components["schemas"]["PageRequest"];
+            select?: components["schemas"]["Select"];
             /**
              * Format: date-time
              * @description Created at or after (inclusive).
@@ -8975,12 +9031,46 @@ export interface components {
             /** Format: uuid */
             id: string;
         };
+        /** @description A webhook endpoint as listed, every field of WebhookEndpoint unless `select` names some (then only those). */
+        WebhookEndpointListed: {
+            createdAt?: components["schemas"]["Timestamp"];
+            description?: string | null;
+            /** @description A list: can be selected, not filtered or ordered. */
+            eventTypes?: components["schemas"]["EventType"][];
+            /** Format: uuid */
+            id?: string;
+            /**
+             * Format: uuid
+             * @description The API key that registered the endpoint; events carry only what it may read.
+             */
+            ownerKeyId?: string;
+            /**
+             * Format: date-time
+             * @description Until then the previous secret signs too (after a rotation).
+             */
+            previousSecretExpiresAt?: string | null;
+            status?: components["schemas"]["WebhookEndpointStatus"];
+            statusReason?: string | null;
+            updatedAt?: components["schemas"]["Timestamp"];
+            url?: string;
+        };
+        /** @description A page of webhook endpoints (the read envelope). */
         WebhookEndpointPage: {
-            data: components["schemas"]["WebhookEndpoint"][];
+            asOf: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEndpointListed"][];
             page: components["schemas"]["PageInfo"];
         };
+        /**
+         * @description The query request of every `/query` (`select`, `filters`, `orderBy`, `page`, the same filter
+         *     tree and operators) over the published fields of WebhookEndpoint; `eventTypes` (a list) can be
+         *     selected but not filtered or ordered. `status` is a shorthand for `status IN (...)`, AND-ed
+         *     with `filters`.
+         */
         WebhookEndpointQueryRequest: {
+            filters?: components["schemas"]["FilterNode"];
+            orderBy?: components["schemas"]["OrderBy"];
             page?: components["schemas"]["PageRequest"];
+            select?: components["schemas"]["Select"];
             status?: components["schemas"]["WebhookEndpointStatus"][];
         };
         /**
@@ -9236,6 +9326,24 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description Unreadable body, unknown or misspelled field or collection name, value outside its rule
+         *     (VALIDATION_FAILED, UNKNOWN_FIELD, UNKNOWN_CHILD_COLLECTION, FILTER_TOO_DEEP and the other 400 codes).
+         *
+         *     V2_FIELD_REJECTED: a v2 request field was sent; `errors[]` names each one (code `v2_field`) and
+         *     `detail` names its v3 replacement. The rejected v2 fields: `withChildren` (use `children`),
+         *     `offset` (use `page.pageNumber`), `filter` (use `filters`), `selectFields` (use `select`).
+         */
+        ReadBadRequest: {
+            headers: {
+                "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                "X-Error-Code": components["headers"]["XErrorCode"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description REQUEST_TIMEOUT: the request headers and body did not arrive completely in time. */
         RequestTimeout: {
             headers: {
@@ -9370,10 +9478,12 @@ export interface components {
         IdempotencyStatusOfWrite: "applied" | "replayed" | "unavailable";
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
-        /** @description Identifies this request in the server's logs; equals `correlationId` in problem documents. */
+        /** @description Identifies this request in the server's logs; equals `correlationId` in problem documents. Sent on every response. */
         XCorrelationId: string;
         /** @description The problem code (for example PERIOD_CLOSED). */
         XErrorCode: string;
+        /** @description Match only: `true` when more records matched than the answer holds (it holds the closest 100, the cap), `false` when `data` is every record within `maxDistance`. Sent on every match answer. */
+        XResultTruncated: boolean;
     };
     pathItems: never;
 }
@@ -9439,6 +9549,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9467,7 +9578,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApInvoicePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9509,7 +9620,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApPaymentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9551,7 +9662,7 @@ export interface operations {
                     "application/json": components["schemas"]["ArInvoicePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9593,7 +9704,7 @@ export interface operations {
                     "application/json": components["schemas"]["ArPaymentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9635,7 +9746,7 @@ export interface operations {
                     "application/json": components["schemas"]["AssemblyPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9677,7 +9788,7 @@ export interface operations {
                     "application/json": components["schemas"]["AssemblyClassPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9719,7 +9830,7 @@ export interface operations {
                     "application/json": components["schemas"]["BankAccountPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9761,7 +9872,7 @@ export interface operations {
                     "application/json": components["schemas"]["BankReconciliationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9803,7 +9914,7 @@ export interface operations {
                     "application/json": components["schemas"]["BankingTransactionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9845,7 +9956,7 @@ export interface operations {
                     "application/json": components["schemas"]["BenefitPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9887,7 +9998,7 @@ export interface operations {
                     "application/json": components["schemas"]["BudgetPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9929,7 +10040,7 @@ export interface operations {
                     "application/json": components["schemas"]["CardIssuerPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -9971,7 +10082,7 @@ export interface operations {
                     "application/json": components["schemas"]["ChangeOrderPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10013,7 +10124,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientContactPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10055,7 +10166,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10091,13 +10202,14 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10139,7 +10251,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10181,7 +10293,7 @@ export interface operations {
                     "application/json": components["schemas"]["CostCodePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10223,7 +10335,7 @@ export interface operations {
                     "application/json": components["schemas"]["CostDivisionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10265,7 +10377,7 @@ export interface operations {
                     "application/json": components["schemas"]["CostToCompletePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10307,7 +10419,7 @@ export interface operations {
                     "application/json": components["schemas"]["CostTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10349,7 +10461,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreditCardReconciliationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10391,7 +10503,7 @@ export interface operations {
                     "application/json": components["schemas"]["DailyPayrollPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10433,7 +10545,7 @@ export interface operations {
                     "application/json": components["schemas"]["DepartmentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10475,7 +10587,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmployeeEarningPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10511,13 +10623,14 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10559,7 +10672,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmployeePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10601,7 +10714,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentCostPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10643,7 +10756,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentRatePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10685,7 +10798,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentRevenuePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10727,7 +10840,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10769,7 +10882,7 @@ export interface operations {
                     "application/json": components["schemas"]["EquipmentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10811,7 +10924,7 @@ export interface operations {
                     "application/json": components["schemas"]["FiscalPeriodPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10853,7 +10966,7 @@ export interface operations {
                     "application/json": components["schemas"]["HistoricalAverageCostPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10895,7 +11008,7 @@ export interface operations {
                     "application/json": components["schemas"]["HoursToCompletePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -10974,6 +11087,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -11002,7 +11116,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryAllocationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11044,7 +11158,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryBalancePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11086,7 +11200,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryConsumptionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11128,7 +11242,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryHistoryPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11170,7 +11284,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryLocationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11212,7 +11326,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventoryQuantityPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11254,7 +11368,7 @@ export interface operations {
                     "application/json": components["schemas"]["InventorySerialPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11296,7 +11410,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobCostPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11338,7 +11452,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobPaygroupPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11380,7 +11494,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobPhasePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11422,7 +11536,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11458,13 +11572,14 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11506,7 +11621,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11548,7 +11663,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerAccountPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11590,7 +11705,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerBalancePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11632,7 +11747,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerBudgetPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11674,7 +11789,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerSetupPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11753,6 +11868,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -11781,7 +11897,7 @@ export interface operations {
                     "application/json": components["schemas"]["LedgerTransactionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11823,7 +11939,7 @@ export interface operations {
                     "application/json": components["schemas"]["LienWaiverPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11865,7 +11981,7 @@ export interface operations {
                     "application/json": components["schemas"]["LocalTaxPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11907,7 +12023,7 @@ export interface operations {
                     "application/json": components["schemas"]["PartClassPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11943,13 +12059,14 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11991,7 +12108,7 @@ export interface operations {
                     "application/json": components["schemas"]["PartPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12033,7 +12150,7 @@ export interface operations {
                     "application/json": components["schemas"]["PaycheckPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12075,7 +12192,7 @@ export interface operations {
                     "application/json": components["schemas"]["PaygroupPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12117,7 +12234,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayrollCalculationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12159,7 +12276,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayrollDeductionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12238,6 +12355,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -12266,7 +12384,7 @@ export interface operations {
                     "application/json": components["schemas"]["PayrollRecordPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12308,7 +12426,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProgressBillingPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12350,7 +12468,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProposalPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12431,6 +12549,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -12459,7 +12578,7 @@ export interface operations {
                     "application/json": components["schemas"]["PurchaseOrderTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12501,7 +12620,7 @@ export interface operations {
                     "application/json": components["schemas"]["PurchaseOrderPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12543,7 +12662,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceContractPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12622,6 +12741,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -12650,7 +12770,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceInventoryPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12729,6 +12849,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -12757,7 +12878,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceInvoicePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12799,7 +12920,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceLocationPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12841,7 +12962,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServicePaymentPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12883,7 +13004,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceSchedulePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12925,7 +13046,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -12967,7 +13088,7 @@ export interface operations {
                     "application/json": components["schemas"]["SubcontractPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13009,7 +13130,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaxDistrictPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13051,7 +13172,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaxEntityPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13093,7 +13214,7 @@ export interface operations {
                     "application/json": components["schemas"]["TimecardPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13135,7 +13256,7 @@ export interface operations {
                     "application/json": components["schemas"]["TransactionSourcePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13177,7 +13298,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnionPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13219,7 +13340,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnitsCompletePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13274,6 +13395,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
         };
     };
     ping: {
@@ -13349,6 +13471,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
         };
     };
     queryVendorContacts: {
@@ -13374,7 +13497,7 @@ export interface operations {
                     "application/json": components["schemas"]["VendorContactPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13416,7 +13539,7 @@ export interface operations {
                     "application/json": components["schemas"]["VendorPartPricePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13458,7 +13581,7 @@ export interface operations {
                     "application/json": components["schemas"]["VendorTypePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13494,13 +13617,14 @@ export interface operations {
             200: {
                 headers: {
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MatchResult"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13542,7 +13666,7 @@ export interface operations {
                     "application/json": components["schemas"]["VendorPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -13630,7 +13754,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -13934,7 +14058,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -13973,7 +14097,7 @@ export interface operations {
                     "application/json": components["schemas"]["WorkersCompCodePage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

@@ -7,6 +7,11 @@ import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from './support/app';
 import { installEvents, type EventsHarness } from './support/events';
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { columnTypes } from '../scripts/lib/column-types';
+import { DELIVERY_LIST, ENDPOINT_LIST } from '../src/events/lists';
 
 let t: TestApp;
 let h: EventsHarness;
@@ -148,4 +153,113 @@ test('resend of every failed delivery since a time', async () => {
   assert.equal((await t.knex('whkdlv').where({ id: d.id }).first()).status, 'pending');
   const failedOnly = await t.post('/api/v3/webhook-deliveries/query', { endpointId: e.id, status: 'failed' }, t.adminKey);
   assert.equal(failedOnly.body.page.totalCount, 0);
+});
+
+test('the endpoint list speaks the query language of every /query and answers the read envelope', async () => {
+  // A fresh set: three endpoints on their own path, one deleted; created on whole seconds (`.000`
+  // milliseconds: SQLite stores text, and a whole-second instant must still compare equal).
+  h.clock.set(new Date(Math.floor(h.clock.now.getTime() / 1000) * 1000 + 1000));
+  const made: any[] = [];
+  for (const [i, types] of [['payable_invoice.created'], ['purchase_order.created', 'purchase_order.updated'], ['ledger_transaction.created']].entries()) {
+    const res = await create({ url: `https://hooks.example.com/list-${i}`, eventTypes: types, description: `list ${i}` });
+    assert.equal(res.status, 200, res.text);
+    made.push(res.body);
+    h.clock.advance(1_000);
+  }
+  await t.post(`/api/v3/webhook-endpoints/${made[2].id}/update`, { paused: true }, t.adminKey);
+  const gone = (await create({ url: 'https://hooks.example.com/list-gone', eventTypes: ['payable_invoice.created'] })).body;
+  await t.post(`/api/v3/webhook-endpoints/${gone.id}/delete`, {}, t.adminKey);
+  const mine = { match: { field: 'url', operator: 'LIKE', value: 'https://hooks.example.com/list-%' } };
+  const list = (body: unknown) => t.post('/api/v3/webhook-endpoints/query', body, t.adminKey);
+
+  const all = await list({ filters: mine });
+  assert.equal(all.status, 200, all.text);
+  assert.deepEqual(Object.keys(all.body).sort(), ['asOf', 'data', 'page']);
+  assert.ok(Math.abs(Date.parse(all.body.asOf) - Date.now()) < 60_000);
+  assert.deepEqual(all.body.page, { pageNumber: 1, pageSize: 100, totalCount: 3, returnedCount: 3 });
+  assert.deepEqual(all.body.data.map((e: any) => e.id), made.map((e) => e.id), 'oldest first by default; the deleted one never listed');
+  assert.deepEqual(Object.keys(all.body.data[0]).sort(), ['createdAt', 'description', 'eventTypes', 'id', 'ownerKeyId', 'previousSecretExpiresAt', 'status', 'statusReason', 'updatedAt', 'url']);
+
+  // select (a list field included), orderBy, page.
+  const page2 = await list({ select: ['id', 'eventTypes'], filters: mine, orderBy: ['createdAt DESC'], page: { pageNumber: 2, pageSize: 1 } });
+  assert.equal(page2.status, 200, page2.text);
+  assert.deepEqual(page2.body.page, { pageNumber: 2, pageSize: 1, totalCount: 3, returnedCount: 1 });
+  assert.deepEqual(page2.body.data, [{ id: made[1].id, eventTypes: ['purchase_order.created', 'purchase_order.updated'] }]);
+
+  // and / or / IN / timestamps (exact instants match, on every engine); the status shorthand AND-ed with filters.
+  const exact = await list({ select: ['id'], filters: { and: [mine, { match: { field: 'createdAt', operator: '=', value: made[1].createdAt } }] } });
+  assert.deepEqual(exact.body.data, [{ id: made[1].id }]);
+  const later = await list({ select: ['id'], filters: { and: [mine, { or: [{ match: { field: 'createdAt', operator: '>', value: made[0].createdAt } }, { match: { field: 'description', operator: 'IN', values: ['list 0'] } }] }] } });
+  assert.equal(later.body.page.totalCount, 3);
+  const paused = await list({ select: ['id', 'status'], status: ['paused'], filters: mine });
+  assert.deepEqual(paused.body.data, [{ id: made[2].id, status: 'paused' }]);
+  const deleted = await list({ filters: { match: { field: 'status', operator: '=', value: 'deleted' } } });
+  assert.equal(deleted.body.page.totalCount, 0, 'deleted endpoints are never listed');
+
+  // Refusals name the field: unknown, a list field in filters or orderBy, a value of the wrong type, a v2 field.
+  const refused = async (body: unknown, code: string, field: string) => {
+    const res = await list(body);
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.headers['x-error-code'], code);
+    assert.ok(res.body.errors.some((e: any) => e.field === field), res.text);
+  };
+  await refused({ select: ['id', 'secret'] }, 'UNKNOWN_FIELD', 'select[1]');
+  await refused({ filters: { match: { field: 'nope', operator: '=', value: 1 } } }, 'UNKNOWN_FIELD', 'filters.match.field');
+  await refused({ filters: { match: { field: 'eventTypes', operator: 'LIKE', value: '%payable%' } } }, 'VALIDATION_FAILED', 'filters.match.field');
+  await refused({ orderBy: ['eventTypes ASC'] }, 'VALIDATION_FAILED', 'orderBy[0]');
+  await refused({ filters: { match: { field: 'createdAt', operator: '>', value: 'yesterday' } } }, 'VALIDATION_FAILED', 'filters.match.value');
+  await refused({ page: { pageSize: 0 } }, 'VALIDATION_FAILED', 'page.pageSize');
+  await refused({ withChildren: true }, 'V2_FIELD_REJECTED', 'withChildren');
+});
+
+test('the delivery log speaks the query language of every /query and answers the read envelope', async () => {
+  const { body: e } = await create({ url: 'https://hooks.example.com/log', eventTypes: ['payable_invoice.created'] });
+  const sent: any[] = [];
+  for (let i = 0; i < 3; i++) {
+    sent.push((await t.post(`/api/v3/webhook-endpoints/${e.id}/test`, {}, t.adminKey)).body);
+    h.clock.advance(1_000);
+  }
+  await t.knex('whkdlv').where({ id: sent[0].id }).update({ status: 'failed', attempts: 10, next_attempt_at: null, last_status_code: 503 });
+  const log = (body: Record<string, unknown>) => t.post('/api/v3/webhook-deliveries/query', { endpointId: e.id, ...body }, t.adminKey);
+
+  const all = await log({});
+  assert.equal(all.status, 200, all.text);
+  assert.deepEqual(Object.keys(all.body).sort(), ['asOf', 'data', 'page']);
+  assert.deepEqual(all.body.page, { pageNumber: 1, pageSize: 100, totalCount: 3, returnedCount: 3 });
+  assert.deepEqual(all.body.data.map((d: any) => d.id), [...sent].reverse().map((d) => d.id), 'newest first by default');
+  assert.ok(Array.isArray(all.body.data[0].attemptLog));
+
+  const failed = await log({ select: ['id', 'status', 'attempts', 'lastStatusCode'], filters: { and: [{ match: { field: 'status', operator: '!=', value: 'succeeded' } }, { match: { field: 'attempts', operator: '>=', value: 3 } }] } });
+  assert.deepEqual(failed.body.data, [{ id: sent[0].id, status: 'failed', attempts: 10, lastStatusCode: 503 }]);
+  const ordered = await log({ select: ['id'], orderBy: ['createdAt ASC'], page: { pageNumber: 1, pageSize: 2 } });
+  assert.deepEqual(ordered.body.data, [{ id: sent[0].id }, { id: sent[1].id }]);
+  assert.equal(ordered.body.page.totalCount, 3);
+  // The shorthands AND with filters: since (inclusive) and until (exclusive) on createdAt.
+  const window = await log({ select: ['id'], since: sent[1].createdAt, until: sent[2].createdAt, filters: { match: { field: 'eventType', operator: '=', value: 'webhook.test' } } });
+  assert.deepEqual(window.body.data, [{ id: sent[1].id }]);
+  const withLog = await log({ select: ['id', 'attemptLog'], filters: { match: { field: 'id', operator: '=', value: sent[2].id } } });
+  assert.deepEqual(withLog.body.data, [{ id: sent[2].id, attemptLog: [] }]);
+
+  for (const [body, code, field] of [
+    [{ filters: { match: { field: 'attemptLog', operator: '=', value: 1 } } }, 'VALIDATION_FAILED', 'filters.match.field'],
+    [{ orderBy: ['attemptLog DESC'] }, 'VALIDATION_FAILED', 'orderBy[0]'],
+    [{ filters: { match: { field: 'attempts', operator: '>', value: 'three' } } }, 'VALIDATION_FAILED', 'filters.match.value'],
+    [{ select: ['payload'] }, 'UNKNOWN_FIELD', 'select[0]'],
+    [{ selectFields: ['id'] }, 'V2_FIELD_REJECTED', 'selectFields'],
+  ] as const) {
+    const res = await log(body);
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.headers['x-error-code'], code);
+    assert.ok(res.body.errors.some((x: any) => x.field === field), res.text);
+  }
+});
+
+test('the lists describe their tables as the migrations made them, and publish the contract item fields', () => {
+  const types = columnTypes();
+  const doc = YAML.parse(fs.readFileSync(path.join(__dirname, '..', 'generated', 'openapi.public.yaml'), 'utf8'));
+  for (const list of [ENDPOINT_LIST, DELIVERY_LIST]) {
+    for (const f of Object.values(list.entity.fields)) assert.equal(f.sqlType, types.get(`${list.entity.table}.${f.column}`), `${list.entity.table}.${f.column}`);
+    const published = Object.keys(doc.components.schemas[list.entity.schema].properties).sort();
+    assert.deepEqual([...Object.keys(list.entity.fields), ...list.selectOnly].sort(), published, list.entity.schema);
+  }
 });

@@ -176,3 +176,31 @@ test('un-lock with override releases a lock held by someone else', async () => {
   assert.equal(res.body.response.previousHolder, 'mjones');
   assert.equal((await t.post('/api/v3/ledger-transactions', journal('LK-6', { transactionDate: FX.openDate }))).status, 200);
 });
+
+test('the holder is the API key that locked and its userName (docs/decisions/0242): across two keys', async () => {
+  const a = await t.services.keys.create('key A', 'integration');
+  const b = await t.services.keys.create('key B', 'integration');
+  assert.equal((await t.post('/api/v3/utility/lock', { userName: 'jsmith' }, a.key)).status, 200);
+  // Key B, even with the holder's userName, is not the holder: 409 naming the holder; the lock stays.
+  const byB = assertProblem(await t.post('/api/v3/utility/un-lock', { userName: 'jsmith' }, b.key), 'LOCK_HELD');
+  assert.equal(byB.lockUser, 'jsmith');
+  assert.match(byB.detail, /held by jsmith/);
+  assert.equal((await lockRow(t))?.api_key_id, a.record.id, 'recorded against key A');
+  // Key A with another userName is not the holder either; locking again as that user neither.
+  assert.equal(assertProblem(await t.post('/api/v3/utility/un-lock', { userName: 'mjones' }, a.key), 'LOCK_HELD').lockUser, 'jsmith');
+  assert.equal(assertProblem(await t.post('/api/v3/utility/lock', { userName: 'mjones' }, a.key), 'LOCK_HELD').lockUser, 'jsmith');
+  assert.equal(t.services.lock.current?.userName, 'jsmith');
+  // Key A with its userName (any case) is the holder.
+  const again = await t.post('/api/v3/utility/lock', { userName: 'JSmith' }, a.key);
+  assert.equal(again.status, 200, again.text);
+  const byA = await t.post('/api/v3/utility/un-lock', { userName: ' JSMITH ' }, a.key);
+  assert.equal(byA.status, 200, byA.text);
+  assert.equal(byA.body.response.previousHolder, 'jsmith');
+  // Key B with override releases a lock key A holds.
+  assert.equal((await t.post('/api/v3/utility/lock', { userName: 'jsmith' }, a.key)).status, 200);
+  const overridden = await t.post('/api/v3/utility/un-lock', { userName: 'mjones', override: true }, b.key);
+  assert.equal(overridden.status, 200, overridden.text);
+  assert.equal(overridden.body.response.previousHolder, 'jsmith');
+  assert.equal(t.services.lock.current, null);
+  assert.equal((await lockRow(t)) ?? null, null);
+});

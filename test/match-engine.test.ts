@@ -100,6 +100,14 @@ describe('match engine on the fixture table', () => {
     return scored.map(({ r, distance }) => ({ ...Object.fromEntries(body.select.map((s) => [s, r[s]])), distance }));
   }
 
+  /** How many records are within maxDistance (after filters), uncapped. */
+  function matching(body: MatchRequest, records: Array<Record<string, unknown>>): number {
+    const target = normalise(body.matchString);
+    return records
+      .filter((r) => (body.filters ? evaluate(body.filters as Node, r) : true))
+      .filter((r) => Math.min(...body.matchFields.map((f) => (r[f] === null ? Infinity : levenshtein(target, normalise(String(r[f])))))) <= body.maxDistance).length;
+  }
+
   async function published(): Promise<Array<Record<string, unknown>>> {
     const all = (await knex('wdgt').select('_idnum', 'wdgcde', 'wdgnme', 'inactv', 'recnum')) as Array<Record<string, unknown>>;
     return all.map((r) => ({ id: r._idnum, widgetCode: r.wdgcde, widgetName: r.wdgnme, inactive: r.inactv === 1 || r.inactv === true, recordNumber: r.recnum }));
@@ -136,6 +144,7 @@ describe('match engine on the fixture table', () => {
       for (const body of bodies) {
         const got = await runMatch(knex, qd, WIDGETS, body, { maxFilterDepth: 32 });
         assert.deepEqual(got.data, oracle(body, records), JSON.stringify(body));
+        assert.equal(got.truncated, matching(body, records) > MATCH_RESULT_CAP, `truncated: ${JSON.stringify(body)}`);
         assert.match(got.asOf, /Z$/);
       }
     });
@@ -144,6 +153,7 @@ describe('match engine on the fixture table', () => {
   test('the result is capped, closest first, ties by key', async () => {
     const got = await runMatch(knex, sqlite, WIDGETS, { matchString: 'x', matchFields: ['widgetName'], select: ['id'], maxDistance: 10 }, { maxFilterDepth: 32 });
     assert.equal(got.data.length, MATCH_RESULT_CAP);
+    assert.equal(got.truncated, true);
     for (let i = 1; i < got.data.length; i++) {
       const [a, b] = [got.data[i - 1]!, got.data[i]!];
       assert.ok(a.distance < b.distance || (a.distance === b.distance && String(a.id) < String(b.id)));

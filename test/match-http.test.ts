@@ -97,6 +97,38 @@ describe('match', () => {
     }
   });
 
+  test('the cap: a cut answer says X-Result-Truncated: true, a whole one false (at exactly 100 matches too, with and without filters)', async () => {
+    const parts = await allParts();
+    // Part codes (LUM-000001, ...) are all a few edits apart.
+    const target = 'LUM-000010';
+    const n = normalise(target);
+    const within = parts
+      .map((p) => ({ id: p.id as string, distance: lev(n, normalise(p.partCode)) }))
+      .filter((x) => x.distance <= 6)
+      .sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : 1));
+    assert.ok(within.length > 101, `${within.length} parts within 6 edits`);
+    const match = (extra: Record<string, unknown> = {}) =>
+      t.post(M('parts'), { matchString: target, matchFields: ['partCode'], select: ['id'], maxDistance: 6, ...extra });
+    // More than the cap match: the closest 100, marked cut.
+    const cut = await match();
+    assert.equal(cut.status, 200, cut.text);
+    assert.equal(cut.headers['x-result-truncated'], 'true');
+    assert.deepEqual(cut.body.data.map((r: any) => r.id), within.slice(0, 100).map((x) => x.id));
+    // A filter leaving exactly 100: whole; 101: cut.
+    const only = (k: number) => ({ filters: { match: { field: 'id', operator: 'IN', values: within.slice(0, k).map((x) => x.id) } } });
+    const hundred = await match(only(100));
+    assert.equal(hundred.headers['x-result-truncated'], 'false');
+    assert.equal(hundred.body.data.length, 100);
+    const hundredOne = await match(only(101));
+    assert.equal(hundredOne.headers['x-result-truncated'], 'true');
+    assert.equal(hundredOne.body.data.length, 100);
+    // Few matches: whole.
+    const few = await t.post(M('parts'), { matchString: parts[0].partName, matchFields: ['partName'], select: ['id'], maxDistance: 1 });
+    assert.equal(few.headers['x-result-truncated'], 'false');
+    assert.ok(few.body.data.length < 100);
+    assert.deepEqual(Object.keys(few.body).sort(), ['asOf', 'data'], 'the body keeps its shape');
+  });
+
   test('errors: unknown match field or select name, maxDistance below 1, missing fields, bad filters', async () => {
     const base = { matchString: 'pipe', matchFields: ['partName'], select: ['id'], maxDistance: 2 };
     await fails(M('parts'), { ...base, matchFields: ['partName', 'partCost'] }, 400, 'UNKNOWN_FIELD', ['matchFields[1]']);

@@ -11,6 +11,9 @@ import { queryDialectFor } from '../src/storage/dialect';
 import { planQuery } from '../src/engines/query/plan';
 import { childQueries, countQuery, pageQuery } from '../src/engines/query/sql';
 import type { QueryRequest } from '../src/engines/query/types';
+import { detectionQueries } from '../src/events/detector';
+import { listQueries } from '../src/events/store';
+import { planDeliveryList } from '../src/events/lists';
 
 const mssql = knexFactory({ client: 'mssql' });
 const qd = queryDialectFor('mssql');
@@ -90,5 +93,31 @@ describe('SQL Server statements', () => {
     const { count } = statements(parts, { filters: { match: { field: 'partCode', operator: 'like', value: 'A_[1]%' } } });
     assert.match(count.sql, /\[b\]\.\[prtcde\] LIKE @p0 ESCAPE '!'/);
     assert.equal(count.bindings[0], 'A!_![1!]%');
+  });
+});
+
+describe('SQL Server statements of the events wing', () => {
+  test('detection reads headers and lines, payroll journals left out of both', () => {
+    const from = new Date('2026-11-27T10:00:00Z');
+    const to = new Date('2026-11-27T10:05:00Z');
+    const { headers, lines } = detectionQueries(mssql, 'ledger_transaction', from, to);
+    const h = headers.toSQL().toNative();
+    assert.match(h.sql, /from \[lgrtrn\] where \[upddte\] > @p0 and \[upddte\] <= @p1 and \[srcnum\] not in \(@p2, @p3, @p4\)/);
+    assert.deepEqual(h.bindings.slice(2), [16, 17, 18]);
+    assert.equal(lines.length, 1);
+    const l = lines[0]!.toSQL().toNative();
+    assert.match(l.sql, /from \[lgtnln\] as \[l\] inner join \[lgrtrn\] as \[h\] on \[h\]\.\[_idnum\] = \[l\]\.\[_idref\] where \[l\]\.\[upddte\] > @p0 and \[l\]\.\[upddte\] <= @p1 and \[h\]\.\[insdte\] <= @p2 and \[h\]\.\[srcnum\] not in/);
+    const ap = detectionQueries(mssql, 'payable_invoice', from, to);
+    assert.doesNotMatch(ap.headers.toSQL().toNative().sql, /not in/);
+    assert.match(ap.lines[0]!.toSQL().toNative().sql, /from \[apivln\] as \[l\] inner join \[acpinv\] as \[h\]/);
+  });
+
+  test('the webhook lists page with ORDER BY ... OFFSET ... FETCH', () => {
+    const { plan } = planDeliveryList({ filters: { match: { field: 'attempts', operator: '>=', value: 3 } }, orderBy: ['createdAt DESC'], page: { pageNumber: 3, pageSize: 20 } }, { maxFilterDepth: 32 });
+    const { count, page } = listQueries(mssql, qd, plan);
+    assert.match(count.toSQL().toNative().sql, /select count\(\*\) as \[n\] from \[whkdlv\] as \[b\] where \[b\]\.\[attempts\] >= @p0/);
+    const p = page.toSQL().toNative();
+    assert.match(p.sql, /order by \[b\]\.\[created_at\] desc, \[b\]\.\[id\] asc offset @p1 rows fetch next @p2 rows only/);
+    assert.deepEqual(p.bindings, [3, 40, 20]);
   });
 });

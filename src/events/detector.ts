@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { ApiKeyRecord, ApiKeyRepository } from '../storage/api-keys';
 import { fromDbTime } from '../storage/db-time';
@@ -6,11 +7,21 @@ import { readRecordsById } from '../engines/posting/read-back';
 import { EVENT_KINDS, kindOfType, sourceOf, type ChangeType, type EventKind } from './kinds';
 import type { EndpointRow, EventStore } from './store';
 import { ownerMayReceive, visibleRecord } from './visibility';
+import { CATALOG } from '../../generated/catalog';
+
+/** The storage column of a published field of a kind's entity (the catalog is the one mapping). */
+function columnOf(entity: string, field: string): string {
+  const f = CATALOG[entity]?.fields[field];
+  if (!f) throw new Error(`events: ${entity} has no field ${field}`);
+  return f.column;
+}
 
 /**
  * Change detection (the spec's Events rules 1, 2, 5, 6, 10). For each document kind some active
- * endpoint subscribes to, rows whose `upddte` lies in (cursor, now - lag] are read; each becomes a
- * `<kind>.created` event (its `insdte` is in the window too) or a `<kind>.updated` event, queued in
+ * endpoint subscribes to, rows whose `upddte` lies in (cursor, now - lag] are read, headers and
+ * lines (a line's stamp counts for its document: re-coding a line is a change of the document);
+ * each document becomes a `<kind>.created` event (its `insdte` is in the window too) or a
+ * `<kind>.updated` event, queued in
  * the outbox for every subscribed endpoint, and the cursor moves to the window's end, all in one
  * transaction: a restart neither loses nor repeats a window.
  *
@@ -42,6 +53,15 @@ export interface DetectionResult {
 }
 
 export const DETECTION_LEASE = 'detector';
+
+/** One document changed in a detection window. */
+interface DocumentChange {
+  /** The document's key (its header's `_idnum`). */
+  id: string;
+  change: ChangeType;
+  stamp: Date;
+  user: string | null;
+}
 
 /** Stable event id: the same change always gets the same id, so a subscriber can drop repeats. */
 export function eventId(kind: string, recordId: string, change: ChangeType, stamp: Date): string {
@@ -110,29 +130,18 @@ export class Detector {
 
   private async detectKind(kind: EventKind, cursor: Date, upper: Date, subscribers: EndpointRow[], owners: Map<string, ApiKeyRecord>, at: Date): Promise<{ changes: number; queued: number }> {
     const { store } = this.o;
-    const { table, entity } = EVENT_KINDS[kind];
+    const { entity } = EVENT_KINDS[kind];
     return store.knex.transaction(async (trx) => {
-      const rows = await trx(table)
-        .where('upddte', '>', store.t(cursor))
-        .andWhere('upddte', '<=', store.t(upper))
-        .orderBy('upddte')
-        .orderBy('_idnum')
-        .select('_idnum', 'insdte', 'upddte', 'insusr', 'updusr');
+      const changes = await this.changesIn(trx, kind, cursor, upper);
       let queued = 0;
-      if (rows.length > 0) {
+      if (changes.length > 0) {
         const records = new Map<string, Record<string, unknown>>();
-        const ids = rows.map((r: any) => String(r._idnum));
-        for (const rec of await readRecordsById(trx, entity, ids)) records.set(String(rec.id).toLowerCase(), rec);
-        for (const r of rows as any[]) {
-          const record = records.get(String(r._idnum).toLowerCase());
+        for (const rec of await readRecordsById(trx, entity, changes.map((c) => c.id))) records.set(String(rec.id).toLowerCase(), rec);
+        for (const c of changes) {
+          const record = records.get(c.id.toLowerCase());
           if (!record) continue; // deleted meanwhile: no event for deletions
-          const inserted = fromDbTime(r.insdte)!;
-          const updated = fromDbTime(r.upddte)!;
-          const change: ChangeType = inserted > cursor ? 'created' : 'updated';
-          const stamp = change === 'created' ? inserted : updated;
-          const user: string | null = (change === 'created' ? r.insusr : r.updusr) ?? r.insusr ?? null;
-          const type = `${kind}.${change}`;
-          const id = eventId(kind, String(r._idnum), change, stamp);
+          const type = `${kind}.${c.change}`;
+          const id = eventId(kind, c.id, c.change, c.stamp);
           for (const e of subscribers) {
             if (!e.eventTypes.includes(type)) continue;
             const visible = visibleRecord(owners.get(e.ownerKeyId), kind, record);
@@ -140,14 +149,71 @@ export class Detector {
             const payload = JSON.stringify({
               type,
               timestamp: at.toISOString(),
-              data: { entity: kind, source: sourceOf(user), changedAt: stamp.toISOString(), changedBy: user ?? 'unknown', record: visible },
+              data: { entity: kind, source: sourceOf(c.user), changedAt: c.stamp.toISOString(), changedBy: c.user ?? 'unknown', record: visible },
             });
             if (await store.enqueue(trx, { endpointId: e.id, eventId: id, eventType: type, payload }, at)) queued++;
           }
         }
       }
       await store.setCursor(trx, kind, upper, at);
-      return { changes: rows.length, queued };
+      return { changes: changes.length, queued };
     });
   }
+
+  /**
+   * The documents of `kind` changed in (cursor, upper], one change each, oldest first: a header
+   * whose `upddte` lies in the window (`created` when its `insdte` does too), and a document whose
+   * lines (every child collection of the catalog entity) were inserted or changed in the window
+   * while its header was not new (a line re-coded in the accounting system moves only the line's
+   * stamp). A document changed in both places is one `updated` change, stamped with the later of
+   * the two. Rows the kind never sends (payroll journals) are left out, lines included.
+   */
+  private async changesIn(trx: Knex.Transaction, kind: EventKind, cursor: Date, upper: Date): Promise<DocumentChange[]> {
+    const byId = new Map<string, DocumentChange>();
+    const offer = (c: DocumentChange) => {
+      const key = c.id.toLowerCase();
+      const seen = byId.get(key);
+      if (!seen || (seen.change === 'updated' && c.change === 'updated' && c.stamp > seen.stamp)) byId.set(key, c);
+    };
+    const { headers, lines } = detectionQueries(trx, kind, this.o.store.t(cursor), this.o.store.t(upper));
+    for (const r of (await headers) as any[]) {
+      const inserted = fromDbTime(r.insdte)!;
+      const created = inserted > cursor;
+      offer({
+        id: String(r.id),
+        change: created ? 'created' : 'updated',
+        stamp: created ? inserted : fromDbTime(r.upddte)!,
+        user: (created ? r.insusr : r.updusr) ?? r.insusr ?? null,
+      });
+    }
+    for (const q of lines) {
+      for (const r of (await q) as any[]) offer({ id: String(r.id), change: 'updated', stamp: fromDbTime(r.upddte)!, user: r.updusr ?? r.insusr ?? null });
+    }
+    return [...byId.values()].sort((a, b) => a.stamp.getTime() - b.stamp.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+}
+
+/**
+ * The statements of one detection window of `kind` (bounds as the database stores them): the
+ * headers stamped in the window, and per child collection of the kind's catalog entity the lines
+ * stamped in the window whose header is not new (a new document's lines belong to its created
+ * event). Rows the kind never sends (payroll journals) are left out of both.
+ */
+export function detectionQueries(db: Knex, kind: EventKind, from: Date | string, to: Date | string): { headers: Knex.QueryBuilder; lines: Knex.QueryBuilder[] } {
+  const { entity, never } = EVENT_KINDS[kind];
+  const def = CATALOG[entity]!;
+  const neverColumn = never ? columnOf(entity, never.field) : undefined;
+  const headers = db(def.table).where('upddte', '>', from).andWhere('upddte', '<=', to);
+  if (never) headers.whereNotIn(neverColumn!, never.values);
+  headers.select({ id: def.keyColumn, insdte: 'insdte', upddte: 'upddte', insusr: 'insusr', updusr: 'updusr' });
+  const lines = Object.values(def.children).map((child) => {
+    const q = db({ l: child.table })
+      .join({ h: def.table }, `h.${def.keyColumn}`, `l.${child.parentColumn}`)
+      .where('l.upddte', '>', from)
+      .andWhere('l.upddte', '<=', to)
+      .andWhere('h.insdte', '<=', from);
+    if (never) q.whereNotIn(`h.${neverColumn!}`, never.values);
+    return q.select({ id: `h.${def.keyColumn}`, upddte: 'l.upddte', insusr: 'l.insusr', updusr: 'l.updusr' });
+  });
+  return { headers, lines };
 }

@@ -10,7 +10,7 @@ import { Detector } from './detector';
 import { DeliveryWorker, httpSender, type Sender } from './delivery';
 import { EVENT_TYPES, kindOfType, TEST_EVENT_TYPE } from './kinds';
 import { newSecret, ROTATION_OVERLAP_MS } from './signing';
-import { EventStore, type DeliveryRow, type EndpointRow, type DeliveryFilter } from './store';
+import { EventStore, type DeliveryRow, type EndpointRow } from './store';
 import { checkTarget, systemResolver, TargetRefused, type Resolver, type TargetPolicy } from './targets';
 
 export { EVENT_TYPES, TEST_EVENT_TYPE } from './kinds';
@@ -234,9 +234,5 @@ export class Events {
     const n = await this.store.resendFailed(since, endpointId?.toLowerCase(), at);
     if (endpointId) await this.audit(endpointId.toLowerCase(), keyId, 'failed-deliveries-resent', { since: since.toISOString(), count: n }, at);
     return n;
-  }
-
-  deliveries(f: DeliveryFilter, limit: number, offset: number) {
-    return this.store.deliveries(f, limit, offset);
   }
 }

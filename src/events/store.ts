@@ -3,6 +3,9 @@ import type { Knex } from 'knex';
 import type { Engine } from '../storage/database';
 import { fromDbTime, toDbTime } from '../storage/db-time';
 import { insertUnlessExists } from '../storage/insert-or-ignore';
+import { queryDialectFor, type QueryDialect } from '../storage/dialect';
+import { applyCondition, BASE, col, INLINE_PARAM_BUDGET } from '../engines/query/sql';
+import type { QueryPlan } from '../engines/query/types';
 
 /**
  * SQL of the events wing (tables of db/migrations/20261124000010_webhooks.ts). Every timestamp
@@ -88,18 +91,32 @@ function deliveryOf(r: any): DeliveryRow {
   };
 }
 
-export interface DeliveryFilter {
-  endpointId?: string;
-  status?: DeliveryStatus;
-  since?: Date;
-  until?: Date;
+/**
+ * The statements of a list planned by the query engine (src/events/lists.ts): its conditions over
+ * its table through the engine's SQL (sql.ts), counted, and the page in the plan's order.
+ */
+export function listQueries(knex: Knex, qd: QueryDialect, plan: QueryPlan): { count: Knex.QueryBuilder; page: Knex.QueryBuilder } {
+  const filtered = () => {
+    const qb = knex({ [BASE]: plan.entity.table });
+    if (plan.where) applyCondition(qb, plan.where, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
+    return qb;
+  };
+  const page = filtered().select(`${BASE}.*`);
+  for (const t of plan.order) page.orderBy(col(BASE, t.column), t.direction);
+  return { count: filtered().count({ n: '*' }), page: page.limit(plan.pageSize).offset(plan.offset) };
 }
 
 export class EventStore {
+  /** The query engine's SQL over these tables: timestamps compared as this store writes them (toDbTime). */
+  private readonly qd: QueryDialect;
+
   constructor(
     readonly knex: Knex,
     readonly engine: Engine,
-  ) {}
+  ) {
+    const qd = queryDialectFor(engine);
+    this.qd = { ...qd, encodeValue: (kind, value, scale) => (kind === 'datetime' ? toDbTime(engine, value as Date) : qd.encodeValue(kind, value, scale)) };
+  }
 
   t(at: Date): Date | string {
     return toDbTime(this.engine, at);
@@ -237,18 +254,25 @@ export class EventStore {
     return row ? deliveryOf(row) : undefined;
   }
 
-  async deliveries(f: DeliveryFilter, limit: number, offset: number): Promise<{ total: number; rows: DeliveryRow[] }> {
-    const base = () => {
-      const q = this.knex('whkdlv');
-      if (f.endpointId) q.where({ endpoint_id: f.endpointId });
-      if (f.status) q.where({ status: f.status });
-      if (f.since) q.where('created_at', '>=', this.t(f.since));
-      if (f.until) q.where('created_at', '<', this.t(f.until));
-      return q;
-    };
-    const [c] = await base().count<{ n: number | string }[]>({ n: '*' });
-    const rows = await base().orderBy('created_at', 'desc').orderBy('id').limit(limit).offset(offset);
-    return { total: Number(c!.n), rows: rows.map(deliveryOf) };
+  /** A page of endpoints as planned by src/events/lists.ts (conditions, order, page). */
+  async endpointsPage(plan: QueryPlan): Promise<{ total: number; rows: EndpointRow[] }> {
+    const { total, rows } = await this.listPage(plan);
+    return { total, rows: rows.map(endpointOf) };
+  }
+
+  /** A page of the delivery log as planned by src/events/lists.ts. */
+  async deliveriesPage(plan: QueryPlan): Promise<{ total: number; rows: DeliveryRow[] }> {
+    const { total, rows } = await this.listPage(plan);
+    return { total, rows: rows.map(deliveryOf) };
+  }
+
+  /** The plan's rows counted, then its page in its order. */
+  private async listPage(plan: QueryPlan): Promise<{ total: number; rows: any[] }> {
+    const { count, page } = listQueries(this.knex, this.qd, plan);
+    const [c] = await count;
+    const total = Number(c!.n);
+    if (plan.offset >= total) return { total, rows: [] };
+    return { total, rows: await page };
   }
 
   async attempts(deliveryId: string): Promise<AttemptRow[]> {

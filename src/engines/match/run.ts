@@ -2,7 +2,7 @@
  * Fuzzy match: the records of an entity whose match fields are within `maxDistance` edits of
  * `matchString`, both sides normalised (normalize.ts). Distance of a record = the smallest
  * over the requested match fields. Answer: the selected fields plus `distance`, closest first,
- * ties by key, at most MATCH_RESULT_CAP records.
+ * ties by key, at most MATCH_RESULT_CAP records (and whether more matched).
  *
  * Plan, in one snapshot: with a change token (SQLite, PostgreSQL) the exact in-memory index
  * (index-cache.ts) gives the candidates, each distinct normalised value in the length window
@@ -31,8 +31,10 @@ import type { MatchRequest, MatchResult } from './types';
 import { matchIndex, type MatchIndex } from './index-cache';
 import type { PlanOptions } from '../query/plan';
 
-/** Most records a match answers with (closest first). */
+/** Most records a match answers with (closest first); the answer says when more matched (`truncated`). */
 export const MATCH_RESULT_CAP = 100;
+/** Hits looked for: one past the cap tells a cut answer from a whole one. */
+const HITS_WANTED = MATCH_RESULT_CAP + 1;
 /** Candidate rows read per statement. */
 export const MATCH_BATCH = 5000;
 export const MAX_DISTANCE_LIMIT = 10;
@@ -224,19 +226,19 @@ async function scoreStream(reader: SnapshotReader, qd: QueryDialect, plan: Match
   return best.result();
 }
 
-/** The candidates (in order) that satisfy the pre-filter, up to the cap; checked in SQL by key. */
-async function applyPrefilter(reader: SnapshotReader, qd: QueryDialect, plan: MatchPlan, candidates: Hit[]): Promise<Hit[]> {
+/** The candidates (in order) that satisfy the pre-filter, up to `limit`; checked in SQL by key. */
+async function applyPrefilter(reader: SnapshotReader, qd: QueryDialect, plan: MatchPlan, candidates: Hit[], limit: number): Promise<Hit[]> {
   const key = plan.entity.keyColumn;
   const keyField = { column: col(BASE, key), kind: 'uuid' as const };
   const out: Hit[] = [];
   let chunk = 500;
-  for (let i = 0; i < candidates.length && out.length < MATCH_RESULT_CAP; i += chunk, chunk = Math.min(chunk * 4, 20_000)) {
+  for (let i = 0; i < candidates.length && out.length < limit; i += chunk, chunk = Math.min(chunk * 4, 20_000)) {
     const slice = candidates.slice(i, i + chunk);
     const qb = reader.db({ [BASE]: plan.entity.table }).select(col(BASE, key));
     applyCondition(qb, plan.where!, { qd, alias: BASE, budget: INLINE_PARAM_BUDGET });
     qb.whereRaw(...fragment(qd.inList(keyField, slice.map((h) => h.key))));
     const passing = new Set((await reader.all(qb)).map((r) => keyOf(r[key])));
-    for (const h of slice) if (passing.has(h.sortKey) && out.length < MATCH_RESULT_CAP) out.push(h);
+    for (const h of slice) if (passing.has(h.sortKey) && out.length < limit) out.push(h);
   }
   return out;
 }
@@ -245,20 +247,27 @@ function fragment(f: { sql: string; bindings: unknown[] }): [string, Knex.RawBin
   return [f.sql, f.bindings as Knex.RawBinding[]];
 }
 
-export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan): Promise<MatchResult> {
+/**
+ * The match answer, and whether it was cut at MATCH_RESULT_CAP (`truncated`: more records matched;
+ * the HTTP surface says so in a header, the body keeps the contract's shape).
+ */
+export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan): Promise<MatchResult & { truncated: boolean }> {
   const { entity } = plan;
   const key = entity.keyColumn;
+  let truncated = false;
   const data = await qd.readSnapshot(knex, async (reader) => {
     const token = await reader.changeToken();
     const index = token === undefined ? undefined : await matchIndex(knex, reader, entity, plan.matchFields.map((f) => f.column), token);
     let hits: Hit[];
     if (index) {
       // The index holds every row: with a pre-filter, all candidates in order, then the filter in SQL.
-      hits = scoreIndex(index, plan, plan.where ? Number.POSITIVE_INFINITY : MATCH_RESULT_CAP);
-      if (plan.where) hits = await applyPrefilter(reader, qd, plan, hits);
+      hits = scoreIndex(index, plan, plan.where ? Number.POSITIVE_INFINITY : HITS_WANTED);
+      if (plan.where) hits = await applyPrefilter(reader, qd, plan, hits, HITS_WANTED);
     } else {
-      hits = await scoreStream(reader, qd, plan, MATCH_RESULT_CAP);
+      hits = await scoreStream(reader, qd, plan, HITS_WANTED);
     }
+    truncated = hits.length > MATCH_RESULT_CAP;
+    if (truncated) hits = hits.slice(0, MATCH_RESULT_CAP);
     if (hits.length === 0) return [];
     const wanted = [...new Set([key, ...plan.select.map((f) => f.column)])];
     const rows = await reader.all(
@@ -278,9 +287,9 @@ export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan
     }
     return out;
   });
-  return { asOf: new Date().toISOString(), data };
+  return { asOf: new Date().toISOString(), data, truncated };
 }
 
-export async function runMatch(knex: Knex, qd: QueryDialect, entity: EntityDef, body: MatchRequest, options: PlanOptions): Promise<MatchResult> {
+export async function runMatch(knex: Knex, qd: QueryDialect, entity: EntityDef, body: MatchRequest, options: PlanOptions): Promise<MatchResult & { truncated: boolean }> {
   return executeMatch(knex, qd, planMatch(entity, body, options));
 }

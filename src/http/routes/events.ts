@@ -5,6 +5,8 @@ import { requireAdmin } from '../middleware/auth';
 import { ApiProblem } from '../../errors/problem';
 import type { DeliveryRow, EndpointRow } from '../../events';
 import type { AttemptRow } from '../../events/store';
+import { planDeliveryList, planEndpointList, project } from '../../events/lists';
+import { readEnvelope } from '../../engines/query/envelope';
 
 type S = components['schemas'];
 
@@ -46,12 +48,6 @@ function deliveryBody(d: DeliveryRow, attempts: AttemptRow[]): S['WebhookDeliver
   };
 }
 
-function page(body: { page?: { pageNumber?: number; pageSize?: number } }) {
-  const pageNumber = body.page?.pageNumber ?? 1;
-  const pageSize = body.page?.pageSize ?? 100;
-  return { pageNumber, pageSize, offset: (pageNumber - 1) * pageSize };
-}
-
 function keyId(res: Response): string {
   const key = res.locals.apiKey;
   if (!key) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
@@ -78,11 +74,11 @@ export function eventsRoutes(services: Services): Router {
     return body;
   });
 
+  // The lists speak the query language of every /query and answer the read envelope (src/events/lists.ts).
   post('/webhook-endpoints/query', async (req) => {
-    const b = req.body as S['WebhookEndpointQueryRequest'];
-    const p = page(b);
-    const { total, rows } = await services.events.store.endpoints({ ...(b.status ? { states: b.status } : {}), limit: p.pageSize, offset: p.offset });
-    const body: S['WebhookEndpointPage'] = { page: { pageNumber: p.pageNumber, pageSize: p.pageSize, totalCount: total, returnedCount: rows.length }, data: rows.map(endpointBody) };
+    const { plan, select } = planEndpointList(req.body as S['WebhookEndpointQueryRequest'], { maxFilterDepth: services.config.maxFilterDepth });
+    const { total, rows } = await services.events.store.endpointsPage(plan);
+    const body = readEnvelope(plan.pageNumber, plan.pageSize, total, rows.map((e) => project(endpointBody(e), select))) as S['WebhookEndpointPage'];
     return body;
   });
 
@@ -103,20 +99,12 @@ export function eventsRoutes(services: Services): Router {
   post('/webhook-endpoints/:id/test', async (req, res) => withAttempts(await services.events.sendTest(keyId(res), String(req.params.id), res.locals.apiKey?.name)));
 
   post('/webhook-deliveries/query', async (req) => {
-    const b = req.body as S['WebhookDeliveryQueryRequest'];
-    const p = page(b);
-    const { total, rows } = await services.events.deliveries(
-      {
-        ...(b.endpointId ? { endpointId: b.endpointId.toLowerCase() } : {}),
-        ...(b.status ? { status: b.status } : {}),
-        ...(b.since ? { since: new Date(b.since) } : {}),
-        ...(b.until ? { until: new Date(b.until) } : {}),
-      },
-      p.pageSize,
-      p.offset,
-    );
-    const data = await Promise.all(rows.map(withAttempts));
-    const body: S['WebhookDeliveryPage'] = { page: { pageNumber: p.pageNumber, pageSize: p.pageSize, totalCount: total, returnedCount: rows.length }, data };
+    const { plan, select } = planDeliveryList(req.body as S['WebhookDeliveryQueryRequest'], { maxFilterDepth: services.config.maxFilterDepth });
+    const { total, rows } = await services.events.store.deliveriesPage(plan);
+    // The attempts are read only when attemptLog is answered.
+    const render = !select || select.includes('attemptLog') ? withAttempts : async (d: DeliveryRow) => deliveryBody(d, []);
+    const data = await Promise.all(rows.map(async (d) => project(await render(d), select)));
+    const body = readEnvelope(plan.pageNumber, plan.pageSize, total, data) as S['WebhookDeliveryPage'];
     return body;
   });
 

@@ -53,7 +53,9 @@ export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Rou
   router.post('/:entity/match', async (req, res) => {
     const entity = entityOf(req, res, 'match');
     const plan = planMatch(entity, (req.body ?? {}) as MatchRequest, { maxFilterDepth: services.config.maxFilterDepth });
-    const result = await services.boundary.read((db) => executeMatch(db, qd, plan), { what: `matching ${entity.entity}` });
+    const { truncated, ...result } = await services.boundary.read((db) => executeMatch(db, qd, plan), { what: `matching ${entity.entity}` });
+    // A cut list is never mistaken for the whole (the contract's XResultTruncated).
+    res.setHeader('X-Result-Truncated', String(truncated));
     res.json(result);
   });
 
