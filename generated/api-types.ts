@@ -9079,7 +9079,11 @@ export interface components {
         /** @description The accounting database refused (constraint, deadlock, permission, dropped connection). Retry with backoff. */
         BadGateway: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9091,7 +9095,11 @@ export interface components {
         /** @description Unreadable body, unknown or misspelled field, missing required field, value outside its rule, invalid Idempotency-Key. */
         BadRequest: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9103,8 +9111,12 @@ export interface components {
         /** @description Idempotency-Key reused or in flight, transaction number already posted with different lines, un-lock by a non-holder. */
         Conflict: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9116,7 +9128,11 @@ export interface components {
         /** @description SCOPE_MISSING: the key was created with scopes that do not include the one this operation needs (`requiredScope` names it). FORBIDDEN: lock and un-lock by a non-admin key when the operator set LOCK_ADMIN_ONLY. */
         Forbidden: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9128,7 +9144,11 @@ export interface components {
         /** @description The accounting database did not answer in time; a write's outcome is unknown. Retry with the same Idempotency-Key only. */
         GatewayTimeout: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9140,7 +9160,11 @@ export interface components {
         /** @description HEADERS_TOO_LARGE: the request line and headers together exceed 16 KiB. */
         HeadersTooLarge: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9152,7 +9176,11 @@ export interface components {
         /** @description Unexpected failure, redacted; correlationId is the handle to the full record. */
         InternalError: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9164,8 +9192,12 @@ export interface components {
         /** @description The accounting database is locked for maintenance; the body names the holder. */
         Locked: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9178,7 +9210,11 @@ export interface components {
         MethodNotAllowed: {
             headers: {
                 Allow: components["headers"]["Allow"];
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9190,7 +9226,11 @@ export interface components {
         /** @description Unknown entity on a read, or a referenced record that does not exist on a write. */
         NotFound: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9202,7 +9242,11 @@ export interface components {
         /** @description lastUpdated or createdSince on an entity without that stamp, or a posting path not wired up. */
         NotImplemented: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9214,7 +9258,11 @@ export interface components {
         /** @description PAYLOAD_TOO_LARGE: the body exceeds the documented size limit. */
         PayloadTooLarge: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9226,7 +9274,11 @@ export interface components {
         /** @description REQUEST_TIMEOUT: the request headers and body did not arrive completely in time. */
         RequestTimeout: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9238,8 +9290,12 @@ export interface components {
         /** @description The service is switched off for this key (Retry-After 300) or is starting or stopping. */
         ServiceUnavailable: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9251,8 +9307,12 @@ export interface components {
         /** @description Rate limited; honour Retry-After. */
         TooManyRequests: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9264,7 +9324,11 @@ export interface components {
         /** @description Missing, non-UUID or unrecognised x-api-key. */
         Unauthorized: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9276,7 +9340,11 @@ export interface components {
         /** @description Well-formed but not applicable (closed period, unbalanced journal, totals that disagree with lines, invalid explicit period). */
         UnprocessableEntity: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9288,7 +9356,11 @@ export interface components {
         /** @description UNSUPPORTED_MEDIA_TYPE: Content-Type is missing or is not application/json. */
         UnsupportedMediaType: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9339,12 +9411,20 @@ export interface components {
     headers: {
         /** @description Methods the path accepts. */
         Allow: string;
+        /** @description Always `no-store`: no proxy or browser keeps an answer (pay rates, balances, personal data). */
+        CacheControl: "no-store";
         /** @description `applied` on a first write, `replayed` when the body is a recording of an earlier response, `unavailable` when the idempotency store could not answer and the write went ahead without deduplication. */
         IdempotencyStatus: "applied" | "replayed" | "unavailable";
         /** @description Writes only (absent on reads and utility operations). `unavailable` on a 400 decided before the write ran and on 409 IDEMPOTENCY_KEY_REUSED / IDEMPOTENCY_KEY_IN_FLIGHT: nothing was applied and nothing is a recording, so no idempotent outcome exists for this request (docs/decisions.md, "Idempotency-Status of refused writes"). */
         IdempotencyStatusOfWrite: "applied" | "replayed" | "unavailable";
+        /** @description Always `no-referrer`. */
+        ReferrerPolicy: "no-referrer";
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
+        /** @description `max-age=<seconds>`, only when the operator set HSTS_MAX_AGE_SECONDS and the request came over TLS through a proxy the service trusts (TRUST_PROXY, X-Forwarded-Proto `https`); absent otherwise. */
+        StrictTransportSecurity: string;
+        /** @description Always `nosniff`. */
+        XContentTypeOptions: "nosniff";
         /** @description Identifies this request in the server's logs; equals `correlationId` in problem documents. */
         XCorrelationId: string;
         /** @description The problem code (for example PERIOD_CLOSED). */
@@ -9392,7 +9472,11 @@ export interface operations {
             /** @description Entered (and posted when Open); with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9435,6 +9519,10 @@ export interface operations {
             /** @description A page of AP invoices. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9477,6 +9565,10 @@ export interface operations {
             /** @description A page of AP payments. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9519,6 +9611,10 @@ export interface operations {
             /** @description A page of AR invoices. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9561,6 +9657,10 @@ export interface operations {
             /** @description A page of AR payments. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9603,6 +9703,10 @@ export interface operations {
             /** @description A page of assemblies. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9645,6 +9749,10 @@ export interface operations {
             /** @description A page of assembly classes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9687,6 +9795,10 @@ export interface operations {
             /** @description A page of bank accounts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9729,6 +9841,10 @@ export interface operations {
             /** @description A page of bank reconciliations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9771,6 +9887,10 @@ export interface operations {
             /** @description A page of banking transactions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9813,6 +9933,10 @@ export interface operations {
             /** @description A page of benefits. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9855,6 +9979,10 @@ export interface operations {
             /** @description A page of budgets. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9897,6 +10025,10 @@ export interface operations {
             /** @description A page of card issuers. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9939,6 +10071,10 @@ export interface operations {
             /** @description A page of change orders. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9981,6 +10117,10 @@ export interface operations {
             /** @description A page of client contacts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10023,6 +10163,10 @@ export interface operations {
             /** @description A page of client types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10065,6 +10209,10 @@ export interface operations {
             /** @description Matching clients, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10107,6 +10255,10 @@ export interface operations {
             /** @description A page of clients. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10149,6 +10301,10 @@ export interface operations {
             /** @description A page of cost codes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10191,6 +10347,10 @@ export interface operations {
             /** @description A page of cost divisions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10233,6 +10393,10 @@ export interface operations {
             /** @description A page of cost to completes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10275,6 +10439,10 @@ export interface operations {
             /** @description A page of cost types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10317,6 +10485,10 @@ export interface operations {
             /** @description A page of credit card reconciliations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10359,6 +10531,10 @@ export interface operations {
             /** @description A page of daily payrolls. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10401,6 +10577,10 @@ export interface operations {
             /** @description A page of departments. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10443,6 +10623,10 @@ export interface operations {
             /** @description A page of employee earnings. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10485,6 +10669,10 @@ export interface operations {
             /** @description Matching employees, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10527,6 +10715,10 @@ export interface operations {
             /** @description A page of employees. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10569,6 +10761,10 @@ export interface operations {
             /** @description A page of equipment costs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10611,6 +10807,10 @@ export interface operations {
             /** @description A page of equipment rates. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10653,6 +10853,10 @@ export interface operations {
             /** @description A page of equipment revenues. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10695,6 +10899,10 @@ export interface operations {
             /** @description A page of equipment types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10737,6 +10945,10 @@ export interface operations {
             /** @description A page of equipment. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10779,6 +10991,10 @@ export interface operations {
             /** @description A page of fiscal periods. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10821,6 +11037,10 @@ export interface operations {
             /** @description A page of historical average costs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10863,6 +11083,10 @@ export interface operations {
             /** @description A page of hours to completes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10927,7 +11151,11 @@ export interface operations {
             /** @description Entered (and posted when Shipped); with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10970,6 +11198,10 @@ export interface operations {
             /** @description A page of inventory allocations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11012,6 +11244,10 @@ export interface operations {
             /** @description A page of inventory balances. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11054,6 +11290,10 @@ export interface operations {
             /** @description A page of inventory consumed. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11096,6 +11336,10 @@ export interface operations {
             /** @description A page of inventory histories. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11138,6 +11382,10 @@ export interface operations {
             /** @description A page of inventory locations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11180,6 +11428,10 @@ export interface operations {
             /** @description A page of inventory quantities. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11222,6 +11474,10 @@ export interface operations {
             /** @description A page of inventory serials. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11264,6 +11520,10 @@ export interface operations {
             /** @description A page of job costs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11306,6 +11566,10 @@ export interface operations {
             /** @description A page of job paygroups. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11348,6 +11612,10 @@ export interface operations {
             /** @description A page of job phases. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11390,6 +11658,10 @@ export interface operations {
             /** @description A page of job types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11432,6 +11704,10 @@ export interface operations {
             /** @description Matching jobs, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11474,6 +11750,10 @@ export interface operations {
             /** @description A page of jobs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11516,6 +11796,10 @@ export interface operations {
             /** @description A page of ledger accounts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11558,6 +11842,10 @@ export interface operations {
             /** @description A page of ledger balances. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11600,6 +11888,10 @@ export interface operations {
             /** @description A page of ledger budgets. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11642,6 +11934,10 @@ export interface operations {
             /** @description A page of ledger setups. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11706,7 +12002,11 @@ export interface operations {
             /** @description Posted (or, with `dryRun=true`, what would be posted; or the replay of an earlier response). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11749,6 +12049,10 @@ export interface operations {
             /** @description A page of ledger transactions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11791,6 +12095,10 @@ export interface operations {
             /** @description A page of lien waivers. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11833,6 +12141,10 @@ export interface operations {
             /** @description A page of local taxes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11875,6 +12187,10 @@ export interface operations {
             /** @description A page of part classes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11917,6 +12233,10 @@ export interface operations {
             /** @description Matching parts, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11959,6 +12279,10 @@ export interface operations {
             /** @description A page of parts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12001,6 +12325,10 @@ export interface operations {
             /** @description A page of paychecks. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12043,6 +12371,10 @@ export interface operations {
             /** @description A page of paygroups. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12085,6 +12417,10 @@ export interface operations {
             /** @description A page of payroll calculations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12127,6 +12463,10 @@ export interface operations {
             /** @description A page of payroll deductions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12191,7 +12531,11 @@ export interface operations {
             /** @description Posted; with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12234,6 +12578,10 @@ export interface operations {
             /** @description A page of payroll records. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12276,6 +12624,10 @@ export interface operations {
             /** @description A page of progress billings. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12318,6 +12670,10 @@ export interface operations {
             /** @description A page of proposals. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12383,7 +12739,11 @@ export interface operations {
             /** @description Received; with `dryRun=true`, what would be; or the replay of an earlier response under the same key. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12426,6 +12786,10 @@ export interface operations {
             /** @description A page of purchase order types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12468,6 +12832,10 @@ export interface operations {
             /** @description A page of purchase orders. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12510,6 +12878,10 @@ export interface operations {
             /** @description A page of service contracts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12574,7 +12946,11 @@ export interface operations {
             /** @description Stored; with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12617,6 +12993,10 @@ export interface operations {
             /** @description A page of service inventories. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12681,7 +13061,11 @@ export interface operations {
             /** @description Posted; with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12724,6 +13108,10 @@ export interface operations {
             /** @description A page of service invoices. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12766,6 +13154,10 @@ export interface operations {
             /** @description A page of service locations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12808,6 +13200,10 @@ export interface operations {
             /** @description A page of service payments. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12850,6 +13246,10 @@ export interface operations {
             /** @description A page of service schedules. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12892,6 +13292,10 @@ export interface operations {
             /** @description A page of service types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12934,6 +13338,10 @@ export interface operations {
             /** @description A page of subcontracts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12976,6 +13384,10 @@ export interface operations {
             /** @description A page of tax districts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13018,6 +13430,10 @@ export interface operations {
             /** @description A page of tax entities. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13060,6 +13476,10 @@ export interface operations {
             /** @description A page of timecards. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13102,6 +13522,10 @@ export interface operations {
             /** @description A page of transaction sources. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13144,6 +13568,10 @@ export interface operations {
             /** @description A page of unions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13186,6 +13614,10 @@ export interface operations {
             /** @description A page of units completes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13228,6 +13660,10 @@ export interface operations {
             /** @description Locked. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13266,6 +13702,10 @@ export interface operations {
             /** @description The database answered (or is locked for maintenance, see `lock`). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13303,6 +13743,10 @@ export interface operations {
             /** @description Unlocked. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13341,6 +13785,10 @@ export interface operations {
             /** @description A page of vendor contacts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13383,6 +13831,10 @@ export interface operations {
             /** @description A page of vendor part prices. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13425,6 +13877,10 @@ export interface operations {
             /** @description A page of vendor types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13467,6 +13923,10 @@ export interface operations {
             /** @description Matching vendors, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13509,6 +13969,10 @@ export interface operations {
             /** @description A page of vendors. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13557,6 +14021,10 @@ export interface operations {
             /** @description The delivery, queued again. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13597,6 +14065,10 @@ export interface operations {
             /** @description A page of deliveries. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13636,6 +14108,10 @@ export interface operations {
             /** @description How many deliveries were queued again. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13676,6 +14152,10 @@ export interface operations {
             /** @description The endpoint, with its secret (shown once). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13722,6 +14202,10 @@ export interface operations {
             /** @description The endpoint was deleted. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13768,6 +14252,10 @@ export interface operations {
             /** @description The new secret. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13814,6 +14302,10 @@ export interface operations {
             /** @description The queued delivery. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13860,6 +14352,10 @@ export interface operations {
             /** @description The endpoint as changed. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13901,6 +14397,10 @@ export interface operations {
             /** @description A page of endpoints. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13940,6 +14440,10 @@ export interface operations {
             /** @description A page of workers comp codes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
