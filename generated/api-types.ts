@@ -9304,7 +9304,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Rate limited; honour Retry-After. */
+        /** @description RATE_LIMITED: the API key exceeded its request rate. AUTH_THROTTLED: this client address presented too many unknown, revoked, malformed or disabled API keys in a minute (answered before the key is looked up; an active key still passes). Honour Retry-After. */
         TooManyRequests: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];

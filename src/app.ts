@@ -20,6 +20,7 @@ import { rejectV2Fields } from './http/middleware/v2-fields';
 import { eventsRoutes } from './http/routes/events';
 import { V2_BASE, v2Api } from './v2/routes';
 import { securityHeaders } from './http/middleware/security-headers';
+import { AuthFailureThrottle } from './http/middleware/auth-throttle';
 
 export { API_BASE } from './http/base';
 import { API_BASE } from './http/base';
@@ -27,7 +28,7 @@ import { API_BASE } from './http/base';
 /**
  * The request pipeline, in order:
  *   security headers -> correlation id + trace -> operation label, metrics, request log -> ops routes (/healthz, /readyz,
- *   /metrics, /openapi.*, /docs) -> [/api/v3: auth -> scope -> rate limit -> body (415/413/400) -> filter
+ *   /metrics, /openapi.*, /docs) -> [/api/v3: auth (failed-key throttle per address) -> scope -> rate limit -> body (415/413/400) -> filter
  *   depth bound -> contract validation -> handler] -> problem documents for everything that failed.
  * /api/v2 runs the same guards, then its own validator and handlers, and renders legacy bodies.
  */
@@ -64,8 +65,10 @@ export function createApp(services: Services): express.Express {
 
   // The guard chain of every API surface: v2 is no back door (one rate-limit bucket per key for both).
   const limiter = new RateLimiter({ perMinute: services.config.rateLimitPerMinute });
+  // Failed authentications per client address (429 AUTH_THROTTLED), one count for v3 and v2.
+  const authThrottle = new AuthFailureThrottle({ failuresPerMinute: services.config.authFailuresPerMinute });
   const guards = (filterField: 'filters' | 'filter') => [
-    authenticate(services.keys, services.boundary),
+    authenticate(services.keys, services.boundary, authThrottle),
     // Scoped keys only (src/auth/scopes.ts): 403 SCOPE_MISSING before any other work.
     requireScope,
     rateLimit(limiter),
