@@ -134,6 +134,23 @@ test('disabled, revoked and malformed keys count; a request without a key does n
   assert.equal((await ping(server.port, { ...from3, key: fresh })).status, 200);
 });
 
+test('while the maintenance lock is held (no pool), a throttled address still gets through with an active key: the lock snapshot is the set', async () => {
+  const from7 = { localAddress: '127.0.0.7' };
+  for (let i = 0; i < LIMIT; i += 1) assert.equal((await ping(server.port, { ...from7, key: randomUUID() })).status, 401);
+  // Created before the lock (the set of active keys is emptied by it), used only once locked.
+  const lockedKey = (await t.services.keys.create('throttle while locked', 'integration')).key;
+  assert.equal((await t.post('/api/v3/utility/lock', { userName: 'throttle' }, t.adminKey)).status, 200);
+  try {
+    assert.equal(t.services.lock.poolStats().exists, false, 'the pool is dropped');
+    const ok = await ping(server.port, { ...from7, key: lockedKey });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.status, 'locked');
+    assertThrottled(await ping(server.port, { ...from7, key: randomUUID() }), 'an unknown key while locked');
+  } finally {
+    assert.equal((await t.post('/api/v3/utility/un-lock', { userName: 'throttle' }, t.adminKey)).status, 200);
+  }
+});
+
 test('TRUST_PROXY off (default): X-Forwarded-For is not believed, so rotating it does not escape the throttle', async () => {
   const from5 = { localAddress: '127.0.0.5' };
   for (let i = 0; i < LIMIT; i += 1) {
