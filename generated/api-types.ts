@@ -9182,7 +9182,11 @@ export interface components {
         /** @description The accounting database refused (constraint, deadlock, permission, dropped connection). Retry with backoff. */
         BadGateway: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9194,7 +9198,11 @@ export interface components {
         /** @description Unreadable body, unknown or misspelled field, missing required field, value outside its rule, invalid Idempotency-Key. */
         BadRequest: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9206,8 +9214,12 @@ export interface components {
         /** @description Idempotency-Key reused or in flight, transaction number already posted with different lines, un-lock by a non-holder. */
         Conflict: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9219,7 +9231,11 @@ export interface components {
         /** @description SCOPE_MISSING: the key was created with scopes that do not include the one this operation needs (`requiredScope` names it). FORBIDDEN: lock and un-lock by a non-admin key when the operator set LOCK_ADMIN_ONLY. */
         Forbidden: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9231,7 +9247,11 @@ export interface components {
         /** @description The accounting database did not answer in time; a write's outcome is unknown. Retry with the same Idempotency-Key only. */
         GatewayTimeout: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9243,7 +9263,11 @@ export interface components {
         /** @description HEADERS_TOO_LARGE: the request line and headers together exceed 16 KiB. */
         HeadersTooLarge: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9255,7 +9279,11 @@ export interface components {
         /** @description Unexpected failure, redacted; correlationId is the handle to the full record. */
         InternalError: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9267,8 +9295,12 @@ export interface components {
         /** @description The accounting database is locked for maintenance; the body names the holder. */
         Locked: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9281,7 +9313,11 @@ export interface components {
         MethodNotAllowed: {
             headers: {
                 Allow: components["headers"]["Allow"];
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9293,7 +9329,11 @@ export interface components {
         /** @description Unknown entity on a read, or a referenced record that does not exist on a write. */
         NotFound: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9305,7 +9345,11 @@ export interface components {
         /** @description lastUpdated or createdSince on an entity without that stamp, or a posting path not wired up. */
         NotImplemented: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9317,7 +9361,11 @@ export interface components {
         /** @description PAYLOAD_TOO_LARGE: the body exceeds the documented size limit. */
         PayloadTooLarge: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9336,6 +9384,10 @@ export interface components {
          */
         ReadBadRequest: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9347,7 +9399,11 @@ export interface components {
         /** @description REQUEST_TIMEOUT: the request headers and body did not arrive completely in time. */
         RequestTimeout: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9359,8 +9415,12 @@ export interface components {
         /** @description The service is switched off for this key (Retry-After 300) or is starting or stopping. */
         ServiceUnavailable: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9369,11 +9429,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Rate limited; honour Retry-After. */
+        /** @description RATE_LIMITED: the API key exceeded its request rate. AUTH_THROTTLED: this client address presented too many unknown, revoked, malformed or disabled API keys in a minute (answered before the key is looked up; an active key still passes). Honour Retry-After. */
         TooManyRequests: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9385,7 +9449,11 @@ export interface components {
         /** @description Missing, non-UUID or unrecognised x-api-key. */
         Unauthorized: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9397,7 +9465,11 @@ export interface components {
         /** @description Well-formed but not applicable (closed period, unbalanced journal, totals that disagree with lines, invalid explicit period, or COLUMN_UNAVAILABLE: a field whose column the installed build of the accounting database lacks, named in a read or needed by a write; `unavailableFields` lists them). */
         UnprocessableEntity: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9409,7 +9481,11 @@ export interface components {
         /** @description UNSUPPORTED_MEDIA_TYPE: Content-Type is missing or is not application/json. */
         UnsupportedMediaType: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -9461,6 +9537,8 @@ export interface components {
     headers: {
         /** @description Methods the path accepts. */
         Allow: string;
+        /** @description Always `no-store`: no proxy or browser keeps an answer (pay rates, balances, personal data). */
+        CacheControl: "no-store";
         /** @description What happened to the write. `applied` on a first write (with `dryRun=true`: what it would post), `replayed` when the body is a recording of an earlier response (the same Idempotency-Key, or a document already posted with identical content), `unavailable` when the idempotency store could not answer and the write went ahead without deduplication. Always sent with a write's 200. */
         IdempotencyStatus: "applied" | "replayed" | "unavailable";
         /**
@@ -9476,8 +9554,14 @@ export interface components {
          *     consumed: a retry with it executes.
          */
         IdempotencyStatusOfWrite: "applied" | "replayed" | "unavailable";
+        /** @description Always `no-referrer`. */
+        ReferrerPolicy: "no-referrer";
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
+        /** @description `max-age=<seconds>`, only when the operator set HSTS_MAX_AGE_SECONDS and the request came over TLS through a proxy the service trusts (TRUST_PROXY, X-Forwarded-Proto `https`); absent otherwise. */
+        StrictTransportSecurity: string;
+        /** @description Always `nosniff`. */
+        XContentTypeOptions: "nosniff";
         /** @description Identifies this request in the server's logs; equals `correlationId` in problem documents. Sent on every response. */
         XCorrelationId: string;
         /** @description The problem code (for example PERIOD_CLOSED). */
@@ -9527,7 +9611,11 @@ export interface operations {
             /** @description Entered (and posted when Open); with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9571,6 +9659,10 @@ export interface operations {
             /** @description A page of AP invoices. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9613,6 +9705,10 @@ export interface operations {
             /** @description A page of AP payments. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9655,6 +9751,10 @@ export interface operations {
             /** @description A page of AR invoices. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9697,6 +9797,10 @@ export interface operations {
             /** @description A page of AR payments. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9739,6 +9843,10 @@ export interface operations {
             /** @description A page of assemblies. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9781,6 +9889,10 @@ export interface operations {
             /** @description A page of assembly classes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9823,6 +9935,10 @@ export interface operations {
             /** @description A page of bank accounts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9865,6 +9981,10 @@ export interface operations {
             /** @description A page of bank reconciliations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9907,6 +10027,10 @@ export interface operations {
             /** @description A page of banking transactions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9949,6 +10073,10 @@ export interface operations {
             /** @description A page of benefits. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -9991,6 +10119,10 @@ export interface operations {
             /** @description A page of budgets. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10033,6 +10165,10 @@ export interface operations {
             /** @description A page of card issuers. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10075,6 +10211,10 @@ export interface operations {
             /** @description A page of change orders. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10117,6 +10257,10 @@ export interface operations {
             /** @description A page of client contacts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10159,6 +10303,10 @@ export interface operations {
             /** @description A page of client types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10201,6 +10349,10 @@ export interface operations {
             /** @description Matching clients, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
@@ -10244,6 +10396,10 @@ export interface operations {
             /** @description A page of clients. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10286,6 +10442,10 @@ export interface operations {
             /** @description A page of cost codes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10328,6 +10488,10 @@ export interface operations {
             /** @description A page of cost divisions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10370,6 +10534,10 @@ export interface operations {
             /** @description A page of cost to completes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10412,6 +10580,10 @@ export interface operations {
             /** @description A page of cost types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10454,6 +10626,10 @@ export interface operations {
             /** @description A page of credit card reconciliations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10496,6 +10672,10 @@ export interface operations {
             /** @description A page of daily payrolls. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10538,6 +10718,10 @@ export interface operations {
             /** @description A page of departments. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10580,6 +10764,10 @@ export interface operations {
             /** @description A page of employee earnings. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10622,6 +10810,10 @@ export interface operations {
             /** @description Matching employees, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
@@ -10665,6 +10857,10 @@ export interface operations {
             /** @description A page of employees. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10707,6 +10903,10 @@ export interface operations {
             /** @description A page of equipment costs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10749,6 +10949,10 @@ export interface operations {
             /** @description A page of equipment rates. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10791,6 +10995,10 @@ export interface operations {
             /** @description A page of equipment revenues. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10833,6 +11041,10 @@ export interface operations {
             /** @description A page of equipment types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10875,6 +11087,10 @@ export interface operations {
             /** @description A page of equipment. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10917,6 +11133,10 @@ export interface operations {
             /** @description A page of fiscal periods. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -10959,6 +11179,10 @@ export interface operations {
             /** @description A page of historical average costs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11001,6 +11225,10 @@ export interface operations {
             /** @description A page of hours to completes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11065,7 +11293,11 @@ export interface operations {
             /** @description Entered (and posted when Shipped); with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11109,6 +11341,10 @@ export interface operations {
             /** @description A page of inventory allocations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11151,6 +11387,10 @@ export interface operations {
             /** @description A page of inventory balances. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11193,6 +11433,10 @@ export interface operations {
             /** @description A page of inventory consumed. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11235,6 +11479,10 @@ export interface operations {
             /** @description A page of inventory histories. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11277,6 +11525,10 @@ export interface operations {
             /** @description A page of inventory locations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11319,6 +11571,10 @@ export interface operations {
             /** @description A page of inventory quantities. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11361,6 +11617,10 @@ export interface operations {
             /** @description A page of inventory serials. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11403,6 +11663,10 @@ export interface operations {
             /** @description A page of job costs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11445,6 +11709,10 @@ export interface operations {
             /** @description A page of job paygroups. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11487,6 +11755,10 @@ export interface operations {
             /** @description A page of job phases. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11529,6 +11801,10 @@ export interface operations {
             /** @description A page of job types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11571,6 +11847,10 @@ export interface operations {
             /** @description Matching jobs, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
@@ -11614,6 +11894,10 @@ export interface operations {
             /** @description A page of jobs. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11656,6 +11940,10 @@ export interface operations {
             /** @description A page of ledger accounts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11698,6 +11986,10 @@ export interface operations {
             /** @description A page of ledger balances. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11740,6 +12032,10 @@ export interface operations {
             /** @description A page of ledger budgets. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11782,6 +12078,10 @@ export interface operations {
             /** @description A page of ledger setups. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11846,7 +12146,11 @@ export interface operations {
             /** @description Posted (or, with `dryRun=true`, what would be posted; or the replay of an earlier response). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11890,6 +12194,10 @@ export interface operations {
             /** @description A page of ledger transactions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11932,6 +12240,10 @@ export interface operations {
             /** @description A page of lien waivers. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11974,6 +12286,10 @@ export interface operations {
             /** @description A page of local taxes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12016,6 +12332,10 @@ export interface operations {
             /** @description A page of part classes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12058,6 +12378,10 @@ export interface operations {
             /** @description Matching parts, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
@@ -12101,6 +12425,10 @@ export interface operations {
             /** @description A page of parts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12143,6 +12471,10 @@ export interface operations {
             /** @description A page of paychecks. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12185,6 +12517,10 @@ export interface operations {
             /** @description A page of paygroups. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12227,6 +12563,10 @@ export interface operations {
             /** @description A page of payroll calculations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12269,6 +12609,10 @@ export interface operations {
             /** @description A page of payroll deductions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12333,7 +12677,11 @@ export interface operations {
             /** @description Posted; with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12377,6 +12725,10 @@ export interface operations {
             /** @description A page of payroll records. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12419,6 +12771,10 @@ export interface operations {
             /** @description A page of progress billings. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12461,6 +12817,10 @@ export interface operations {
             /** @description A page of proposals. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12527,7 +12887,11 @@ export interface operations {
             /** @description Received; with `dryRun=true`, what would be; or the replay of an earlier response under the same key. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12571,6 +12935,10 @@ export interface operations {
             /** @description A page of purchase order types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12613,6 +12981,10 @@ export interface operations {
             /** @description A page of purchase orders. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12655,6 +13027,10 @@ export interface operations {
             /** @description A page of service contracts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12719,7 +13095,11 @@ export interface operations {
             /** @description Stored; with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12763,6 +13143,10 @@ export interface operations {
             /** @description A page of service inventories. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12827,7 +13211,11 @@ export interface operations {
             /** @description Posted; with `dryRun=true`, what would be; or the replay of an earlier response. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
                     "Idempotency-Status": components["headers"]["IdempotencyStatus"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12871,6 +13259,10 @@ export interface operations {
             /** @description A page of service invoices. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12913,6 +13305,10 @@ export interface operations {
             /** @description A page of service locations. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12955,6 +13351,10 @@ export interface operations {
             /** @description A page of service payments. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -12997,6 +13397,10 @@ export interface operations {
             /** @description A page of service schedules. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13039,6 +13443,10 @@ export interface operations {
             /** @description A page of service types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13081,6 +13489,10 @@ export interface operations {
             /** @description A page of subcontracts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13123,6 +13535,10 @@ export interface operations {
             /** @description A page of tax districts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13165,6 +13581,10 @@ export interface operations {
             /** @description A page of tax entities. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13207,6 +13627,10 @@ export interface operations {
             /** @description A page of timecards. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13249,6 +13673,10 @@ export interface operations {
             /** @description A page of transaction sources. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13291,6 +13719,10 @@ export interface operations {
             /** @description A page of unions. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13333,6 +13765,10 @@ export interface operations {
             /** @description A page of units completes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13375,6 +13811,10 @@ export interface operations {
             /** @description Locked. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13414,6 +13854,10 @@ export interface operations {
             /** @description The database answered (or is locked for maintenance, see `lock`). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13451,6 +13895,10 @@ export interface operations {
             /** @description Unlocked. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13490,6 +13938,10 @@ export interface operations {
             /** @description A page of vendor contacts. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13532,6 +13984,10 @@ export interface operations {
             /** @description A page of vendor part prices. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13574,6 +14030,10 @@ export interface operations {
             /** @description A page of vendor types. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13616,6 +14076,10 @@ export interface operations {
             /** @description Matching vendors, closest first. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     "X-Result-Truncated": components["headers"]["XResultTruncated"];
                     [name: string]: unknown;
@@ -13659,6 +14123,10 @@ export interface operations {
             /** @description A page of vendors. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13707,6 +14175,10 @@ export interface operations {
             /** @description The delivery, queued again. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13747,6 +14219,10 @@ export interface operations {
             /** @description A page of deliveries. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13786,6 +14262,10 @@ export interface operations {
             /** @description How many deliveries were queued again. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13826,6 +14306,10 @@ export interface operations {
             /** @description The endpoint, with its secret (shown once). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13872,6 +14356,10 @@ export interface operations {
             /** @description The endpoint was deleted. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13918,6 +14406,10 @@ export interface operations {
             /** @description The new secret. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -13964,6 +14456,10 @@ export interface operations {
             /** @description The queued delivery. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -14010,6 +14506,10 @@ export interface operations {
             /** @description The endpoint as changed. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -14051,6 +14551,10 @@ export interface operations {
             /** @description A page of endpoints. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -14090,6 +14594,10 @@ export interface operations {
             /** @description A page of workers comp codes. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };

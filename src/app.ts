@@ -19,14 +19,16 @@ import { lockGate } from './http/middleware/lock-gate';
 import { rejectV2Fields } from './http/middleware/v2-fields';
 import { eventsRoutes } from './http/routes/events';
 import { V2_BASE, v2Api } from './v2/routes';
+import { securityHeaders } from './http/middleware/security-headers';
+import { AuthFailureThrottle } from './http/middleware/auth-throttle';
 
 export { API_BASE } from './http/base';
 import { API_BASE } from './http/base';
 
 /**
  * The request pipeline, in order:
- *   correlation id + trace -> operation label, metrics, request log -> ops routes (/healthz, /readyz,
- *   /metrics, /openapi.*, /docs) -> [/api/v3: auth -> scope -> rate limit -> body (415/413/400) -> filter
+ *   security headers -> correlation id + trace -> operation label, metrics, request log -> ops routes (/healthz, /readyz,
+ *   /metrics, /openapi.*, /docs) -> [/api/v3: auth (failed-key throttle per address) -> scope -> rate limit -> body (415/413/400) -> filter
  *   depth bound -> contract validation -> handler] -> problem documents for everything that failed.
  * /api/v2 runs the same guards, then its own validator and handlers, and renders legacy bodies.
  */
@@ -35,6 +37,9 @@ export function createApp(services: Services): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // Which X-Forwarded-* hops are believed (TRUST_PROXY): req.ip for the failed-authentication
+  // throttle, req.secure for Strict-Transport-Security.
+  app.set('trust proxy', services.config.trustProxy);
 
   // Shared with the server (warm-up at boot, readiness while draining) and with tests.
   const operations = new OperationMap(API_BASE);
@@ -46,6 +51,8 @@ export function createApp(services: Services): express.Express {
   app.locals.prepareContract = validator.prepare;
   app.locals.opsState = opsState;
 
+  // First: every answer, refusals included, carries the security headers.
+  app.use(securityHeaders({ hstsMaxAgeSeconds: services.config.hstsMaxAgeSeconds }));
   app.use(correlation);
   // OpenTelemetry: the request's span; everything after runs in its context (telemetry/tracing.ts).
   ensureTraceContext();
@@ -58,8 +65,10 @@ export function createApp(services: Services): express.Express {
 
   // The guard chain of every API surface: v2 is no back door (one rate-limit bucket per key for both).
   const limiter = new RateLimiter({ perMinute: services.config.rateLimitPerMinute });
+  // Failed authentications per client address (429 AUTH_THROTTLED), one count for v3 and v2.
+  const authThrottle = new AuthFailureThrottle({ failuresPerMinute: services.config.authFailuresPerMinute });
   const guards = (filterField: 'filters' | 'filter') => [
-    authenticate(services.keys, services.boundary),
+    authenticate(services.keys, services.boundary, authThrottle),
     // Scoped keys only (src/auth/scopes.ts): 403 SCOPE_MISSING before any other work.
     requireScope,
     rateLimit(limiter),

@@ -95,13 +95,15 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
   return { index, workers, boot, mayListen };
 }
 
-/** A worker's configuration: its own instance name and its share of the rate limit. */
+/** A worker's configuration: its own instance name and its share of the rate limit and of the failed-authentication bound. */
 export function workerConfig(config: Config, setup: WorkerSetup): Config {
   return {
     ...config,
     workers: setup.workers,
     instanceId: `${config.instanceId}/w${setup.index}`,
     rateLimitPerMinute: perWorkerRate(config.rateLimitPerMinute, setup.workers),
+    // Counted in each worker's memory like the rate limit: each worker its share (docs/decisions/0250-auth-failure-throttle.md).
+    authFailuresPerMinute: perWorkerRate(config.authFailuresPerMinute, setup.workers),
   };
 }
 

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { isIP } from 'node:net';
 import { DEFAULT_DATABASE_URL } from './storage/default-url';
 
 /**
@@ -69,7 +70,24 @@ export interface Config {
    * first request (a few milliseconds), so a worker keeps only the validators it serves.
    */
   contractPrecompile: boolean;
+  /**
+   * Express's `trust proxy` setting (false, true, a hop count, or addresses / subnets / loopback,
+   * linklocal, uniquelocal): which X-Forwarded-For / X-Forwarded-Proto hops are believed. The
+   * client address of the failed-authentication throttle and the TLS test of HSTS follow it.
+   */
+  trustProxy: TrustProxy;
+  /** Strict-Transport-Security max-age on answers that came over TLS through a trusted proxy; 0 sends none. */
+  hstsMaxAgeSeconds: number;
+  /** Unknown, revoked, malformed or disabled keys one client address may present per minute before its 429s; 0 switches the throttle off. */
+  authFailuresPerMinute: number;
+  /** Node's headersTimeout: a client that has not sent its whole request head by then is cut (408). */
+  headersTimeoutMs: number;
+  /** Node's requestTimeout: a client that has not sent its whole request (head and body) by then is cut (408). */
+  requestTimeoutMs: number;
 }
+
+/** The value of Express's `trust proxy` setting (https://expressjs.com/en/guide/behind-proxies.html). */
+export type TrustProxy = boolean | number | string[];
 
 export class ConfigError extends Error {}
 
@@ -103,6 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "${logLevel}")`);
   }
+  const dbDeadlineMs = int(env, 'DB_DEADLINE_MS', 15_000, 10, 600_000);
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     databaseUrl,
@@ -110,7 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 10_000_000),
-    dbDeadlineMs: int(env, 'DB_DEADLINE_MS', 15_000, 10, 600_000),
+    dbDeadlineMs,
     dbPoolMax: int(env, 'DB_POOL_MAX', 10, 1, 200),
     maxFilterDepth: int(env, 'MAX_FILTER_DEPTH', 32, 1, 256),
     validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
@@ -131,6 +150,67 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 250, 0, 1000),
     numberBlockSize: int(env, 'NUMBER_BLOCK_SIZE', 100, 1, 1000),
     contractPrecompile: bool(env, 'CONTRACT_PRECOMPILE', false),
+    ...edge(env, dbDeadlineMs),
+  };
+}
+
+/** Named subnets Express's `trust proxy` accepts besides addresses and CIDR ranges. */
+const TRUST_PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * TRUST_PROXY in Express's own terms: false (default: the socket's address is the client), true
+ * (every hop: the left-most X-Forwarded-For address; only when nothing but the proxy can reach
+ * the port), a hop count, or a comma-separated list of proxy addresses, CIDR ranges and the names
+ * loopback, linklocal, uniquelocal. Checked here because Express would only fail on the first request.
+ */
+function trustProxy(env: NodeJS.ProcessEnv): TrustProxy {
+  const raw = (env.TRUST_PROXY ?? '').trim();
+  if (raw === '' || /^(0|false|no|off)$/i.test(raw)) return false;
+  if (/^(true|yes|on)$/i.test(raw)) return true;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 32) throw new ConfigError(`TRUST_PROXY as a hop count must be between 0 and 32 (got ${hops})`);
+    return hops;
+  }
+  const entries = raw.split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    if (TRUST_PROXY_NAMES.has(entry)) continue;
+    const [address = '', prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (family === 0 || !prefixOk || extra !== undefined) {
+      throw new ConfigError(`TRUST_PROXY must be true, false, a hop count, or a comma-separated list of addresses, CIDR ranges, loopback, linklocal, uniquelocal (got "${entry}")`);
+    }
+  }
+  return entries;
+}
+
+/**
+ * The settings of the service's edge: proxies, HSTS, the failed-authentication throttle and the
+ * timeouts on slow clients, with the rules that tie them to each other and to DB_DEADLINE_MS.
+ */
+function edge(env: NodeJS.ProcessEnv, dbDeadlineMs: number): Pick<Config, 'trustProxy' | 'hstsMaxAgeSeconds' | 'authFailuresPerMinute' | 'headersTimeoutMs' | 'requestTimeoutMs'> {
+  const proxy = trustProxy(env);
+  const hstsMaxAgeSeconds = int(env, 'HSTS_MAX_AGE_SECONDS', 0, 0, 63_072_000);
+  // The service speaks plain HTTP: only a trusted proxy's X-Forwarded-Proto says the client used TLS.
+  if (hstsMaxAgeSeconds > 0 && proxy === false) {
+    throw new ConfigError('HSTS_MAX_AGE_SECONDS needs TRUST_PROXY: Strict-Transport-Security is sent only on answers that came over TLS, which only a trusted proxy (X-Forwarded-Proto) can tell');
+  }
+  const headersTimeoutMs = int(env, 'HEADERS_TIMEOUT_MS', 10_000, 100, 300_000);
+  const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  if (requestTimeoutMs <= dbDeadlineMs) {
+    throw new ConfigError(`REQUEST_TIMEOUT_MS must be above DB_DEADLINE_MS (got ${requestTimeoutMs} and ${dbDeadlineMs})`);
+  }
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`HEADERS_TIMEOUT_MS must not be above REQUEST_TIMEOUT_MS (got ${headersTimeoutMs} and ${requestTimeoutMs})`);
+  }
+  return {
+    trustProxy: proxy,
+    hstsMaxAgeSeconds,
+    authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 60, 0, 100_000),
+    headersTimeoutMs,
+    requestTimeoutMs,
   };
 }
 

@@ -23,6 +23,24 @@ import { BEFORE_READY, BEFORE_READY_OPERATIONS, warmUp, writeExamples } from './
  */
 const QUIET_MS = 250;
 
+/**
+ * Slow clients are cut (issue 29): a client that has not sent its whole request head within
+ * HEADERS_TIMEOUT_MS, or its whole request within REQUEST_TIMEOUT_MS, is answered 408
+ * REQUEST_TIMEOUT (src/http/client-error.ts) and disconnected. Both time the request's arrival
+ * only, never the handler (a posting runs under DB_DEADLINE_MS), and an idle keep-alive connection
+ * between requests is governed by keepAliveTimeout, not by them. Node checks the timeouts every
+ * `connectionsCheckingInterval` (30 s by default, which would let a trickling client hold its
+ * socket up to 40 s past a 10 s bound): a tenth of the headers timeout, 50 ms to 1 s, so a client
+ * is cut within HEADERS_TIMEOUT_MS + 1 s. The check walks the open connections in C++: cheap.
+ */
+export function slowClientLimits(config: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'>): http.ServerOptions {
+  return {
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(config.headersTimeoutMs / 10))),
+  };
+}
+
 export interface RunningServer {
   port: number;
   services: Services;
@@ -89,7 +107,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   await learning;
   const app = createApp(services);
   const opsState = app.locals.opsState as OpsState;
-  const server = http.createServer(app);
+  const server = http.createServer(slowClientLimits(config), app);
   server.keepAliveTimeout = 65_000; // above common load-balancer idle timeouts
   answerClientErrors(server, logger);
   const sockets = new Set<Socket>();

@@ -1,6 +1,6 @@
 /**
  * Every status the server sends is declared on the operation that sent it. The refusals decided
- * before an operation runs (401, 403 scope, 413, 415, 423, 429, 503) are sent to every operation
+ * before an operation runs (401, 403 scope, 413, 415, 423, 429 by key and by address, 503) are sent to every operation
  * of openapi.yaml, and the (operation, status) pairs the app's request counter saw are checked
  * against the declarations (test/support/statuses.ts; `make test` runs the same check over the
  * whole suite through STATUS_LOG and scripts/check-statuses.ts).
@@ -19,7 +19,9 @@ let t: TestApp;
 const RATE = 3;
 
 before(async () => {
-  t = await startTestApp({ config: { rateLimitPerMinute: RATE, bodyLimitBytes: 1024 } });
+  // The failed-key throttle off here: the disabled key's 503 on every operation would turn into
+  // 429 AUTH_THROTTLED after 60; the last test checks that 429 on every operation.
+  t = await startTestApp({ config: { rateLimitPerMinute: RATE, bodyLimitBytes: 1024, authFailuresPerMinute: 0 } });
 });
 after(() => t.close());
 
@@ -68,6 +70,23 @@ test('the pre-dispatch refusals of every operation are declared on it', async ()
   const observed = await observedStatuses(app().locals.metrics.registry);
   assert.ok(observed.length >= OPERATIONS.length * 5, `the request counter saw the pairs (${observed.length})`);
   assert.deepEqual(undeclared(observed), [], 'statuses sent but not declared');
+});
+
+test('429 AUTH_THROTTLED (the failed-key throttle, before any operation) is declared on every operation', async () => {
+  const throttled = await startTestApp({ config: { authFailuresPerMinute: 1 } });
+  try {
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    assert.equal((await throttled.post('/api/v3/utility/ping', {}, unknown)).status, 401);
+    for (const op of OPERATIONS) {
+      const res = await throttled.http.post(`/api/v3${op.path}`).set('Content-Type', 'application/json').set('x-api-key', unknown).send('{}');
+      assert.equal(res.headers['x-error-code'], 'AUTH_THROTTLED', `${op.operationId}: ${res.status}`);
+    }
+    const observed = await observedStatuses(throttled.app.locals.metrics.registry);
+    assert.equal(observed.filter((p) => p.status === 429).length, OPERATIONS.length, 'every operation answered 429');
+    assert.deepEqual(undeclared(observed), [], 'statuses sent but not declared');
+  } finally {
+    await throttled.close();
+  }
 });
 
 test('the check fails on a status an operation does not declare', () => {

@@ -1,7 +1,7 @@
 /**
  * Requests rejected by Node's HTTP parser (before Express) are problem documents too, with
- * X-Error-Code, X-Correlation-Id and a request log line: malformed request 400, headers over
- * 16 KiB 431.
+ * X-Error-Code, X-Correlation-Id, the security headers and a request log line: malformed request
+ * 400, headers over 16 KiB 431.
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -53,6 +53,10 @@ function assertParserProblem(res: Awaited<ReturnType<typeof raw>>, code: 'MALFOR
   assert.equal(res.body.status, res.status);
   assert.equal(res.body.correlationId, res.headers['x-correlation-id']);
   assert.equal(res.body.instance, instance);
+  // The security headers of every answer (src/http/middleware/security-headers.ts), before Express too.
+  assert.equal(res.headers['cache-control'], 'no-store');
+  assert.equal(res.headers['x-content-type-options'], 'nosniff');
+  assert.equal(res.headers['referrer-policy'], 'no-referrer');
   const line = t.logs.find((l) => l.msg === 'request' && l.correlationId === res.body.correlationId);
   assert.equal(line?.errorCode, code, 'logged as a request');
 }

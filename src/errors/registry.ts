@@ -62,6 +62,7 @@ export const PROBLEM_CODES = {
   WEBHOOK_TARGET_REFUSED: { status: 422, title: "Webhook target refused", when: "The webhook url is not https or its host is, or resolves to, a non-public address (loopback, private, link-local, unique-local, carrier-grade NAT, metadata, reserved); errors[] names url and the problem gives the reason." },
   SCOPE_MISSING: { status: 403, title: "API key lacks the scope", when: "The API key is valid but was created with scopes that do not include the one this operation needs; detail and `requiredScope` name it." },
   PII_FIELD_WITHHELD: { status: 400, title: "Personal data field withheld", when: "A select, orderBy, filter or match field names employee personal data and the API key was created without the pii scope; errors[] names the field." },
+  AUTH_THROTTLED: { status: 429, title: "Too many failed authentications", when: "This client address presented more unknown, revoked, malformed or disabled API keys than the service allows in a minute; until Retry-After every request from it is refused unless it carries an active key." },
 } as const satisfies Record<string, ProblemCodeSpec>;
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;

@@ -4,12 +4,18 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ApiProblem, problemBody } from '../errors/problem';
 import type { ProblemCode } from '../errors/registry';
+import { SECURITY_HEADERS } from './middleware/security-headers';
+
+/** The security headers every answer carries (no HSTS: without a request there is no X-Forwarded-Proto to trust). */
+const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS)
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join('');
 
 /**
  * Requests Node's HTTP parser rejects never reach Express (malformed request line or headers,
  * headers over 16 KiB, a request that does not arrive in time). Node would answer them with a bare
- * status line; here they get a problem document with X-Error-Code and X-Correlation-Id like
- * everything else, and a request log line.
+ * status line; here they get a problem document with X-Error-Code, X-Correlation-Id and the
+ * security headers like everything else, and a request log line.
  */
 export function answerClientErrors(server: Server, logger: Logger): void {
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
@@ -36,6 +42,7 @@ export function answerClientErrors(server: Server, logger: Logger): void {
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
         `X-Error-Code: ${code}\r\n` +
         `X-Correlation-Id: ${correlationId}\r\n` +
+        SECURITY_HEADER_LINES +
         'Connection: close\r\n\r\n' +
         body,
     );

@@ -44,12 +44,53 @@ function toRecord(row: any): ApiKeyRecord {
   };
 }
 
+/**
+ * How long the set of active key hashes (isKnownActive) is reused before a key it does not hold
+ * makes it read again: however many requests ask, at most one read per this interval.
+ */
+export const ACTIVE_KEYS_REREAD_MS = 5_000;
+
 export class ApiKeyRepository {
+  private activeKeys: { hashes: Set<string>; readAtMs: number } | undefined;
+  private readingActiveKeys: Promise<Set<string>> | undefined;
+
   constructor(private readonly knex: Knex) {}
 
   /** The key as a request presents it (authentication); subclasses may answer from memory. */
   findForRequest(key: string): Promise<ApiKeyRecord | undefined> {
     return this.findByKey(key);
+  }
+
+  /**
+   * Whether the key is an active key, answered from the set of active key hashes held in memory,
+   * not by a lookup of this key: read at most once per ACTIVE_KEYS_REREAD_MS, when a key it does
+   * not hold is asked about. The failed-authentication throttle lets such a key through from an
+   * address it refuses, at no database cost per refused request. A key created or enabled
+   * through another process may be missed for up to ACTIVE_KEYS_REREAD_MS.
+   */
+  async isKnownActive(key: string): Promise<boolean> {
+    const hash = hashApiKey(key);
+    const known = this.activeKeys;
+    if (known && (known.hashes.has(hash) || performance.now() - known.readAtMs < ACTIVE_KEYS_REREAD_MS)) return known.hashes.has(hash);
+    if (!this.readingActiveKeys) {
+      // Taken before the read: the set is never older than the interval when reused.
+      const readAtMs = performance.now();
+      this.readingActiveKeys = this.activeKeyHashes()
+        .then((hashes) => ((this.activeKeys = { hashes, readAtMs }), hashes))
+        .finally(() => (this.readingActiveKeys = undefined));
+    }
+    return (await this.readingActiveKeys).has(hash);
+  }
+
+  /** The hashes of every active key (one statement; the table holds a few keys per integrator). */
+  async activeKeyHashes(): Promise<Set<string>> {
+    const rows: Array<{ key_hash: string }> = await this.knex(TABLE).where({ state: 'active' }).select('key_hash');
+    return new Set(rows.map((r) => String(r.key_hash)));
+  }
+
+  /** Drops the set of active keys (a key created, disabled or enabled through this process counts at once). */
+  protected forgetActiveKeys(): void {
+    this.activeKeys = undefined;
   }
 
   async findByKey(key: string): Promise<ApiKeyRecord | undefined> {

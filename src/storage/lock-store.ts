@@ -249,6 +249,13 @@ export class MaintenanceLock {
     });
   }
 
+  /** The hashes of the active keys while locked (no database). */
+  activeKeyHashesWhileLocked(): Set<string> {
+    const hashes = new Set<string>();
+    for (const [hash, record] of this.keySnapshot ?? []) if (record.state === 'active') hashes.add(hash);
+    return hashes;
+  }
+
   /** API key lookup while locked (no database). */
   findKeyWhileLocked(key: string): ApiKeyRecord | undefined {
     return this.keySnapshot?.get(hashApiKey(key));
@@ -363,9 +370,16 @@ export class LockAwareApiKeys extends ApiKeyRepository {
     return record;
   }
 
+  override async activeKeyHashes(): Promise<Set<string>> {
+    await this.lock.ensureLoaded();
+    if (this.lock.isLocked()) return this.lock.activeKeyHashesWhileLocked();
+    return super.activeKeyHashes();
+  }
+
   /** Forgets every remembered key (a change made through this process is answered at once). */
   forget(): void {
     this.cache.clear();
+    this.forgetActiveKeys();
   }
 
   override async create(name: string, role: KeyRole, key?: string, scopes?: readonly Scope[] | null): Promise<{ key: string; record: ApiKeyRecord }> {

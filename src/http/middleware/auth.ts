@@ -3,6 +3,7 @@ import { ApiProblem } from '../../errors/problem';
 import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
 import type { Boundary } from '../../storage/boundary';
 import { holdsScope, OPERATION_SCOPES, scopeForPath } from '../../auth/scopes';
+import { throttleAddress, type AuthFailureThrottle } from './auth-throttle';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -22,25 +23,42 @@ declare global {
 /**
  * The API-key lookup runs before any handler; its failures are classified by the on-premise
  * boundary: the database down answers 502 DATABASE_UNAVAILABLE (not 500).
+ *
+ * With a throttle (AUTH_FAILURES_PER_MINUTE, src/http/middleware/auth-throttle.ts): every key
+ * refused here (malformed, unknown, revoked: 401; disabled: 503) counts against the client
+ * address (req.ip: TRUST_PROXY says whether X-Forwarded-For is believed); an address over the
+ * bound is answered 429 AUTH_THROTTLED before any lookup, unless its key is one of the active
+ * keys held in memory (ApiKeyRepository.isKnownActive), so valid keys from that address go on
+ * working. A request without a key is not a guess and is not counted (but is refused with the rest).
  */
-export function authenticate(keys: ApiKeyRepository, boundary: Boundary): RequestHandler {
+export function authenticate(keys: ApiKeyRepository, boundary: Boundary, throttle?: AuthFailureThrottle): RequestHandler {
   return async (req, res, next) => {
     try {
       const raw = req.headers['x-api-key'];
       const value = Array.isArray(raw) ? raw[0] : raw;
-      if (!value || !UUID.test(value.trim())) throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
+      const wellFormed = value !== undefined && UUID.test(value.trim());
+      const watched = throttle?.enabled === true;
+      // The client address only when it can matter (an address has failed, or this request fails): req.ip parses X-Forwarded-For.
+      let address = watched && throttle!.size > 0 ? throttleAddress(req.ip) : undefined;
+      if (address !== undefined) {
+        const retryAfterSeconds = throttle!.retryAfterSeconds(address);
+        if (retryAfterSeconds > 0 && !(wellFormed && (await keys.isKnownActive(value!).catch((err: unknown) => Promise.reject(boundary.mapError(err)))))) {
+          throw new ApiProblem('AUTH_THROTTLED', `Too many failed authentications from this address; retry after ${retryAfterSeconds} s with a valid x-api-key.`, {
+            headers: { 'Retry-After': String(retryAfterSeconds) },
+          });
+        }
+      }
       // Not under the deadline (it waits for a connection like before: on SQLite a retry queues
       // behind the late posting), but its driver errors are classified: 502, never 500.
-      const key = await keys.findForRequest(value).catch((err: unknown) => {
-        throw boundary.mapError(err);
-      });
-      if (!key || key.state === 'revoked') throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
-      if (key.state === 'disabled') {
-        const reason = key.reason ?? 'The service is switched off for this key.';
-        throw new ApiProblem('SERVICE_DISABLED', `The service is switched off for this key: ${reason}`, {
-          headers: { 'Retry-After': String(SERVICE_OFF_RETRY_AFTER_SECONDS) },
-          extensions: { reason },
-        });
+      const key = wellFormed
+        ? await keys.findForRequest(value!).catch((err: unknown) => {
+            throw boundary.mapError(err);
+          })
+        : undefined;
+      const refusal = refusalOf(key);
+      if (refusal) {
+        if (watched && value !== undefined) throttle!.fail((address ??= throttleAddress(req.ip)));
+        throw refusal;
       }
       res.locals.apiKey = key;
       next();
@@ -48,6 +66,19 @@ export function authenticate(keys: ApiKeyRepository, boundary: Boundary): Reques
       next(err);
     }
   };
+}
+
+/** Why a request with this key (undefined: none, malformed or unknown) may not go on; undefined for an active key. */
+function refusalOf(key: ApiKeyRecord | undefined): ApiProblem | undefined {
+  if (!key || key.state === 'revoked') return new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
+  if (key.state === 'disabled') {
+    const reason = key.reason ?? 'The service is switched off for this key.';
+    return new ApiProblem('SERVICE_DISABLED', `The service is switched off for this key: ${reason}`, {
+      headers: { 'Retry-After': String(SERVICE_OFF_RETRY_AFTER_SECONDS) },
+      extensions: { reason },
+    });
+  }
+  return undefined;
 }
 
 /** Operations reserved to admin keys (maintenance lock). */

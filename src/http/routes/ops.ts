@@ -7,6 +7,7 @@ import { ApiProblem } from '../../errors/problem';
 import { publicDocumentJson, publicDocumentYaml } from '../openapi-document';
 import { v2DocumentYaml } from '../../v2/document';
 import type { OperationMap } from '../operations';
+import { docsHeaders } from '../middleware/security-headers';
 
 /**
  * Routes outside /api/v3, without an API key: liveness, readiness, metrics, the public OpenAPI
@@ -24,6 +25,7 @@ export const OPS_ROUTES = {
   '/v2/openapi.yaml': 'v2OpenapiYaml',
   '/docs': 'docs',
   '/docs/init.js': 'docs',
+  '/docs/docs.css': 'docs',
 } as const;
 
 const READY_CHECK_TIMEOUT_MS = 2_000;
@@ -40,7 +42,7 @@ const DOCS_HTML = `<!DOCTYPE html>
     <title>Accounting Integration API v3 reference</title>
     <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
     <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png" sizes="32x32">
-    <style>body { margin: 0; } .swagger-ui .topbar { display: none; }</style>
+    <link rel="stylesheet" href="/docs/docs.css">
   </head>
   <body>
     <div id="swagger-ui"></div>
@@ -64,6 +66,9 @@ const DOCS_INIT_JS = `window.addEventListener('load', function () {
   });
 });
 `;
+
+// A file, not an inline <style>: the page's Content-Security-Policy allows no inline style.
+const DOCS_CSS = 'body { margin: 0; } .swagger-ui .topbar { display: none; }\n';
 
 function methodNotAllowed(allow: string): RequestHandler {
   return (req, _res, next) => {
@@ -184,6 +189,9 @@ export function opsRoutes(services: Services, registry: Registry, state: OpsStat
     })
     .all(methodNotAllowed(GET_ONLY));
 
+  // The reference's Content-Security-Policy (own assets only, never framed), on every /docs answer.
+  router.use('/docs', docsHeaders);
+
   router
     .route(['/docs', '/docs/'])
     .get((_req, res) => {
@@ -201,12 +209,25 @@ export function opsRoutes(services: Services, registry: Registry, state: OpsStat
     .all(methodNotAllowed(GET_ONLY));
 
   router
+    .route('/docs/docs.css')
+    .get((_req, res) => {
+      res.setHeader('Content-Type', 'text/css; charset=utf-8');
+      res.send(DOCS_CSS);
+    })
+    .all(methodNotAllowed(GET_ONLY));
+
+  router
     .route('/docs/assets/:file')
     .get((req, res, next) => {
       const file = String(req.params.file);
       if (!SWAGGER_ASSET.test(file)) return next(new ApiProblem('ROUTE_NOT_FOUND', `No asset ${file}.`));
+      // The one cacheable answer: a versioned package's static files (sendFile's max-age).
+      const noStore = res.getHeader('Cache-Control');
+      res.removeHeader('Cache-Control');
       res.sendFile(file, { root: SWAGGER_UI_DIR, maxAge: '1d', dotfiles: 'deny' }, (err) => {
-        if (err && !res.headersSent) next((err as { status?: number }).status === 404 ? new ApiProblem('ROUTE_NOT_FOUND', `No asset ${file}.`) : err);
+        if (!err || res.headersSent) return;
+        if (noStore !== undefined) res.setHeader('Cache-Control', noStore);
+        next((err as { status?: number }).status === 404 ? new ApiProblem('ROUTE_NOT_FOUND', `No asset ${file}.`) : err);
       });
     })
     .all(methodNotAllowed(GET_ONLY));
