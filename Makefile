@@ -31,7 +31,8 @@ check-generated: install
 lint: install
 	$(NODE_BIN)/redocly lint openapi.yaml --config .redocly.yaml --format stylish
 
-# The breaking-change gate: the public document against the published 3.0.0 baseline (Optic).
+# The breaking-change gate: the public document against the published 3.0.0 baseline (Optic's
+# breaking-changes ruleset, in-process, on what changed: docs/decisions/0270-breaking-change-gate-in-process.md).
 check-breaking: install
 	$(TSX) scripts/check-breaking.ts
 
