@@ -21,6 +21,7 @@ import { parseDatabaseUrl, openDatabase, type Engine } from '../../src/storage/d
 import { migrateLatest } from '../../db/migrate';
 import { seedDemoCompany } from '../../db/seed';
 import { recordStatuses } from './statuses';
+import { dropDatabaseLater } from './pg-drop';
 
 export interface TestApp {
   app: express.Express;
@@ -154,14 +155,8 @@ async function postgresDatabase(seeded: boolean): Promise<{ url: string; drop: (
     await admin.raw(`create database "${name}" template "${template}"`);
     return {
       url: withDb(name),
-      drop: async () => {
-        const again = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
-        try {
-          await again.raw(`drop database if exists "${name}" with (force)`);
-        } finally {
-          await again.destroy();
-        }
-      },
+      // In the background (test/support/pg-drop.ts): each drop waits for a checkpoint.
+      drop: async () => dropDatabaseLater(adminUrl, name),
     };
   } finally {
     await admin.destroy();
