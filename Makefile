@@ -4,6 +4,7 @@ SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
 TSX := $(NODE_BIN)/tsx
 TEST_FILES = $(shell find test -name '*.test.ts' | sort)
+CHECK_JOBS := $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed
 
@@ -66,7 +67,10 @@ test-postgres: install
 	  rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc; \
 	else echo "TEST_POSTGRES_URL not set: PostgreSQL suite skipped"; fi
 
-test: install check-generated lint check-breaking typecheck
+# The four checks are independent and single-threaded: they run side by side (one per core), each
+# one's output printed whole when it ends.
+test: install
+	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-generated lint check-breaking typecheck
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 
