@@ -6,7 +6,7 @@ TSX := $(NODE_BIN)/tsx
 TEST_FILES = $(shell find test -name '*.test.ts' | sort)
 CHECK_JOBS := $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed
+.PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed test-templates
 
 help:
 	@echo "make run     install, build, migrate + seed the embedded database, start the server"
@@ -67,10 +67,16 @@ test-postgres: install
 	  rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc; \
 	else echo "TEST_POSTGRES_URL not set: PostgreSQL suite skipped"; fi
 
-# The four checks are independent and single-threaded: they run side by side (one per core), each
-# one's output printed whole when it ends.
+# The database templates the suites copy (the seeded demo company, the empty database), built
+# before the suites so that their first files do not wait for a seed (test/support/app.ts).
+test-templates: install
+	TEST_ENGINE=sqlite node --import tsx test/support/prepare-templates.ts
+	@if [ -n "$$TEST_POSTGRES_URL" ]; then TEST_ENGINE=postgres node --import tsx test/support/prepare-templates.ts; fi
+
+# The four checks and the templates are independent and mostly single-threaded: they run side by
+# side (one per core), each one's output printed whole when it ends.
 test: install
-	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-generated lint check-breaking typecheck
+	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-generated lint check-breaking typecheck test-templates
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 
