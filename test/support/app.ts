@@ -21,7 +21,7 @@ import { parseDatabaseUrl, openDatabase, type Engine } from '../../src/storage/d
 import { migrateLatest } from '../../db/migrate';
 import { seedDemoCompany } from '../../db/seed';
 import { recordStatuses } from './statuses';
-import { dropDatabaseLater } from './pg-drop';
+import { dropDatabaseLater, NO_FLUSH_WAIT } from './pg-throwaway';
 
 export interface TestApp {
   app: express.Express;
@@ -153,9 +153,10 @@ async function postgresDatabase(seeded: boolean): Promise<{ url: string; drop: (
     });
     const name = `ais_t_${process.pid}_${randomUUID().slice(0, 8)}`;
     await admin.raw(`create database "${name}" template "${template}"`);
+    await admin.raw(NO_FLUSH_WAIT(name));
     return {
       url: withDb(name),
-      // In the background (test/support/pg-drop.ts): each drop waits for a checkpoint.
+      // In the background (test/support/pg-throwaway.ts): each drop waits for a checkpoint.
       drop: async () => dropDatabaseLater(adminUrl, name),
     };
   } finally {

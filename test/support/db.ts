@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type Engine } from '../../src/storage/database';
 import { migrateLatest } from '../../db/migrate';
-import { dropDatabaseLater } from './pg-drop';
+import { dropDatabaseLater, NO_FLUSH_WAIT } from './pg-throwaway';
 
 export interface TestDatabase {
   knex: Knex;
@@ -43,6 +43,7 @@ async function createPostgres(url: string): Promise<TestDatabase> {
   const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
   try {
     await admin.raw(`create database "${name}"`);
+    await admin.raw(NO_FLUSH_WAIT(name));
   } finally {
     await admin.destroy();
   }
@@ -55,7 +56,7 @@ async function createPostgres(url: string): Promise<TestDatabase> {
     engine: 'postgres',
     async destroy() {
       await knex.destroy();
-      // In the background (test/support/pg-drop.ts): each drop waits for a checkpoint.
+      // In the background (test/support/pg-throwaway.ts): each drop waits for a checkpoint.
       dropDatabaseLater(url, name);
     },
   };

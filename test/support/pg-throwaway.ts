@@ -1,8 +1,10 @@
 /**
- * Drops a test file's throwaway PostgreSQL database from a detached process, so that the file
- * does not wait for it. On PostgreSQL 15 every DROP DATABASE requests an immediate checkpoint and
- * waits for it: 0.25 to 7 s per database on a busy server, paid at the end of every test file of
- * the PostgreSQL suite (and the test process cannot exit while its own drop is pending).
+ * A test file's throwaway PostgreSQL database, without the waits that test nothing.
+ *
+ * It is dropped from a detached process, so that the file does not wait for it. On PostgreSQL 15
+ * every DROP DATABASE requests an immediate checkpoint and waits for it: 0.25 to 7.9 s per
+ * database on a busy server, paid at the end of every test file of the PostgreSQL suite (and the
+ * test process cannot exit while its own drop is pending).
  *
  * The dropper is a plain `node -e` with the pg driver (no TypeScript to load), ends by itself
  * (statement and connection timeouts), and uses `with (force)`, so a connection the file left
@@ -35,3 +37,11 @@ export function dropDatabaseLater(adminUrl: string, name: string): void {
   });
   child.unref();
 }
+
+/**
+ * A throwaway database's commits return without waiting for the WAL flush (synchronous_commit
+ * off, for the sessions of that database only): what a commit makes visible, and when, is the
+ * same; only a crash of the PostgreSQL server itself, which no test causes, could lose the last
+ * commits. The PostgreSQL suite's write-heavy files ran 10 to 20 % faster.
+ */
+export const NO_FLUSH_WAIT = (database: string) => `alter database "${database}" set synchronous_commit = off`;
