@@ -55,15 +55,10 @@ test-sqlite: install
 	@log=$$(mktemp); TEST_ENGINE=sqlite STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
 	rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc
 
-# Runs the suite on PostgreSQL when TEST_POSTGRES_URL is set (CI sets it): every file whose work
-# can depend on the engine (scripts/engine-test-files.ts); the others run the same code on both
-# and test-sqlite runs them.
+# Runs the same suite on PostgreSQL when TEST_POSTGRES_URL is set (CI sets it).
 test-postgres: install
 	@if [ -n "$$TEST_POSTGRES_URL" ]; then \
-	  files=$$($(TSX) scripts/engine-test-files.ts $(TEST_FILES)) || exit 1; \
-	  if [ -z "$$files" ]; then echo "PostgreSQL suite: no test file depends on the engine"; exit 0; fi; \
-	  echo "PostgreSQL suite: $$(echo "$$files" | wc -l) of $(words $(TEST_FILES)) test files (the others do not depend on the engine; test-sqlite runs them)"; \
-	  log=$$(mktemp); TEST_ENGINE=postgres STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $$files; \
+	  log=$$(mktemp); TEST_ENGINE=postgres STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
 	  rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc; \
 	else echo "TEST_POSTGRES_URL not set: PostgreSQL suite skipped"; fi
 
