@@ -14,6 +14,8 @@ import { Events } from './events';
 import { InstanceHeartbeat } from './storage/instance-heartbeat';
 import { DataChangeLog } from './storage/data-change-log';
 import { ReferenceCache } from './storage/reference-cache';
+import type { SecretBox } from './storage/secret-box';
+import { openSecretBox } from './storage/secrets-key';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -40,12 +42,16 @@ export interface Services {
   heartbeat: InstanceHeartbeat;
   /** Folds the data change log every second (the change token of reads). */
   dataChanges: DataChangeLog;
+  /** Encrypts stored secrets (webhook signing secrets): SECRETS_KEY, or the SQLite key file. */
+  secrets: SecretBox;
 }
 
 /** How often a process folds the data change log (it grows by one row per posting in between). */
 const DATA_LOG_FOLD_MS = 1000;
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
+  // First: without a key on PostgreSQL or SQL Server nothing else is built (ConfigError naming SECRETS_KEY).
+  const secrets = openSecretBox(config);
   // A span per statement while a request's span records (nothing to do otherwise).
   traceStatements(knex, engine);
   const dialect = dialectFor(engine);
@@ -69,6 +75,6 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });
   const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
-  const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
-  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges };
+  const events = new Events({ knex, engine, keys, secrets, logger, config, isLocked: () => lock.isLocked() });
+  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, secrets };
 }

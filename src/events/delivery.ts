@@ -133,8 +133,8 @@ export class DeliveryWorker {
     } else {
       try {
         const url = await checkTarget(endpoint.url, this.o.policy, { resolve: false });
-        const secrets = [endpoint.secret];
-        if (endpoint.previousSecret && endpoint.previousSecretUntil && endpoint.previousSecretUntil > at) secrets.push(endpoint.previousSecret);
+        // Decrypted per attempt (a secret under a key this process lacks fails this attempt only).
+        const secrets = store.signingSecrets(endpoint, at);
         const res = await this.o.sender(url, signedHeaders(d.eventId, at, d.payload, secrets), d.payload, this.o.timeoutMs);
         statusCode = res.status;
         if (res.status === 410) gone = true;

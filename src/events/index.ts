@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Engine } from '../storage/database';
 import type { ApiKeyRepository } from '../storage/api-keys';
+import type { SecretBox } from '../storage/secret-box';
 import { ApiProblem } from '../errors/problem';
 import { Detector } from './detector';
 import { DeliveryWorker, httpSender, type Sender } from './delivery';
@@ -22,6 +23,8 @@ export interface EventsOptions {
   knex: Knex;
   engine: Engine;
   keys: ApiKeyRepository;
+  /** Encrypts the signing secrets at rest; every process on the database holds the same key. */
+  secrets: SecretBox;
   logger: Logger;
   config: Pick<Config, 'eventDetectionIntervalSeconds' | 'eventDetectionLagSeconds' | 'webhookAllowPrivateTargets' | 'webhookTimeoutMs'>;
   /** Injectable for tests: the clock, DNS, the HTTP client and jitter. */
@@ -51,7 +54,7 @@ export class Events {
 
   constructor(private readonly o: EventsOptions) {
     this.clock = o.clock ?? (() => new Date());
-    this.store = new EventStore(o.knex, o.engine);
+    this.store = new EventStore(o.knex, o.engine, o.secrets);
     this.policy = { allowPrivate: o.config.webhookAllowPrivateTargets, resolver: o.resolver ?? systemResolver };
     const intervalMs = o.config.eventDetectionIntervalSeconds * 1000;
     this.detector = new Detector({
@@ -152,14 +155,16 @@ export class Events {
     for (const kind of new Set(types.map(kindOfType))) if (kind) await this.store.ensureCursor(kind, from);
   }
 
-  async createEndpoint(keyId: string, input: { url: string; eventTypes: string[]; description?: string | null }): Promise<EndpointRow> {
+  /** The new endpoint and its secret, in plain text this once (stored encrypted). */
+  async createEndpoint(keyId: string, input: { url: string; eventTypes: string[]; description?: string | null }): Promise<EndpointRow & { secret: string }> {
     const url = await this.targetOrProblem(input.url);
     const eventTypes = this.eventTypesOrProblem(input.eventTypes);
     const at = this.clock();
-    const e = await this.store.createEndpoint({ url, description: input.description ?? null, eventTypes, ownerKeyId: keyId, secret: newSecret() }, at);
+    const secret = newSecret();
+    const e = await this.store.createEndpoint({ url, description: input.description ?? null, eventTypes, ownerKeyId: keyId, secret }, at);
     await this.startCursors(eventTypes);
     await this.audit(e.id, keyId, 'created', { url, eventTypes, description: e.description }, at);
-    return e;
+    return { ...e, secret };
   }
 
   async endpointOrProblem(id: string): Promise<EndpointRow> {
@@ -198,7 +203,7 @@ export class Events {
     const at = this.clock();
     const secret = newSecret();
     const until = new Date(at.getTime() + ROTATION_OVERLAP_MS);
-    await this.store.updateEndpoint(e.id, { secret, previousSecret: e.secret, previousSecretUntil: until }, at);
+    await this.store.updateEndpoint(e.id, { secret, storedPreviousSecret: e.storedSecret, previousSecretUntil: until }, at);
     await this.audit(e.id, keyId, 'secret-rotated', { previousSecretExpiresAt: until.toISOString() }, at);
     return { endpoint: (await this.store.endpoint(e.id))!, secret, previousSecretExpiresAt: until };
   }

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Engine } from '../storage/database';
 import { fromDbTime, toDbTime } from '../storage/db-time';
 import { insertUnlessExists } from '../storage/insert-or-ignore';
+import type { SecretBox } from '../storage/secret-box';
 
 /**
  * SQL of the events wing (tables of db/migrations/20261124000010_webhooks.ts). Every timestamp
@@ -21,8 +22,12 @@ export interface EndpointRow {
   state: EndpointState;
   stateReason: string | null;
   ownerKeyId: string;
-  secret: string;
-  previousSecret: string | null;
+  /**
+   * The signing secrets as stored: encrypted (SecretBox), never usable as they are. The delivery
+   * worker asks `signingSecrets` for the plaintext; the secret is shown once, at creation or rotation.
+   */
+  storedSecret: string;
+  storedPreviousSecret: string | null;
   previousSecretUntil: Date | null;
   createdAt: Date;
   updatedAt: Date;
@@ -62,8 +67,8 @@ function endpointOf(r: any): EndpointRow {
     state: r.state,
     stateReason: r.state_reason ?? null,
     ownerKeyId: r.owner_key_id,
-    secret: r.secret,
-    previousSecret: r.previous_secret ?? null,
+    storedSecret: r.secret,
+    storedPreviousSecret: r.previous_secret ?? null,
     previousSecretUntil: fromDbTime(r.previous_secret_until),
     createdAt: fromDbTime(r.created_at)!,
     updatedAt: fromDbTime(r.updated_at)!,
@@ -95,10 +100,20 @@ export interface DeliveryFilter {
   until?: Date;
 }
 
+/**
+ * What an endpoint's secrets are authenticated with: a stored value only opens on its own row.
+ * Lower-case: SQL Server returns uniqueidentifier in upper case.
+ */
+function secretContext(endpointId: string): string {
+  return `whkept:${endpointId.toLowerCase()}`;
+}
+
 export class EventStore {
   constructor(
     readonly knex: Knex,
     readonly engine: Engine,
+    /** Encrypts the signing secrets at rest (docs/decisions/0260-webhook-secrets-encrypted-at-rest.md). */
+    private readonly secrets: SecretBox,
   ) {}
 
   t(at: Date): Date | string {
@@ -117,7 +132,7 @@ export class EventStore {
       state: 'active',
       state_reason: null,
       owner_key_id: e.ownerKeyId,
-      secret: e.secret,
+      secret: this.secrets.seal(e.secret, secretContext(id)),
       created_at: this.t(at),
       updated_at: this.t(at),
     });
@@ -142,17 +157,63 @@ export class EventStore {
     return { total: Number(c!.n), rows: (await q).map(endpointOf) };
   }
 
-  async updateEndpoint(id: string, change: Partial<{ url: string; description: string | null; eventTypes: string[]; state: EndpointState; stateReason: string | null; secret: string; previousSecret: string | null; previousSecretUntil: Date | null }>, at: Date): Promise<void> {
+  /**
+   * `secret` is a new plaintext secret (encrypted here); `storedPreviousSecret` a value as stored
+   * (the current one moves there on rotation: it opens on the same row, nothing is decrypted).
+   */
+  async updateEndpoint(id: string, change: Partial<{ url: string; description: string | null; eventTypes: string[]; state: EndpointState; stateReason: string | null; secret: string; storedPreviousSecret: string | null; previousSecretUntil: Date | null }>, at: Date): Promise<void> {
     const row: Record<string, unknown> = { updated_at: this.t(at) };
     if (change.url !== undefined) row.url = change.url;
     if (change.description !== undefined) row.description = change.description;
     if (change.eventTypes !== undefined) row.event_types = JSON.stringify(change.eventTypes);
     if (change.state !== undefined) row.state = change.state;
     if (change.stateReason !== undefined) row.state_reason = change.stateReason;
-    if (change.secret !== undefined) row.secret = change.secret;
-    if (change.previousSecret !== undefined) row.previous_secret = change.previousSecret;
+    if (change.secret !== undefined) row.secret = this.secrets.seal(change.secret, secretContext(id));
+    if (change.storedPreviousSecret !== undefined) row.previous_secret = change.storedPreviousSecret;
     if (change.previousSecretUntil !== undefined) row.previous_secret_until = change.previousSecretUntil ? this.t(change.previousSecretUntil) : null;
     await this.knex('whkept').where({ id }).update(row);
+  }
+
+  /**
+   * The secrets an attempt at `at` is signed with: the current one, and the previous one during
+   * the overlap after a rotation. Throws SecretUnreadable when a value is under a key this
+   * process does not hold.
+   */
+  signingSecrets(e: EndpointRow, at: Date): string[] {
+    const secrets = [this.secrets.open(e.storedSecret, secretContext(e.id))];
+    if (e.storedPreviousSecret && e.previousSecretUntil && e.previousSecretUntil > at) secrets.push(this.secrets.open(e.storedPreviousSecret, secretContext(e.id)));
+    return secrets;
+  }
+
+  /**
+   * Encrypts under the current key every secret that is not yet: stored in plain text (before
+   * encryption, or by an older instance during an upgrade) or under a previous key (after a
+   * rotation of SECRETS_KEY). Run at every start after the migrations; idempotent, and each row is
+   * changed only if it still holds the value read (a concurrent start changes it once).
+   * Values no configured key opens are listed, not changed.
+   */
+  async resealSecrets(): Promise<{ resealed: number; unreadable: Array<{ endpointId: string; keyId: string | undefined }> }> {
+    const rows = await this.knex('whkept').select('id', 'secret', 'previous_secret');
+    let resealed = 0;
+    const unreadable: Array<{ endpointId: string; keyId: string | undefined }> = [];
+    for (const r of rows as Array<{ id: string; secret: string; previous_secret: string | null }>) {
+      for (const column of ['secret', 'previous_secret'] as const) {
+        const stored = r[column];
+        if (stored === null || stored === undefined || this.secrets.isCurrent(stored)) continue;
+        let plaintext: string;
+        try {
+          plaintext = this.secrets.open(stored, secretContext(r.id));
+        } catch (err) {
+          unreadable.push({ endpointId: r.id, keyId: (err as { keyId?: string }).keyId });
+          continue;
+        }
+        const n = await this.knex('whkept')
+          .where({ id: r.id, [column]: stored })
+          .update({ [column]: this.secrets.seal(plaintext, secretContext(r.id)) });
+        resealed += Number(n);
+      }
+    }
+    return { resealed, unreadable };
   }
 
   /** Pauses every active endpoint of an owner (its key was disabled or revoked). */

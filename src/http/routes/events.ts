@@ -23,7 +23,7 @@ function endpointBody(e: EndpointRow): S['WebhookEndpoint'] {
     status: e.state === 'deleted' ? 'disabled' : e.state,
     statusReason: e.stateReason,
     ownerKeyId: e.ownerKeyId,
-    previousSecretExpiresAt: e.previousSecret && e.previousSecretUntil ? e.previousSecretUntil.toISOString() : null,
+    previousSecretExpiresAt: e.storedPreviousSecret && e.previousSecretUntil ? e.previousSecretUntil.toISOString() : null,
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
   };
