@@ -22,6 +22,7 @@ import { migrateLatest } from '../db/migrate';
 import { ApiKeyRepository } from '../src/storage/api-keys';
 import { Events } from '../src/events';
 import { SecretBox } from '../src/storage/secret-box';
+import { AuditLog } from '../src/audit';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000);
@@ -53,6 +54,7 @@ async function main() {
       keys,
       // A key of this run only: the bench's endpoints are deleted at its start.
       secrets: new SecretBox(randomBytes(32)),
+      audit: new AuditLog({ knex, engine, logger, retentionDays: 400 }),
       logger,
       config: { eventDetectionIntervalSeconds: 300, eventDetectionLagSeconds: 0, webhookAllowPrivateTargets: true, webhookTimeoutMs: 10_000 },
       clock: () => clock,

@@ -15,7 +15,10 @@ import type { DatabaseTarget } from './storage/database';
 import { MIGRATION_NAMES } from '../db/migration-names';
 import { hasNoCompany } from '../db/seed/empty';
 import { openSecretBox } from './storage/secrets-key';
-import { EventStore } from './events/store';
+import type { SecretBox } from './storage/secret-box';
+import { SERVICE_ACTOR } from './audit/actions';
+import { auditRow, insertAuditRows } from './audit/store';
+import { resealSecrets } from './events/store';
 
 export interface BootReport {
   /** A key created on this start (first start of an empty embedded database), shown once. */
@@ -48,7 +51,7 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
     logger.info({ database: target.display, ms: Date.now() - started }, 'migrations up to date');
   }
 
-  await resealWebhookSecrets(new EventStore(knex, target.engine, secrets), logger);
+  await resealWebhookSecrets(knex, secrets, logger);
 
   const embedded = target.engine === 'sqlite';
   let seeded = false;
@@ -64,12 +67,19 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
 
   const keys = new ApiKeyRepository(knex);
   const report: BootReport = { seeded };
+  // Keys the service creates or re-enables by itself are audit log entries, as the keys CLI's are.
+  const audit = (action: 'api-key.created' | 'api-key.enabled', record: { id: string; name: string }, why: string) =>
+    insertAuditRows(knex, [auditRow(target.engine, SERVICE_ACTOR, { action, target: record.id, outcome: 'succeeded', detail: { name: record.name, role: 'admin', reason: why } }, new Date())]);
   if (config.demoApiKey) {
+    const before = await keys.findByKey(config.demoApiKey);
     const record = await keys.ensure(config.demoApiKey, 'demo (DEMO_API_KEY)', 'admin');
+    if (!before) await audit('api-key.created', record, 'DEMO_API_KEY');
+    else if (before.state !== 'active' || before.role !== 'admin') await audit('api-key.enabled', record, 'DEMO_API_KEY');
     logger.info({ keyId: record.id }, 'DEMO_API_KEY is an active admin key');
     report.usableKey = config.demoApiKey;
   } else if (embedded && (await keys.count()) === 0) {
     const { key, record } = await keys.create('first start admin', 'admin');
+    await audit('api-key.created', record, 'first start of an empty embedded database');
     logger.info({ keyId: record.id }, 'created an admin API key on the first start of an empty database (printed on stderr, stored hashed)');
     report.createdKey = key;
     report.usableKey = key;
@@ -84,8 +94,8 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
  * configured key opens stops the start: signing with it is impossible, and the usual cause is a
  * key missing from this instance's configuration (another instance encrypted under its own).
  */
-async function resealWebhookSecrets(store: EventStore, logger: Logger): Promise<void> {
-  const { resealed, unreadable } = await store.resealSecrets();
+async function resealWebhookSecrets(knex: Knex, secrets: SecretBox, logger: Logger): Promise<void> {
+  const { resealed, unreadable } = await resealSecrets(knex, secrets);
   if (resealed > 0) logger.info({ resealed }, 'webhook signing secrets encrypted under the current SECRETS_KEY');
   if (unreadable.length > 0) {
     const keyIds = [...new Set(unreadable.map((u) => u.keyId ?? 'malformed'))].join(', ');

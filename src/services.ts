@@ -15,6 +15,7 @@ import { InstanceHeartbeat } from './storage/instance-heartbeat';
 import { DataChangeLog } from './storage/data-change-log';
 import { ReferenceCache } from './storage/reference-cache';
 import type { SecretBox } from './storage/secret-box';
+import { AuditLog } from './audit';
 import { openSecretBox } from './storage/secrets-key';
 
 /**
@@ -44,6 +45,8 @@ export interface Services {
   dataChanges: DataChangeLog;
   /** Encrypts stored secrets (webhook signing secrets): SECRETS_KEY, or the SQLite key file. */
   secrets: SecretBox;
+  /** The audit log of administrative actions; its flush and retention purge are started by the server. */
+  audit: AuditLog;
 }
 
 /** How often a process folds the data change log (it grows by one row per posting in between). */
@@ -75,6 +78,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });
   const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
-  const events = new Events({ knex, engine, keys, secrets, logger, config, isLocked: () => lock.isLocked() });
-  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, secrets };
+  const audit = new AuditLog({ knex, engine, logger, retentionDays: config.auditRetentionDays, isLocked: () => lock.isLocked() });
+  const events = new Events({ knex, engine, keys, secrets, audit, logger, config, isLocked: () => lock.isLocked() });
+  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, secrets, audit };
 }

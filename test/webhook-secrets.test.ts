@@ -187,6 +187,7 @@ test('rotation of SECRETS_KEY: a secret stored under the previous key still sign
       engine: t.engine,
       keys: t.services.keys,
       secrets: box,
+      audit: t.services.audit,
       logger: t.services.logger,
       config: { eventDetectionIntervalSeconds: 300, eventDetectionLagSeconds: 0, webhookAllowPrivateTargets: true, webhookTimeoutMs: 2000 },
       clock: h.events.clock,

@@ -1,3 +1,4 @@
+import { SERVICE_ACTOR } from '../audit';
 import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
@@ -154,7 +155,7 @@ export class DeliveryWorker {
     const recorded = await store.recordAttempt(d.id, { attempt, attemptedAt: at, statusCode, outcome: ok ? 'succeeded' : gone ? 'gone' : 'failed', error, durationMs }, { status, nextAttemptAt: next });
     if (recorded && gone && endpoint) {
       await store.updateEndpoint(endpoint.id, { state: 'disabled', stateReason: 'the endpoint answered 410 Gone' }, at);
-      await store.audit(endpoint.id, null, 'disabled', { reason: '410 Gone', deliveryId: d.id }, at);
+      await store.audit(endpoint.id, SERVICE_ACTOR, 'disabled', { reason: '410 Gone', deliveryId: d.id }, at);
     }
     if (!ok) this.o.logger.info({ deliveryId: d.id, eventId: d.eventId, attempt, statusCode, error, nextAttemptAt: next?.toISOString() }, 'webhook delivery attempt failed');
     return ok ? 'succeeded' : next ? 'retried' : 'failed';

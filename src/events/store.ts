@@ -4,6 +4,8 @@ import type { Engine } from '../storage/database';
 import { fromDbTime, toDbTime } from '../storage/db-time';
 import { insertUnlessExists } from '../storage/insert-or-ignore';
 import type { SecretBox } from '../storage/secret-box';
+import { SERVICE_ACTOR, type AuditAction, type AuditActor, type AuditLog } from '../audit';
+import { auditEntriesFor } from '../audit/store';
 
 /**
  * SQL of the events wing (tables of db/migrations/20261124000010_webhooks.ts). Every timestamp
@@ -93,6 +95,10 @@ function deliveryOf(r: any): DeliveryRow {
   };
 }
 
+/** The changes of an endpoint the audit log records (`webhook-endpoint.<change>`, src/audit/actions.ts). */
+type ChangeOf<A> = A extends `webhook-endpoint.${infer C}` ? C : never;
+export type WebhookChange = ChangeOf<AuditAction>;
+
 export interface DeliveryFilter {
   endpointId?: string;
   status?: DeliveryStatus;
@@ -114,6 +120,8 @@ export class EventStore {
     readonly engine: Engine,
     /** Encrypts the signing secrets at rest (docs/decisions/0260-webhook-secrets-encrypted-at-rest.md). */
     private readonly secrets: SecretBox,
+    /** Where every change of an endpoint is recorded (spec Events rule 9): the one audit log. */
+    private readonly audits: AuditLog,
   ) {}
 
   t(at: Date): Date | string {
@@ -185,53 +193,24 @@ export class EventStore {
     return secrets;
   }
 
-  /**
-   * Encrypts under the current key every secret that is not yet: stored in plain text (before
-   * encryption, or by an older instance during an upgrade) or under a previous key (after a
-   * rotation of SECRETS_KEY). Run at every start after the migrations; idempotent, and each row is
-   * changed only if it still holds the value read (a concurrent start changes it once).
-   * Values no configured key opens are listed, not changed.
-   */
-  async resealSecrets(): Promise<{ resealed: number; unreadable: Array<{ endpointId: string; keyId: string | undefined }> }> {
-    const rows = await this.knex('whkept').select('id', 'secret', 'previous_secret');
-    let resealed = 0;
-    const unreadable: Array<{ endpointId: string; keyId: string | undefined }> = [];
-    for (const r of rows as Array<{ id: string; secret: string; previous_secret: string | null }>) {
-      for (const column of ['secret', 'previous_secret'] as const) {
-        const stored = r[column];
-        if (stored === null || stored === undefined || this.secrets.isCurrent(stored)) continue;
-        let plaintext: string;
-        try {
-          plaintext = this.secrets.open(stored, secretContext(r.id));
-        } catch (err) {
-          unreadable.push({ endpointId: r.id, keyId: (err as { keyId?: string }).keyId });
-          continue;
-        }
-        const n = await this.knex('whkept')
-          .where({ id: r.id, [column]: stored })
-          .update({ [column]: this.secrets.seal(plaintext, secretContext(r.id)) });
-        resealed += Number(n);
-      }
-    }
-    return { resealed, unreadable };
-  }
-
   /** Pauses every active endpoint of an owner (its key was disabled or revoked). */
   async pauseEndpointsOf(ownerKeyId: string, reason: string, at: Date): Promise<string[]> {
     const ids = (await this.knex('whkept').where({ owner_key_id: ownerKeyId, state: 'active' }).select('id')).map((r: any) => r.id as string);
     if (ids.length === 0) return [];
     await this.knex('whkept').whereIn('id', ids).where({ state: 'active' }).update({ state: 'paused', state_reason: reason, updated_at: this.t(at) });
-    for (const id of ids) await this.audit(id, null, 'paused', { reason }, at);
+    for (const id of ids) await this.audit(id, SERVICE_ACTOR, 'paused', { reason }, at);
     return ids;
   }
 
-  async audit(endpointId: string, keyId: string | null, action: string, detail: Record<string, unknown>, at: Date): Promise<void> {
-    await this.knex('whkaud').insert({ endpoint_id: endpointId, key_id: keyId, action, detail: JSON.stringify(detail), at: this.t(at) });
+  /** One change of an endpoint, as the audit log entry `webhook-endpoint.<action>` (target: the endpoint id). */
+  async audit(endpointId: string | null, by: AuditActor, action: WebhookChange, detail: Record<string, unknown>, at: Date): Promise<void> {
+    await this.audits.record(by, { action: `webhook-endpoint.${action}`, target: endpointId?.toLowerCase() ?? null, outcome: 'succeeded', detail }, at);
   }
 
+  /** The logged changes of one endpoint, oldest first. */
   async auditLog(endpointId: string): Promise<Array<{ action: string; keyId: string | null; detail: Record<string, unknown>; at: Date }>> {
-    const rows = await this.knex('whkaud').where({ endpoint_id: endpointId }).orderBy('seq');
-    return rows.map((r: any) => ({ action: r.action, keyId: r.key_id ?? null, detail: r.detail ? JSON.parse(r.detail) : {}, at: fromDbTime(r.at)! }));
+    const entries = await auditEntriesFor(this.knex, 'webhook-endpoint', endpointId.toLowerCase());
+    return entries.map((e) => ({ action: e.action.replace(/^webhook-endpoint\./, ''), keyId: e.actorKeyId, detail: e.detail, at: e.at }));
   }
 
   // ------------------------------------------------------------------ detection cursor and lease
@@ -419,4 +398,35 @@ export class EventStore {
       return Number(await old(trx).delete());
     });
   }
+}
+
+/**
+ * Encrypts under the current key every secret that is not yet: stored in plain text (before
+ * encryption, or by an older instance during an upgrade) or under a previous key (after a
+ * rotation of SECRETS_KEY). Run at every start after the migrations; idempotent, and each row is
+ * changed only if it still holds the value read (a concurrent start changes it once).
+ * Values no configured key opens are listed, not changed.
+ */
+export async function resealSecrets(knex: Knex, secrets: SecretBox): Promise<{ resealed: number; unreadable: Array<{ endpointId: string; keyId: string | undefined }> }> {
+  const rows = await knex('whkept').select('id', 'secret', 'previous_secret');
+  let resealed = 0;
+  const unreadable: Array<{ endpointId: string; keyId: string | undefined }> = [];
+  for (const r of rows as Array<{ id: string; secret: string; previous_secret: string | null }>) {
+    for (const column of ['secret', 'previous_secret'] as const) {
+      const stored = r[column];
+      if (stored === null || stored === undefined || secrets.isCurrent(stored)) continue;
+      let plaintext: string;
+      try {
+        plaintext = secrets.open(stored, secretContext(r.id));
+      } catch (err) {
+        unreadable.push({ endpointId: r.id, keyId: (err as { keyId?: string }).keyId });
+        continue;
+      }
+      const n = await knex('whkept')
+        .where({ id: r.id, [column]: stored })
+        .update({ [column]: secrets.seal(plaintext, secretContext(r.id)) });
+      resealed += Number(n);
+    }
+  }
+  return { resealed, unreadable };
 }

@@ -39,6 +39,7 @@ export function installEvents(t: TestApp, options: { allowPrivate?: boolean; sen
     engine: t.engine,
     keys: t.services.keys,
     secrets: t.services.secrets,
+    audit: t.services.audit,
     logger: t.services.logger,
     config: {
       eventDetectionIntervalSeconds: 300,
