@@ -1,6 +1,6 @@
 /**
  * Webhook signing secrets are stored encrypted (src/storage/secret-box.ts): `enc1:<key id>:<nonce,
- * ciphertext, tag in base64url>`, 103 characters for a `whsec_` secret, more than the 100 the
+ * ciphertext, tag in base64url>`, 102 characters for a `whsec_` secret, more than the 100 the
  * columns held. The encryption of the secrets already stored is not done here: a migration does
  * not hold SECRETS_KEY; every start encrypts what is not encrypted yet, right after the migrations
  * (src/boot.ts; docs/decisions/0261-secrets-encrypted-at-start-not-in-a-migration.md).
