@@ -58,6 +58,10 @@ test('a lock, a refused un-lock, an un-lock with override and a key disabled at 
   assert.ok(t.logs.some((l) => l.audit?.action === 'lock' && l.audit?.correlation_id === lock.headers['x-correlation-id']), 'and is a log line at once');
   const refused = await t.post('/api/v3/utility/un-lock', { userName: 'mlee' }, t.adminKey);
   assert.equal(refused.status, 409, refused.text);
+  // No write was even tried while locked (a try would fail on the dropped pool and log a warning).
+  assert.equal(t.services.audit.pending, 2);
+  assert.equal(t.services.lock.poolStats().exists, false, 'no pool was made for the audit log while locked');
+  assert.ok(!t.logs.some((l) => /audit log: entries not written yet/.test(String(l.msg))), 'no write tried while locked');
   const unlock = await t.post('/api/v3/utility/un-lock', { userName: 'mlee', override: true }, t.adminKey);
   assert.equal(unlock.status, 200, unlock.text);
   assert.equal(t.services.audit.pending, 0, 'written as soon as the pool is back');
