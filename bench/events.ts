@@ -14,12 +14,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
 import { migrateLatest } from '../db/migrate';
 import { ApiKeyRepository } from '../src/storage/api-keys';
 import { Events } from '../src/events';
+import { SecretBox } from '../src/storage/secret-box';
+import { AuditLog } from '../src/audit';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000);
@@ -49,6 +52,9 @@ async function main() {
       knex,
       engine,
       keys,
+      // A key of this run only: the bench's endpoints are deleted at its start.
+      secrets: new SecretBox(randomBytes(32)),
+      audit: new AuditLog({ knex, engine, logger, retentionDays: 400 }),
       logger,
       config: { eventDetectionIntervalSeconds: 300, eventDetectionLagSeconds: 0, webhookAllowPrivateTargets: true, webhookTimeoutMs: 10_000 },
       clock: () => clock,

@@ -190,6 +190,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit-log/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Query the audit log
+         * @description The audit log of administrative actions, read like any entity (the read envelope; `select`,
+         *     `filters`, `orderBy`, `page`). Admin API keys only (403 FORBIDDEN for other keys; a key created
+         *     with scopes needs `audit`).
+         *
+         *     Each entry records who (`actorType` and `actor`: the API key's name with `actorKeyId`, the
+         *     operating-system user at the keys command, or `service` for what the service does by itself),
+         *     what (`action`), which target (`targetType`, `target`), when (`occurredAt`), the request's
+         *     `correlationId` (the `X-Correlation-Id` it was answered with; one per run of the keys command)
+         *     and the outcome: `succeeded`, or `refused` (4xx) / `failed` (5xx) with the problem code in
+         *     `outcomeCode`.
+         *
+         *     Actions (`targetType` in brackets):
+         *     - `api-key.created`, `api-key.disabled`, `api-key.enabled`, `api-key.revoked` (`api-key`, the
+         *       key's id): the keys command, and the admin key a first start (or DEMO_API_KEY) creates;
+         *     - `lock`, `un-lock` (`maintenance-lock`, the `userName` sent; `detail` says `override` and the
+         *       `previousHolder`), refusals included (409 LOCK_HELD);
+         *     - `webhook-endpoint.created`, `.updated`, `.deleted`, `.secret-rotated`, `.test-sent`,
+         *       `.delivery-resent`, `.failed-deliveries-resent`, and, by the service, `.paused` (the owner's key
+         *       is no longer active) and `.disabled` (410 Gone) (`webhook-endpoint`, the endpoint's id).
+         *
+         *     More actions may be added; treat `action` and `targetType` as open lists. `detail` is a JSON
+         *     object as text (never a secret). Entries are never changed; they are kept at least 400 days
+         *     (AUDIT_RETENTION_DAYS). `createdSince` selects the entries that occurred on or after a date;
+         *     `lastUpdated` answers 501 CHANGE_STAMP_UNSUPPORTED. An entry made while the maintenance lock
+         *     held the database connections dropped is written when they are back, with the time it occurred:
+         *     order by `occurredAt` for the order of events.
+         */
+        post: operations["queryAuditLog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/bank-accounts/query": {
         parameters: {
             query?: never;
@@ -3638,6 +3683,53 @@ export interface components {
             orderBy?: components["schemas"]["OrderBy"];
             page?: components["schemas"]["PageRequest"];
             select?: components["schemas"]["Select"];
+        };
+        /** @description One administrative action (see POST /audit-log/query). */
+        AuditLogEntry: {
+            /** @description What was done (lock, un-lock, api-key.disabled, webhook-endpoint.created, ...). */
+            action?: string;
+            /** @description The API key's name, the operating-system user at the keys command, or `service`. */
+            actor?: string;
+            /**
+             * Format: uuid
+             * @description The id of the API key that acted.
+             */
+            actorKeyId?: string | null;
+            /**
+             * @description Who acted: an API key, the operator at the keys command, or the service itself.
+             * @enum {string}
+             */
+            actorType?: "api-key" | "operator" | "service";
+            /** @description The X-Correlation-Id of the request (one per run of the keys command). */
+            correlationId?: string | null;
+            /** @description What else the action was given, a JSON object as text (a reason, override, the url); never a secret. */
+            detail?: string | null;
+            /**
+             * Format: uuid
+             * @description Identifier of the entry.
+             */
+            id?: string;
+            /**
+             * Format: date-time
+             * @description When the action happened.
+             */
+            occurredAt?: string;
+            /** @enum {string} */
+            outcome?: "succeeded" | "refused" | "failed";
+            /** @description The problem code of a refused or failed action. */
+            outcomeCode?: string | null;
+            /** @description Ascending in the order entries were written. */
+            recordNumber?: number;
+            /** @description The key's or endpoint's id; the lock's userName. */
+            target?: string | null;
+            /** @description What it was done to: api-key, maintenance-lock, webhook-endpoint. */
+            targetType?: string;
+        };
+        /** @description A page of audit log entries. */
+        AuditLogPage: {
+            asOf: components["schemas"]["Timestamp"];
+            data: components["schemas"]["AuditLogEntry"][];
+            page: components["schemas"]["PageInfo"];
         };
         /**
          * @description A bank account and the ledger cash account it is kept in.
@@ -9228,7 +9320,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description SCOPE_MISSING: the key was created with scopes that do not include the one this operation needs (`requiredScope` names it). FORBIDDEN: lock and un-lock by a non-admin key when the operator set LOCK_ADMIN_ONLY. */
+        /** @description SCOPE_MISSING: the key was created with scopes that do not include the one this operation needs (`requiredScope` names it). FORBIDDEN: an admin-only operation (the webhook operations, the audit log; lock and un-lock when the operator set LOCK_ADMIN_ONLY) called with a non-admin key. */
         Forbidden: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];
@@ -9901,6 +9993,52 @@ export interface operations {
                 };
             };
             400: components["responses"]["ReadBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    queryAuditLog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BaseQueryRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of audit log entries. */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLogPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

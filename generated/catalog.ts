@@ -10609,3 +10609,115 @@ export const CATALOG: Catalog = {
     "requestExtras": {}
   }
 };
+
+/** Entities read by admin keys only (x-admin-only in openapi.yaml): the service's own records, not the books. */
+export const ADMIN_CATALOG: Catalog = {
+  "audit-log": {
+    "entity": "audit-log",
+    "schema": "AuditLogEntry",
+    "table": "audlog",
+    "tag": "Audit",
+    "queryOperationId": "queryAuditLog",
+    "requestSchema": "BaseQueryRequest",
+    "keyColumn": "id",
+    "fields": {
+      "id": {
+        "name": "id",
+        "column": "id",
+        "kind": "uuid",
+        "nullable": false,
+        "sqlType": "uniqueidentifier"
+      },
+      "recordNumber": {
+        "name": "recordNumber",
+        "column": "seq",
+        "kind": "integer",
+        "nullable": false,
+        "sqlType": "int"
+      },
+      "occurredAt": {
+        "name": "occurredAt",
+        "column": "occurred_at",
+        "kind": "datetime",
+        "nullable": false,
+        "sqlType": "datetime2"
+      },
+      "actorType": {
+        "name": "actorType",
+        "column": "actor_type",
+        "kind": "string",
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
+      },
+      "actor": {
+        "name": "actor",
+        "column": "actor",
+        "kind": "string",
+        "nullable": false,
+        "sqlType": "nvarchar(100)"
+      },
+      "actorKeyId": {
+        "name": "actorKeyId",
+        "column": "actor_key_id",
+        "kind": "uuid",
+        "nullable": true,
+        "sqlType": "uniqueidentifier"
+      },
+      "action": {
+        "name": "action",
+        "column": "action",
+        "kind": "string",
+        "nullable": false,
+        "sqlType": "nvarchar(60)"
+      },
+      "targetType": {
+        "name": "targetType",
+        "column": "target_type",
+        "kind": "string",
+        "nullable": false,
+        "sqlType": "nvarchar(40)"
+      },
+      "target": {
+        "name": "target",
+        "column": "target",
+        "kind": "string",
+        "nullable": true,
+        "sqlType": "nvarchar(100)"
+      },
+      "outcome": {
+        "name": "outcome",
+        "column": "outcome",
+        "kind": "string",
+        "nullable": false,
+        "sqlType": "nvarchar(20)"
+      },
+      "outcomeCode": {
+        "name": "outcomeCode",
+        "column": "outcome_code",
+        "kind": "string",
+        "nullable": true,
+        "sqlType": "nvarchar(60)"
+      },
+      "correlationId": {
+        "name": "correlationId",
+        "column": "correlation_id",
+        "kind": "string",
+        "nullable": true,
+        "sqlType": "nvarchar(64)"
+      },
+      "detail": {
+        "name": "detail",
+        "column": "detail",
+        "kind": "string",
+        "nullable": true,
+        "sqlType": "nvarchar(max)"
+      }
+    },
+    "children": {},
+    "changeStamps": {
+      "createdSince": "occurred_at"
+    },
+    "matchFields": [],
+    "requestExtras": {}
+  }
+};

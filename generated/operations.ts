@@ -676,5 +676,11 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "method": "POST",
     "path": "/webhook-deliveries/resend-failed",
     "tag": "Events"
+  },
+  {
+    "operationId": "queryAuditLog",
+    "method": "POST",
+    "path": "/audit-log/query",
+    "tag": "Audit"
   }
 ];

@@ -8,7 +8,8 @@
  *                                  loads at every start (the YAML parse was ~0.2 s of each worker's start)
  *   generated/api-types.ts         TypeScript types (openapi-typescript) for handlers and clients
  *   generated/catalog.ts           the entity catalog: published field <-> table.column, compiled
- *                                  from the x-storage extensions (x-entity, x-table, x-column, ...)
+ *                                  from the x-storage extensions (x-entity, x-table, x-column, ...);
+ *                                  ADMIN_CATALOG: the entities read by admin keys only (x-admin-only)
  *   generated/operations.ts        every operation: id, method, path, tag (routing and metrics)
  *
  * Usage: tsx scripts/generate.ts [--out DIR]   (the drift check writes to a temp DIR and diffs)
@@ -55,7 +56,9 @@ async function main(): Promise<void> {
     path.join(outDir, 'catalog.ts'),
     HEADER +
       "import type { Catalog } from '../src/catalog/types';\n\n" +
-      `export const CATALOG: Catalog = ${JSON.stringify(catalog.entities, null, 2)};\n`,
+      `export const CATALOG: Catalog = ${JSON.stringify(catalog.entities, null, 2)};\n\n` +
+      '/** Entities read by admin keys only (x-admin-only in openapi.yaml): the service\'s own records, not the books. */\n' +
+      `export const ADMIN_CATALOG: Catalog = ${JSON.stringify(catalog.adminEntities, null, 2)};\n`,
   );
 
   fs.writeFileSync(

@@ -8,12 +8,17 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { Config } from './config';
+import { ConfigError, type Config } from './config';
 import { API_BASE } from './http/base';
 import { ApiKeyRepository } from './storage/api-keys';
 import type { DatabaseTarget } from './storage/database';
 import { MIGRATION_NAMES } from '../db/migration-names';
 import { hasNoCompany } from '../db/seed/empty';
+import { openSecretBox } from './storage/secrets-key';
+import type { SecretBox } from './storage/secret-box';
+import { SERVICE_ACTOR } from './audit/actions';
+import { auditRow, insertAuditRows } from './audit/store';
+import { resealSecrets } from './events/store';
 
 export interface BootReport {
   /** A key created on this start (first start of an empty embedded database), shown once. */
@@ -32,6 +37,9 @@ async function pendingMigrations(knex: Knex): Promise<number> {
 
 /** Migrates, seeds an empty embedded database, and makes sure a key exists to call the server with. */
 export async function prepareDatabase(config: Config, target: DatabaseTarget, knex: Knex, logger: Logger): Promise<BootReport> {
+  // Before anything touches the database: PostgreSQL and SQL Server refuse to start without
+  // SECRETS_KEY; on SQLite the key file is created here, before any cluster worker starts.
+  const secrets = openSecretBox(config);
   const started = Date.now();
   // The migrations (and the seed below) are loaded only when they have something to do: a start
   // on an up-to-date database never imports them (start-up time and resident memory).
@@ -42,6 +50,8 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
   } else {
     logger.info({ database: target.display, ms: Date.now() - started }, 'migrations up to date');
   }
+
+  await resealWebhookSecrets(knex, secrets, logger);
 
   const embedded = target.engine === 'sqlite';
   let seeded = false;
@@ -57,17 +67,42 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
 
   const keys = new ApiKeyRepository(knex);
   const report: BootReport = { seeded };
+  // Keys the service creates or re-enables by itself are audit log entries, as the keys CLI's are.
+  const audit = (action: 'api-key.created' | 'api-key.enabled', record: { id: string; name: string }, why: string) =>
+    insertAuditRows(knex, [auditRow(target.engine, SERVICE_ACTOR, { action, target: record.id, outcome: 'succeeded', detail: { name: record.name, role: 'admin', reason: why } }, new Date())]);
   if (config.demoApiKey) {
+    const before = await keys.findByKey(config.demoApiKey);
     const record = await keys.ensure(config.demoApiKey, 'demo (DEMO_API_KEY)', 'admin');
+    if (!before) await audit('api-key.created', record, 'DEMO_API_KEY');
+    else if (before.state !== 'active' || before.role !== 'admin') await audit('api-key.enabled', record, 'DEMO_API_KEY');
     logger.info({ keyId: record.id }, 'DEMO_API_KEY is an active admin key');
     report.usableKey = config.demoApiKey;
   } else if (embedded && (await keys.count()) === 0) {
     const { key, record } = await keys.create('first start admin', 'admin');
+    await audit('api-key.created', record, 'first start of an empty embedded database');
     logger.info({ keyId: record.id }, 'created an admin API key on the first start of an empty database (printed on stderr, stored hashed)');
     report.createdKey = key;
     report.usableKey = key;
   }
   return report;
+}
+
+/**
+ * A migration cannot read SECRETS_KEY, so encrypting the secrets stored before encryption (and
+ * re-encrypting those under a previous key after a rotation) is this step of every start, after the
+ * migrations (docs/decisions/0261-secrets-encrypted-at-start-not-in-a-migration.md). A secret no
+ * configured key opens stops the start: signing with it is impossible, and the usual cause is a
+ * key missing from this instance's configuration (another instance encrypted under its own).
+ */
+async function resealWebhookSecrets(knex: Knex, secrets: SecretBox, logger: Logger): Promise<void> {
+  const { resealed, unreadable } = await resealSecrets(knex, secrets);
+  if (resealed > 0) logger.info({ resealed }, 'webhook signing secrets encrypted under the current SECRETS_KEY');
+  if (unreadable.length > 0) {
+    const keyIds = [...new Set(unreadable.map((u) => u.keyId ?? 'malformed'))].join(', ');
+    throw new ConfigError(
+      `${unreadable.length} webhook signing secret(s) are encrypted under key id ${keyIds}, which neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS holds: add that key to SECRETS_KEY_PREVIOUS (every instance must share SECRETS_KEY)`,
+    );
+  }
 }
 
 export function banner(port: number, report: BootReport): string {

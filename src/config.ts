@@ -84,6 +84,16 @@ export interface Config {
   headersTimeoutMs: number;
   /** Node's requestTimeout: a client that has not sent its whole request (head and body) by then is cut (408). */
   requestTimeoutMs: number;
+  /**
+   * The key webhook signing secrets are encrypted under (SECRETS_KEY: 32 bytes, base64). Unset on
+   * SQLite: a key file next to the database (src/storage/secrets-key.ts); unset on PostgreSQL or SQL
+   * Server: the start is refused naming the variable.
+   */
+  secretsKey?: Buffer;
+  /** Earlier keys (SECRETS_KEY_PREVIOUS, comma-separated): secrets under them are read and re-encrypted at start. */
+  secretsKeyPrevious: Buffer[];
+  /** Audit log entries are kept this long (AUDIT_RETENTION_DAYS, at least 400). */
+  auditRetentionDays: number;
 }
 
 /** The value of Express's `trust proxy` setting (https://expressjs.com/en/guide/behind-proxies.html). */
@@ -150,6 +160,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 250, 0, 1000),
     numberBlockSize: int(env, 'NUMBER_BLOCK_SIZE', 100, 1, 1000),
     contractPrecompile: bool(env, 'CONTRACT_PRECOMPILE', false),
+    ...secretsKeys(env),
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 400, 400, 36_500),
     ...edge(env, dbDeadlineMs),
   };
 }
@@ -212,6 +224,32 @@ function edge(env: NodeJS.ProcessEnv, dbDeadlineMs: number): Pick<Config, 'trust
     headersTimeoutMs,
     requestTimeoutMs,
   };
+}
+
+/** A secrets key as the operator writes it: 32 random bytes in base64 (`openssl rand -base64 32`). */
+function secretsKeyOf(name: string, raw: string): Buffer {
+  const text = raw.trim();
+  const key = Buffer.from(text, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || key.length !== 32) {
+    throw new ConfigError(`${name} must be 32 random bytes in base64, 44 characters (make one with: openssl rand -base64 32)`);
+  }
+  return key;
+}
+
+/**
+ * SECRETS_KEY and SECRETS_KEY_PREVIOUS (comma-separated). Whether a key is required depends on the
+ * engine (a key file on SQLite): decided when the service starts (src/storage/secrets-key.ts), not
+ * here, so the keys CLI and the scripts run without one.
+ */
+function secretsKeys(env: NodeJS.ProcessEnv): { secretsKey?: Buffer; secretsKeyPrevious: Buffer[] } {
+  const current = env.SECRETS_KEY ? secretsKeyOf('SECRETS_KEY', env.SECRETS_KEY) : undefined;
+  const previous = (env.SECRETS_KEY_PREVIOUS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => secretsKeyOf('SECRETS_KEY_PREVIOUS', s));
+  if (previous.length > 0 && !current) throw new ConfigError('SECRETS_KEY_PREVIOUS needs SECRETS_KEY (the key secrets are encrypted under from now on)');
+  return { ...(current ? { secretsKey: current } : {}), secretsKeyPrevious: previous };
 }
 
 /**

@@ -102,6 +102,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // Before the lock is read (a held lock drops the pool): record this boot, free the previous boot's claims.
   await services.heartbeat.start();
   services.dataChanges.start();
+  services.audit.start();
   // A service restarted while the maintenance lock is held drops its pool before serving anything.
   await services.lock.ensureLoaded();
   await learning;
@@ -239,6 +240,9 @@ export async function startServer(config: Config, options: StartServerOptions = 
       services.lock.stop();
       services.heartbeat.stop();
       services.dataChanges.stop();
+      services.audit.stop();
+      // Entries still waiting (written while locked) go in now, if the pool is there.
+      await services.audit.flush();
       await services.knex.destroy();
       logger.info({ ms: Date.now() - started, outcome }, 'stopped');
     })();

@@ -17,6 +17,9 @@ import { ReferenceCache } from './storage/reference-cache';
 import { InstalledSchema, registerInstalledSchema } from './storage/installed-schema';
 import { expectedColumns, missingColumnProblem, publishedNamesOf } from './catalog/installed';
 import { CATALOG } from '../generated/catalog';
+import type { SecretBox } from './storage/secret-box';
+import { AuditLog } from './audit';
+import { openSecretBox } from './storage/secrets-key';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -49,12 +52,18 @@ export interface Services {
    * maintenance lock is released. Reads and writes see the catalog through it (src/catalog/installed.ts).
    */
   installed: InstalledSchema;
+  /** Encrypts stored secrets (webhook signing secrets): SECRETS_KEY, or the SQLite key file. */
+  secrets: SecretBox;
+  /** The audit log of administrative actions; its flush and retention purge are started by the server. */
+  audit: AuditLog;
 }
 
 /** How often a process folds the data change log (it grows by one row per posting in between). */
 const DATA_LOG_FOLD_MS = 1000;
 
 export function createServices(config: Config, logger: Logger, knex: Knex, engine: Engine): Services {
+  // First: without a key on PostgreSQL or SQL Server nothing else is built (ConfigError naming SECRETS_KEY).
+  const secrets = openSecretBox(config);
   // A span per statement while a request's span records (nothing to do otherwise).
   traceStatements(knex, engine);
   const dialect = dialectFor(engine);
@@ -96,6 +105,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });
   const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
-  const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
-  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed };
+  const audit = new AuditLog({ knex, engine, logger, retentionDays: config.auditRetentionDays, isLocked: () => lock.isLocked() });
+  const events = new Events({ knex, engine, keys, secrets, audit, logger, config, isLocked: () => lock.isLocked() });
+  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, secrets, audit };
 }

@@ -54,6 +54,8 @@ const CALLS: Record<string, Call> = {
   queryWebhookDeliveries: (_api, body, admin) => admin.POST('/webhook-deliveries/query', { body }),
   resendWebhookDelivery: (_api, body, admin) => admin.POST('/webhook-deliveries/{id}/resend', { body, params: { path: { id: EXAMPLE_IDS.delivery } } }),
   resendFailedWebhookDeliveries: (_api, body, admin) => admin.POST('/webhook-deliveries/resend-failed', { body }),
+  // The audit log is the administrator's too.
+  queryAuditLog: (_api, body, admin) => admin.POST('/audit-log/query', { body }),
 };
 
 /** POST /{entity}/query and /{entity}/match: one generic call over the typed client. */

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory from 'knex';
 import { ListenGate, workerSetup } from '../src/cluster';
+import { secretsEnv } from './support/secrets';
 
 const ENGINE = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -74,7 +75,7 @@ before(async () => {
   await emptyDatabase();
   primary = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'main.ts')], {
     cwd: path.resolve(__dirname, '..'),
-    env: { ...process.env, DATABASE_URL: url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cs', LOG_LEVEL: 'info', SEED_ON_START: 'false', DEMO_API_KEY: randomUUID(), CONTRACT_PRECOMPILE: 'true' },
+    env: { ...process.env, DATABASE_URL: url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cs', LOG_LEVEL: 'info', SEED_ON_START: 'false', DEMO_API_KEY: randomUUID(), CONTRACT_PRECOMPILE: 'true', ...secretsEnv(ENGINE) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   primary.stdout!.on('data', (d: Buffer) => (out += d.toString()));

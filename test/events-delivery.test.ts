@@ -205,7 +205,7 @@ test('retries follow the schedule under a fake clock (Retry-After honoured), and
     }
     if (attempt === 5) {
       // Restart: a new process (new worker id, same database) carries on.
-      events = new Events({ knex: t.knex, engine: t.engine, keys: t.services.keys, logger: t.services.logger, config: { eventDetectionIntervalSeconds: 300, eventDetectionLagSeconds: 0, webhookAllowPrivateTargets: true, webhookTimeoutMs: 2000 }, clock: () => h.clock.now, random: () => 0.5 });
+      events = new Events({ knex: t.knex, engine: t.engine, keys: t.services.keys, secrets: t.services.secrets, audit: t.services.audit, logger: t.services.logger, config: { eventDetectionIntervalSeconds: 300, eventDetectionLagSeconds: 0, webhookAllowPrivateTargets: true, webhookTimeoutMs: 2000 }, clock: () => h.clock.now, random: () => 0.5 });
     }
     if (attempt === 3) answer = { status: 503, headers: { 'Retry-After': '3600' } };
     else answer = { status: 503 };
@@ -243,7 +243,7 @@ test('a claim held by a process that died expires; two workers never send the sa
   // A dead worker claimed one delivery.
   const dead = await h.events.store.claimDue('dead-worker', h.clock.now, new Date(h.clock.now.getTime() + 60_000), 1);
   assert.equal(dead.length, 1);
-  const other = new Events({ knex: t.knex, engine: t.engine, keys: t.services.keys, logger: t.services.logger, config: { eventDetectionIntervalSeconds: 300, eventDetectionLagSeconds: 0, webhookAllowPrivateTargets: true, webhookTimeoutMs: 2000 }, clock: () => h.clock.now });
+  const other = new Events({ knex: t.knex, engine: t.engine, keys: t.services.keys, secrets: t.services.secrets, audit: t.services.audit, logger: t.services.logger, config: { eventDetectionIntervalSeconds: 300, eventDetectionLagSeconds: 0, webhookAllowPrivateTargets: true, webhookTimeoutMs: 2000 }, clock: () => h.clock.now });
   const [a, b] = await Promise.all([h.events.deliverNow(), other.deliverNow()]);
   assert.equal(a.claimed + b.claimed, 5);
   assert.equal(received.length, 5);
@@ -335,7 +335,7 @@ test('the delivery log is purged after 30 days (attempts too): younger rows stay
 
 test('one detector at a time: a second process does not get the lease until it expires or is released', async () => {
   await endpoint(['payable_invoice.updated']);
-  const other = new Events({ knex: t.knex, engine: t.engine, keys: t.services.keys, logger: t.services.logger, config: { eventDetectionIntervalSeconds: 300, eventDetectionLagSeconds: 0, webhookAllowPrivateTargets: true, webhookTimeoutMs: 2000 }, clock: () => h.clock.now });
+  const other = new Events({ knex: t.knex, engine: t.engine, keys: t.services.keys, secrets: t.services.secrets, audit: t.services.audit, logger: t.services.logger, config: { eventDetectionIntervalSeconds: 300, eventDetectionLagSeconds: 0, webhookAllowPrivateTargets: true, webhookTimeoutMs: 2000 }, clock: () => h.clock.now });
   assert.equal((await h.events.detectNow()).ran, true);
   assert.equal((await other.detectNow()).ran, false);
   h.clock.advance(600_001);

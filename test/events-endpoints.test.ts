@@ -40,7 +40,9 @@ test('create returns the id and a whsec_ secret once; query never shows it; the 
   assert.equal(res.body.status, 'active');
   assert.deepEqual(res.body.eventTypes, ['payable_invoice.created', 'payable_invoice.updated']);
   const row = await t.knex('whkept').where({ id: res.body.id }).first();
-  assert.equal(row.secret, res.body.secret);
+  // Stored encrypted (test/webhook-secrets.test.ts has the rest): it opens to the secret shown once.
+  assert.match(row.secret, /^enc1:/);
+  assert.equal(t.services.secrets.open(row.secret, `whkept:${res.body.id}`), res.body.secret);
   const adminId = (await t.services.keys.findByKey(t.adminKey))!.id;
   assert.equal(row.owner_key_id, adminId);
 
@@ -64,11 +66,13 @@ test('update, pause, rotate, test, delete: each logged; unknown ids are 404 with
   assert.equal(up.body.status, 'paused');
   assert.deepEqual(up.body.eventTypes, ['purchase_order.updated']);
 
+  const stored = (await t.knex('whkept').where({ id: e.id }).first()).secret;
   const rot = await t.post(`/api/v3/webhook-endpoints/${e.id}/rotate-secret`, {}, t.adminKey);
   assert.equal(rot.status, 200, rot.text);
   assert.notEqual(rot.body.secret, e.secret);
   const row = await t.knex('whkept').where({ id: e.id }).first();
-  assert.equal(row.previous_secret, e.secret);
+  assert.equal(row.previous_secret, stored, 'the current secret moves to previous as stored (encrypted)');
+  assert.equal(t.services.secrets.open(row.secret, `whkept:${e.id}`), rot.body.secret);
   assert.equal(Date.parse(rot.body.previousSecretExpiresAt) - h.clock.now.getTime(), 24 * 3_600_000);
 
   const test1 = await t.post(`/api/v3/webhook-endpoints/${e.id}/test`, {}, t.adminKey);

@@ -22,13 +22,14 @@ before(async () => {
 after(() => t.close());
 
 describe('the operation -> scope table', () => {
-  test('covers every operation: ping none, lock/un-lock lock, Events events:manage, query/match read, everything else write', () => {
+  test('covers every operation: ping none, lock/un-lock lock, Events events:manage, the audit log audit, query/match read, everything else write', () => {
     assert.equal(OPERATION_SCOPES.size, OPERATIONS.length);
     for (const op of OPERATIONS) {
       const scope = OPERATION_SCOPES.get(op.operationId);
       if (op.path === '/utility/ping') assert.equal(scope, null);
       else if (/^\/utility\/(un-)?lock$/.test(op.path)) assert.equal(scope, 'lock', op.operationId);
       else if (op.tag === 'Events') assert.equal(scope, 'events:manage', op.operationId);
+      else if (op.tag === 'Audit') assert.equal(scope, 'audit', op.operationId);
       else if (/\/(query|match)$/.test(op.path)) assert.equal(scope, 'read', op.operationId);
       else assert.equal(scope, 'write', op.operationId);
     }

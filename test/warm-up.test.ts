@@ -17,7 +17,8 @@ import { startServer } from '../src/server';
 import { WriteRunner } from '../src/engines/posting/runner';
 import { WRITES } from '../src/engines/posting/writes';
 import { BEFORE_READY, warmUp, writeExamples } from '../src/warm-up';
-import { createTestDatabase, startTestApp, type TestApp } from './support/app';
+import { createTestDatabase, startTestApp, TEST_ENGINE, type TestApp } from './support/app';
+import { secretsEnv } from './support/secrets';
 import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
 
 let t: TestApp;
@@ -188,7 +189,7 @@ test('under the maintenance lock nothing is rehearsed (the pool is dropped)', as
 async function startLogged(db: { url: string }): Promise<{ logs: Array<Record<string, any>>; running: Awaited<ReturnType<typeof startServer>>; firstReady: number }> {
   const logs: Array<Record<string, any>> = [];
   const logger = pino({ level: 'debug' }, new Writable({ write: (c, _e, cb) => (logs.push(...String(c).trim().split('\n').map((l) => JSON.parse(l))), cb()) }));
-  const config = loadConfig({ DATABASE_URL: db.url, PORT: '0', SEED_ON_START: 'false', LOG_LEVEL: 'debug' });
+  const config = loadConfig({ DATABASE_URL: db.url, PORT: '0', SEED_ON_START: 'false', LOG_LEVEL: 'debug', ...secretsEnv(TEST_ENGINE) });
   const running = await startServer(config, { logger, banner: false, host: '127.0.0.1' });
   // Poll /readyz until the first 200. Where it stands in the log: the request log line of that
   // first 200 (written when the server answered it; the server runs in this process, so the

@@ -2,7 +2,8 @@
  * Compiles the storage extensions of openapi.yaml into the entity catalog, and strips them
  * from the public document. Conventions (documented in docs/decisions.md):
  *   record schema:  x-entity (path segment), x-table, x-change-stamps {lastUpdated, createdSince},
- *                   x-match-fields [published names]
+ *                   x-match-fields [published names], x-admin-only (true: read by admin keys only;
+ *                   compiled into ADMIN_CATALOG, apart from the books' entities: the audit log)
  *   property:       x-column (storage column), x-scale (decimal places of a number, default 2)
  *   child schema:   x-table, x-parent-column (default _idref), x-order-column (default linnum);
  *                   referenced from an array property of the record schema, whose name is the
@@ -129,7 +130,10 @@ function compileRequestExtras(schemas: Json, requestSchema: string, fields: Reco
 }
 
 export interface CompiledCatalog {
+  /** The books' entities: every API key that may read reads them (v2 too). */
   entities: Catalog;
+  /** Entities read by admin keys only (x-admin-only): the service's own records, not the books. */
+  adminEntities: Catalog;
   operations: OperationInfo[];
 }
 
@@ -137,11 +141,12 @@ export function buildCatalog(doc: Json, types: ColumnTypes = migrationColumnType
   const schemas: Json = doc.components?.schemas ?? {};
   const paths: Json = doc.paths ?? {};
   const entities: Catalog = {};
+  const adminEntities: Catalog = {};
 
   for (const [schemaName, schema] of Object.entries<Json>(schemas)) {
     const entity = schema['x-entity'];
     if (!entity) continue;
-    if (entities[entity]) throw new Error(`x-entity ${entity} declared twice`);
+    if (entities[entity] || adminEntities[entity]) throw new Error(`x-entity ${entity} declared twice`);
     const table = schema['x-table'];
     if (typeof table !== 'string') throw new Error(`${schemaName}: x-entity needs x-table`);
     const { fields, collections } = compileFields(schemas, schemaName, types);
@@ -186,7 +191,8 @@ export function buildCatalog(doc: Json, types: ColumnTypes = migrationColumnType
       matchFields,
       requestExtras: compileRequestExtras(schemas, requestSchema, fields),
     };
-    entities[entity] = def;
+    if (schema['x-admin-only'] === true) adminEntities[entity] = def;
+    else entities[entity] = def;
   }
 
   const posted = resultRecords(schemas, entities);
@@ -202,9 +208,12 @@ export function buildCatalog(doc: Json, types: ColumnTypes = migrationColumnType
       operations.push(info);
     }
   }
-  const sorted: Catalog = {};
-  for (const key of Object.keys(entities).sort()) sorted[key] = entities[key]!;
-  return { entities: sorted, operations };
+  const sorted = (catalog: Catalog): Catalog => {
+    const out: Catalog = {};
+    for (const key of Object.keys(catalog).sort()) out[key] = catalog[key]!;
+    return out;
+  };
+  return { entities: sorted(entities), adminEntities: sorted(adminEntities), operations };
 }
 
 /**
@@ -297,7 +306,7 @@ export function applyColumnBounds(doc: Json, catalog: CompiledCatalog, types: Co
       count += 1;
     }
   }
-  for (const entity of Object.values(catalog.entities)) {
+  for (const entity of [...Object.values(catalog.entities), ...Object.values(catalog.adminEntities)]) {
     for (const [name, extra] of Object.entries(entity.requestExtras)) {
       if (extra.kind !== 'value') continue;
       const raw: Json = schemas[entity.requestSchema].properties[name];

@@ -11,7 +11,7 @@ import { OPERATIONS } from '../../generated/operations';
 import type { EntityDef, OperationInfo } from '../catalog/types';
 import { withoutPii } from '../catalog/pii';
 
-export const SCOPES = ['read', 'write', 'lock', 'events:manage', 'pii'] as const;
+export const SCOPES = ['read', 'write', 'lock', 'events:manage', 'pii', 'audit'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** What each scope grants, for `keys create --help` and the README. */
@@ -21,6 +21,7 @@ export const SCOPE_MEANING: Record<Scope, string> = {
   lock: 'POST /utility/lock and /utility/un-lock (override included)',
   'events:manage': 'the webhook endpoint and delivery operations',
   pii: 'employee personal data in reads and matches (without it the fields are removed, and naming them is 400)',
+  audit: 'POST /audit-log/query (admin keys only)',
 };
 
 /**
@@ -32,6 +33,8 @@ const RULES: ReadonlyArray<readonly [RegExp, Scope | null]> = [
   [/^\/utility\/(lock|un-lock)$/, 'lock'],
   // Before the read rule: /webhook-endpoints/query lists endpoints, it is not an entity's read.
   [/^\/webhook-(endpoints|deliveries)(\/|$)/, 'events:manage'],
+  // Before the read rule too: the audit log is not the books (and needs an admin key besides).
+  [/^\/audit-log\/query$/, 'audit'],
   [/^\/[^/]+\/(query|match)$/, 'read'],
   // The frozen v2 surface names the verb first (/query/part, /match/vendor, /post/ledger-transaction):
   // v2 is no back door, so its reads need `read` and its posts fall to `write` below.

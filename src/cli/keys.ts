@@ -9,11 +9,17 @@
  *   npm run keys -- revoke KEY                       permanent: requests get 401
  *
  * KEY is the key itself or its id (as `list` shows it). The database is migrated first if needed.
+ * create, disable, enable and revoke are entries of the audit log (who: the operating-system user;
+ * the change and its entry commit together), refusals too (a revoked key cannot be enabled).
  * Exit codes: 0 done, 1 the key was not found or the change is not allowed, 2 usage or configuration.
  */
+import os from 'node:os';
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ConfigError, loadConfig } from '../config';
-import { openDatabase, parseDatabaseUrl } from '../storage/database';
+import { openDatabase, parseDatabaseUrl, type Engine } from '../storage/database';
+import type { AuditActor, AuditEntry } from '../audit';
+import { auditRow, insertAuditRows } from '../audit/store';
 import { ApiKeyRepository, type ApiKeyRecord } from '../storage/api-keys';
 import { parseScopes, SCOPES, type Scope } from '../auth/scopes';
 import { migrateLatest } from '../../db/migrate';
@@ -108,14 +114,50 @@ async function find(repo: ApiKeyRepository, value: string): Promise<ApiKeyRecord
   return key;
 }
 
-async function run(p: Parsed, repo: ApiKeyRepository, out: (line: string) => void): Promise<void> {
+/** Who is at the command line: the operating-system user (the audit log's `actor`), one correlation id per run. */
+function operator(): AuditActor {
+  let name: string;
+  try {
+    name = os.userInfo().username;
+  } catch {
+    name = process.env.USER || process.env.USERNAME || 'unknown';
+  }
+  return { type: 'operator', name, keyId: null, correlationId: randomUUID() };
+}
+
+/** What a command changes, with its audit entry, in one transaction; a refusal is an entry too. */
+interface Audited {
+  knex: Knex;
+  engine: Engine;
+  actor: AuditActor;
+}
+
+async function change<T>(a: Audited, apply: (repo: ApiKeyRepository) => Promise<T>, entry: (result: T) => AuditEntry): Promise<T> {
+  return a.knex.transaction(async (trx) => {
+    const result = await apply(new ApiKeyRepository(trx));
+    await insertAuditRows(trx, [auditRow(a.engine, a.actor, entry(result), new Date())]);
+    return result;
+  });
+}
+
+async function refuse(a: Audited, entry: Omit<AuditEntry, 'outcome'>, message: string): Promise<never> {
+  await insertAuditRows(a.knex, [auditRow(a.engine, a.actor, { ...entry, outcome: 'refused', detail: { ...entry.detail, error: message } }, new Date())]);
+  throw new CommandError(message);
+}
+
+async function run(p: Parsed, a: Audited, out: (line: string) => void): Promise<void> {
+  const repo = new ApiKeyRepository(a.knex);
   switch (p.command) {
     case 'create': {
       allowOnly(p, ['name', 'admin', 'scopes'], 0);
       const name = textFlag(p, 'name', 100);
       const role = p.flags.get('admin') === true ? 'admin' : 'integration';
       const scopes = scopesFlag(p);
-      const { key, record } = await repo.create(name, role, undefined, scopes);
+      const { key, record } = await change(
+        a,
+        (keys) => keys.create(name, role, undefined, scopes),
+        ({ record: r }) => ({ action: 'api-key.created', target: r.id, outcome: 'succeeded', detail: { name: r.name, role: r.role, scopes: r.scopes } }),
+      );
       out(`created ${role} key "${record.name}" (id ${record.id}, scopes ${scopeText(record)}); it is stored hashed and cannot be shown again:`);
       out(key);
       return;
@@ -130,21 +172,24 @@ async function run(p: Parsed, repo: ApiKeyRepository, out: (line: string) => voi
       allowOnly(p, ['reason'], 1);
       const reason = textFlag(p, 'reason', 500);
       const key = await find(repo, p.positional[0]!);
-      if (key.state === 'revoked') throw new CommandError(`key ${key.id} is revoked; it cannot be disabled`);
-      out(`disabled: ${describe((await repo.setStateById(key.id, 'disabled', reason))!)}`);
+      if (key.state === 'revoked') await refuse(a, { action: 'api-key.disabled', target: key.id, detail: { reason } }, `key ${key.id} is revoked; it cannot be disabled`);
+      const done = await change(a, (keys) => keys.setStateById(key.id, 'disabled', reason), () => ({ action: 'api-key.disabled', target: key.id, outcome: 'succeeded', detail: { name: key.name, reason } }));
+      out(`disabled: ${describe(done!)}`);
       return;
     }
     case 'enable': {
       allowOnly(p, [], 1);
       const key = await find(repo, p.positional[0]!);
-      if (key.state === 'revoked') throw new CommandError(`key ${key.id} is revoked; revoked keys stay revoked (create a new one)`);
-      out(`enabled: ${describe((await repo.setStateById(key.id, 'active', null))!)}`);
+      if (key.state === 'revoked') await refuse(a, { action: 'api-key.enabled', target: key.id }, `key ${key.id} is revoked; revoked keys stay revoked (create a new one)`);
+      const done = await change(a, (keys) => keys.setStateById(key.id, 'active', null), () => ({ action: 'api-key.enabled', target: key.id, outcome: 'succeeded', detail: { name: key.name } }));
+      out(`enabled: ${describe(done!)}`);
       return;
     }
     case 'revoke': {
       allowOnly(p, [], 1);
       const key = await find(repo, p.positional[0]!);
-      out(`revoked: ${describe((await repo.setStateById(key.id, 'revoked', key.reason))!)}`);
+      const done = await change(a, (keys) => keys.setStateById(key.id, 'revoked', key.reason), () => ({ action: 'api-key.revoked', target: key.id, outcome: 'succeeded', detail: { name: key.name } }));
+      out(`revoked: ${describe(done!)}`);
       return;
     }
     default:
@@ -174,7 +219,7 @@ async function main(argv: string[]): Promise<number> {
     const target = parseDatabaseUrl(databaseUrl, { min: 0, max: 2 });
     knex = openDatabase(target);
     await migrateLatest(knex);
-    await run(parsed, new ApiKeyRepository(knex), (line) => process.stdout.write(`${line}\n`));
+    await run(parsed, { knex, engine: target.engine, actor: operator() }, (line) => process.stdout.write(`${line}\n`));
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {

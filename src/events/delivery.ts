@@ -1,3 +1,4 @@
+import { SERVICE_ACTOR } from '../audit';
 import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
@@ -133,8 +134,8 @@ export class DeliveryWorker {
     } else {
       try {
         const url = await checkTarget(endpoint.url, this.o.policy, { resolve: false });
-        const secrets = [endpoint.secret];
-        if (endpoint.previousSecret && endpoint.previousSecretUntil && endpoint.previousSecretUntil > at) secrets.push(endpoint.previousSecret);
+        // Decrypted per attempt (a secret under a key this process lacks fails this attempt only).
+        const secrets = store.signingSecrets(endpoint, at);
         const res = await this.o.sender(url, signedHeaders(d.eventId, at, d.payload, secrets), d.payload, this.o.timeoutMs);
         statusCode = res.status;
         if (res.status === 410) gone = true;
@@ -154,7 +155,7 @@ export class DeliveryWorker {
     const recorded = await store.recordAttempt(d.id, { attempt, attemptedAt: at, statusCode, outcome: ok ? 'succeeded' : gone ? 'gone' : 'failed', error, durationMs }, { status, nextAttemptAt: next });
     if (recorded && gone && endpoint) {
       await store.updateEndpoint(endpoint.id, { state: 'disabled', stateReason: 'the endpoint answered 410 Gone' }, at);
-      await store.audit(endpoint.id, null, 'disabled', { reason: '410 Gone', deliveryId: d.id }, at);
+      await store.audit(endpoint.id, SERVICE_ACTOR, 'disabled', { reason: '410 Gone', deliveryId: d.id }, at);
     }
     if (!ok) this.o.logger.info({ deliveryId: d.id, eventId: d.eventId, attempt, statusCode, error, nextAttemptAt: next?.toISOString() }, 'webhook delivery attempt failed');
     return ok ? 'succeeded' : next ? 'retried' : 'failed';

@@ -5,12 +5,14 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Engine } from '../storage/database';
 import type { ApiKeyRepository } from '../storage/api-keys';
+import type { SecretBox } from '../storage/secret-box';
+import type { AuditActor, AuditLog } from '../audit';
 import { ApiProblem } from '../errors/problem';
 import { Detector } from './detector';
 import { DeliveryWorker, httpSender, type Sender } from './delivery';
 import { EVENT_TYPES, kindOfType, TEST_EVENT_TYPE } from './kinds';
 import { newSecret, ROTATION_OVERLAP_MS } from './signing';
-import { EventStore, type DeliveryRow, type EndpointRow } from './store';
+import { EventStore, type DeliveryRow, type EndpointRow, type WebhookChange } from './store';
 import { checkTarget, systemResolver, TargetRefused, type Resolver, type TargetPolicy } from './targets';
 
 export { EVENT_TYPES, TEST_EVENT_TYPE } from './kinds';
@@ -22,6 +24,10 @@ export interface EventsOptions {
   knex: Knex;
   engine: Engine;
   keys: ApiKeyRepository;
+  /** Encrypts the signing secrets at rest; every process on the database holds the same key. */
+  secrets: SecretBox;
+  /** Every change of an endpoint is an entry of the audit log (spec Events rule 9). */
+  audit: AuditLog;
   logger: Logger;
   config: Pick<Config, 'eventDetectionIntervalSeconds' | 'eventDetectionLagSeconds' | 'webhookAllowPrivateTargets' | 'webhookTimeoutMs'>;
   /** Injectable for tests: the clock, DNS, the HTTP client and jitter. */
@@ -51,7 +57,7 @@ export class Events {
 
   constructor(private readonly o: EventsOptions) {
     this.clock = o.clock ?? (() => new Date());
-    this.store = new EventStore(o.knex, o.engine);
+    this.store = new EventStore(o.knex, o.engine, o.secrets, o.audit);
     this.policy = { allowPrivate: o.config.webhookAllowPrivateTargets, resolver: o.resolver ?? systemResolver };
     const intervalMs = o.config.eventDetectionIntervalSeconds * 1000;
     this.detector = new Detector({
@@ -121,10 +127,9 @@ export class Events {
 
   // ------------------------------------------------------------------ management
 
-  /** Every change of a subscription: a row of the audit log (whkaud) and a log line. */
-  private async audit(endpointId: string, keyId: string | null, action: string, detail: Record<string, unknown>, at: Date): Promise<void> {
-    await this.store.audit(endpointId, keyId, action, detail, at);
-    this.o.logger.info({ endpointId, keyId, action, detail }, 'webhook endpoint changed');
+  /** Every change of a subscription: an entry of the audit log (which also writes a log line). */
+  private async audit(endpointId: string | null, by: AuditActor, action: WebhookChange, detail: Record<string, unknown>, at: Date): Promise<void> {
+    await this.store.audit(endpointId, by, action, detail, at);
   }
 
   private async targetOrProblem(url: string): Promise<string> {
@@ -152,14 +157,16 @@ export class Events {
     for (const kind of new Set(types.map(kindOfType))) if (kind) await this.store.ensureCursor(kind, from);
   }
 
-  async createEndpoint(keyId: string, input: { url: string; eventTypes: string[]; description?: string | null }): Promise<EndpointRow> {
+  /** The new endpoint and its secret, in plain text this once (stored encrypted). */
+  async createEndpoint(by: AuditActor & { keyId: string }, input: { url: string; eventTypes: string[]; description?: string | null }): Promise<EndpointRow & { secret: string }> {
     const url = await this.targetOrProblem(input.url);
     const eventTypes = this.eventTypesOrProblem(input.eventTypes);
     const at = this.clock();
-    const e = await this.store.createEndpoint({ url, description: input.description ?? null, eventTypes, ownerKeyId: keyId, secret: newSecret() }, at);
+    const secret = newSecret();
+    const e = await this.store.createEndpoint({ url, description: input.description ?? null, eventTypes, ownerKeyId: by.keyId, secret }, at);
     await this.startCursors(eventTypes);
-    await this.audit(e.id, keyId, 'created', { url, eventTypes, description: e.description }, at);
-    return e;
+    await this.audit(e.id, by, 'created', { url, eventTypes, description: e.description }, at);
+    return { ...e, secret };
   }
 
   async endpointOrProblem(id: string): Promise<EndpointRow> {
@@ -168,7 +175,7 @@ export class Events {
     return e;
   }
 
-  async updateEndpoint(keyId: string, id: string, input: { url?: string; eventTypes?: string[]; description?: string | null; paused?: boolean }): Promise<EndpointRow> {
+  async updateEndpoint(by: AuditActor, id: string, input: { url?: string; eventTypes?: string[]; description?: string | null; paused?: boolean }): Promise<EndpointRow> {
     const e = await this.endpointOrProblem(id);
     const change: Parameters<EventStore['updateEndpoint']>[1] = {};
     if (input.url !== undefined) change.url = await this.targetOrProblem(input.url);
@@ -181,36 +188,36 @@ export class Events {
     const at = this.clock();
     await this.store.updateEndpoint(e.id, change, at);
     if (change.eventTypes) await this.startCursors(change.eventTypes);
-    await this.audit(e.id, keyId, 'updated', { ...input, ...(change.url ? { url: change.url } : {}) }, at);
+    await this.audit(e.id, by, 'updated', { ...input, ...(change.url ? { url: change.url } : {}) }, at);
     return (await this.store.endpoint(e.id))!;
   }
 
-  async deleteEndpoint(keyId: string, id: string): Promise<EndpointRow> {
+  async deleteEndpoint(by: AuditActor, id: string): Promise<EndpointRow> {
     const e = await this.endpointOrProblem(id);
     const at = this.clock();
     await this.store.updateEndpoint(e.id, { state: 'deleted', stateReason: 'deleted' }, at);
-    await this.audit(e.id, keyId, 'deleted', {}, at);
+    await this.audit(e.id, by, 'deleted', {}, at);
     return { ...e, state: 'deleted' };
   }
 
-  async rotateSecret(keyId: string, id: string): Promise<{ endpoint: EndpointRow; secret: string; previousSecretExpiresAt: Date }> {
+  async rotateSecret(by: AuditActor, id: string): Promise<{ endpoint: EndpointRow; secret: string; previousSecretExpiresAt: Date }> {
     const e = await this.endpointOrProblem(id);
     const at = this.clock();
     const secret = newSecret();
     const until = new Date(at.getTime() + ROTATION_OVERLAP_MS);
-    await this.store.updateEndpoint(e.id, { secret, previousSecret: e.secret, previousSecretUntil: until }, at);
-    await this.audit(e.id, keyId, 'secret-rotated', { previousSecretExpiresAt: until.toISOString() }, at);
+    await this.store.updateEndpoint(e.id, { secret, storedPreviousSecret: e.storedSecret, previousSecretUntil: until }, at);
+    await this.audit(e.id, by, 'secret-rotated', { previousSecretExpiresAt: until.toISOString() }, at);
     return { endpoint: (await this.store.endpoint(e.id))!, secret, previousSecretExpiresAt: until };
   }
 
   /** Queues a test event for the endpoint (sent by the delivery worker like any other). */
-  async sendTest(keyId: string, id: string, keyName = keyId): Promise<DeliveryRow> {
+  async sendTest(by: AuditActor, id: string): Promise<DeliveryRow> {
     const e = await this.endpointOrProblem(id);
     const at = this.clock();
     const eventId = `evt_test_${randomUUID().replace(/-/g, '')}`;
-    const payload = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: at.toISOString(), data: { entity: 'webhook_endpoint', source: 'test', changedAt: at.toISOString(), changedBy: `api:${keyName}`.slice(0, 30), record: { endpointId: e.id } } });
+    const payload = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: at.toISOString(), data: { entity: 'webhook_endpoint', source: 'test', changedAt: at.toISOString(), changedBy: `api:${by.name}`.slice(0, 30), record: { endpointId: e.id } } });
     const deliveryId = (await this.store.enqueue(this.store.knex, { endpointId: e.id, eventId, eventType: TEST_EVENT_TYPE, payload }, at))!;
-    await this.audit(e.id, keyId, 'test-sent', { eventId }, at);
+    await this.audit(e.id, by, 'test-sent', { eventId }, at);
     return (await this.store.delivery(deliveryId))!;
   }
 
@@ -220,19 +227,20 @@ export class Events {
     return d;
   }
 
-  async resend(keyId: string, id: string): Promise<DeliveryRow> {
+  async resend(by: AuditActor, id: string): Promise<DeliveryRow> {
     const d = await this.deliveryOrProblem(id);
     const at = this.clock();
     await this.store.resend(d.id, at);
-    await this.audit(d.endpointId, keyId, 'delivery-resent', { deliveryId: d.id, eventId: d.eventId }, at);
+    await this.audit(d.endpointId, by, 'delivery-resent', { deliveryId: d.id, eventId: d.eventId }, at);
     return (await this.store.delivery(d.id))!;
   }
 
-  async resendFailed(keyId: string, since: Date, endpointId: string | undefined): Promise<number> {
+  async resendFailed(by: AuditActor, since: Date, endpointId: string | undefined): Promise<number> {
     if (endpointId) await this.endpointOrProblem(endpointId);
     const at = this.clock();
     const n = await this.store.resendFailed(since, endpointId?.toLowerCase(), at);
-    if (endpointId) await this.audit(endpointId.toLowerCase(), keyId, 'failed-deliveries-resent', { since: since.toISOString(), count: n }, at);
+    // Resending across every endpoint is logged too (target: none).
+    await this.audit(endpointId?.toLowerCase() ?? null, by, 'failed-deliveries-resent', { since: since.toISOString(), count: n }, at);
     return n;
   }
 }

@@ -6,6 +6,9 @@ import { insertUnlessExists } from '../storage/insert-or-ignore';
 import { queryDialectFor, type QueryDialect } from '../storage/dialect';
 import { applyCondition, BASE, col, INLINE_PARAM_BUDGET } from '../engines/query/sql';
 import type { QueryPlan } from '../engines/query/types';
+import type { SecretBox } from '../storage/secret-box';
+import { SERVICE_ACTOR, type AuditAction, type AuditActor, type AuditLog } from '../audit';
+import { auditEntriesFor } from '../audit/store';
 
 /**
  * SQL of the events wing (tables of db/migrations/20261124000010_webhooks.ts). Every timestamp
@@ -24,8 +27,12 @@ export interface EndpointRow {
   state: EndpointState;
   stateReason: string | null;
   ownerKeyId: string;
-  secret: string;
-  previousSecret: string | null;
+  /**
+   * The signing secrets as stored: encrypted (SecretBox), never usable as they are. The delivery
+   * worker asks `signingSecrets` for the plaintext; the secret is shown once, at creation or rotation.
+   */
+  storedSecret: string;
+  storedPreviousSecret: string | null;
   previousSecretUntil: Date | null;
   createdAt: Date;
   updatedAt: Date;
@@ -65,8 +72,8 @@ function endpointOf(r: any): EndpointRow {
     state: r.state,
     stateReason: r.state_reason ?? null,
     ownerKeyId: r.owner_key_id,
-    secret: r.secret,
-    previousSecret: r.previous_secret ?? null,
+    storedSecret: r.secret,
+    storedPreviousSecret: r.previous_secret ?? null,
     previousSecretUntil: fromDbTime(r.previous_secret_until),
     createdAt: fromDbTime(r.created_at)!,
     updatedAt: fromDbTime(r.updated_at)!,
@@ -106,6 +113,18 @@ export function listQueries(knex: Knex, qd: QueryDialect, plan: QueryPlan): { co
   return { count: filtered().count({ n: '*' }), page: page.limit(plan.pageSize).offset(plan.offset) };
 }
 
+/** The changes of an endpoint the audit log records (`webhook-endpoint.<change>`, src/audit/actions.ts). */
+type ChangeOf<A> = A extends `webhook-endpoint.${infer C}` ? C : never;
+export type WebhookChange = ChangeOf<AuditAction>;
+
+/**
+ * What an endpoint's secrets are authenticated with: a stored value only opens on its own row.
+ * Lower-case: SQL Server returns uniqueidentifier in upper case.
+ */
+function secretContext(endpointId: string): string {
+  return `whkept:${endpointId.toLowerCase()}`;
+}
+
 export class EventStore {
   /** The query engine's SQL over these tables: timestamps compared as this store writes them (toDbTime). */
   private readonly qd: QueryDialect;
@@ -113,6 +132,10 @@ export class EventStore {
   constructor(
     readonly knex: Knex,
     readonly engine: Engine,
+    /** Encrypts the signing secrets at rest (docs/decisions/0260-webhook-secrets-encrypted-at-rest.md). */
+    private readonly secrets: SecretBox,
+    /** Where every change of an endpoint is recorded (spec Events rule 9): the one audit log. */
+    private readonly audits: AuditLog,
   ) {
     const qd = queryDialectFor(engine);
     this.qd = { ...qd, encodeValue: (kind, value, scale) => (kind === 'datetime' ? toDbTime(engine, value as Date) : qd.encodeValue(kind, value, scale)) };
@@ -134,7 +157,7 @@ export class EventStore {
       state: 'active',
       state_reason: null,
       owner_key_id: e.ownerKeyId,
-      secret: e.secret,
+      secret: this.secrets.seal(e.secret, secretContext(id)),
       created_at: this.t(at),
       updated_at: this.t(at),
     });
@@ -159,17 +182,32 @@ export class EventStore {
     return { total: Number(c!.n), rows: (await q).map(endpointOf) };
   }
 
-  async updateEndpoint(id: string, change: Partial<{ url: string; description: string | null; eventTypes: string[]; state: EndpointState; stateReason: string | null; secret: string; previousSecret: string | null; previousSecretUntil: Date | null }>, at: Date): Promise<void> {
+  /**
+   * `secret` is a new plaintext secret (encrypted here); `storedPreviousSecret` a value as stored
+   * (the current one moves there on rotation: it opens on the same row, nothing is decrypted).
+   */
+  async updateEndpoint(id: string, change: Partial<{ url: string; description: string | null; eventTypes: string[]; state: EndpointState; stateReason: string | null; secret: string; storedPreviousSecret: string | null; previousSecretUntil: Date | null }>, at: Date): Promise<void> {
     const row: Record<string, unknown> = { updated_at: this.t(at) };
     if (change.url !== undefined) row.url = change.url;
     if (change.description !== undefined) row.description = change.description;
     if (change.eventTypes !== undefined) row.event_types = JSON.stringify(change.eventTypes);
     if (change.state !== undefined) row.state = change.state;
     if (change.stateReason !== undefined) row.state_reason = change.stateReason;
-    if (change.secret !== undefined) row.secret = change.secret;
-    if (change.previousSecret !== undefined) row.previous_secret = change.previousSecret;
+    if (change.secret !== undefined) row.secret = this.secrets.seal(change.secret, secretContext(id));
+    if (change.storedPreviousSecret !== undefined) row.previous_secret = change.storedPreviousSecret;
     if (change.previousSecretUntil !== undefined) row.previous_secret_until = change.previousSecretUntil ? this.t(change.previousSecretUntil) : null;
     await this.knex('whkept').where({ id }).update(row);
+  }
+
+  /**
+   * The secrets an attempt at `at` is signed with: the current one, and the previous one during
+   * the overlap after a rotation. Throws SecretUnreadable when a value is under a key this
+   * process does not hold.
+   */
+  signingSecrets(e: EndpointRow, at: Date): string[] {
+    const secrets = [this.secrets.open(e.storedSecret, secretContext(e.id))];
+    if (e.storedPreviousSecret && e.previousSecretUntil && e.previousSecretUntil > at) secrets.push(this.secrets.open(e.storedPreviousSecret, secretContext(e.id)));
+    return secrets;
   }
 
   /** Pauses every active endpoint of an owner (its key was disabled or revoked). */
@@ -177,17 +215,19 @@ export class EventStore {
     const ids = (await this.knex('whkept').where({ owner_key_id: ownerKeyId, state: 'active' }).select('id')).map((r: any) => r.id as string);
     if (ids.length === 0) return [];
     await this.knex('whkept').whereIn('id', ids).where({ state: 'active' }).update({ state: 'paused', state_reason: reason, updated_at: this.t(at) });
-    for (const id of ids) await this.audit(id, null, 'paused', { reason }, at);
+    for (const id of ids) await this.audit(id, SERVICE_ACTOR, 'paused', { reason }, at);
     return ids;
   }
 
-  async audit(endpointId: string, keyId: string | null, action: string, detail: Record<string, unknown>, at: Date): Promise<void> {
-    await this.knex('whkaud').insert({ endpoint_id: endpointId, key_id: keyId, action, detail: JSON.stringify(detail), at: this.t(at) });
+  /** One change of an endpoint, as the audit log entry `webhook-endpoint.<action>` (target: the endpoint id). */
+  async audit(endpointId: string | null, by: AuditActor, action: WebhookChange, detail: Record<string, unknown>, at: Date): Promise<void> {
+    await this.audits.record(by, { action: `webhook-endpoint.${action}`, target: endpointId?.toLowerCase() ?? null, outcome: 'succeeded', detail }, at);
   }
 
+  /** The logged changes of one endpoint, oldest first. */
   async auditLog(endpointId: string): Promise<Array<{ action: string; keyId: string | null; detail: Record<string, unknown>; at: Date }>> {
-    const rows = await this.knex('whkaud').where({ endpoint_id: endpointId }).orderBy('seq');
-    return rows.map((r: any) => ({ action: r.action, keyId: r.key_id ?? null, detail: r.detail ? JSON.parse(r.detail) : {}, at: fromDbTime(r.at)! }));
+    const entries = await auditEntriesFor(this.knex, 'webhook-endpoint', endpointId.toLowerCase());
+    return entries.map((e) => ({ action: e.action.replace(/^webhook-endpoint\./, ''), keyId: e.actorKeyId, detail: e.detail, at: e.at }));
   }
 
   // ------------------------------------------------------------------ detection cursor and lease
@@ -382,4 +422,35 @@ export class EventStore {
       return Number(await old(trx).delete());
     });
   }
+}
+
+/**
+ * Encrypts under the current key every secret that is not yet: stored in plain text (before
+ * encryption, or by an older instance during an upgrade) or under a previous key (after a
+ * rotation of SECRETS_KEY). Run at every start after the migrations; idempotent, and each row is
+ * changed only if it still holds the value read (a concurrent start changes it once).
+ * Values no configured key opens are listed, not changed.
+ */
+export async function resealSecrets(knex: Knex, secrets: SecretBox): Promise<{ resealed: number; unreadable: Array<{ endpointId: string; keyId: string | undefined }> }> {
+  const rows = await knex('whkept').select('id', 'secret', 'previous_secret');
+  let resealed = 0;
+  const unreadable: Array<{ endpointId: string; keyId: string | undefined }> = [];
+  for (const r of rows as Array<{ id: string; secret: string; previous_secret: string | null }>) {
+    for (const column of ['secret', 'previous_secret'] as const) {
+      const stored = r[column];
+      if (stored === null || stored === undefined || secrets.isCurrent(stored)) continue;
+      let plaintext: string;
+      try {
+        plaintext = secrets.open(stored, secretContext(r.id));
+      } catch (err) {
+        unreadable.push({ endpointId: r.id, keyId: (err as { keyId?: string }).keyId });
+        continue;
+      }
+      const n = await knex('whkept')
+        .where({ id: r.id, [column]: stored })
+        .update({ [column]: secrets.seal(plaintext, secretContext(r.id)) });
+      resealed += Number(n);
+    }
+  }
+  return { resealed, unreadable };
 }

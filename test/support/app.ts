@@ -22,6 +22,7 @@ import { migrateLatest } from '../../db/migrate';
 import { seedDemoCompany } from '../../db/seed';
 import { recordStatuses } from './statuses';
 import { dropDatabaseLater, NO_FLUSH_WAIT } from './pg-throwaway';
+import { secretsEnv } from './secrets';
 
 export interface TestApp {
   app: express.Express;
@@ -43,6 +44,9 @@ export interface TestApp {
 }
 
 export const TEST_ENGINE: Engine = process.env.TEST_ENGINE === 'postgres' && process.env.TEST_POSTGRES_URL ? 'postgres' : 'sqlite';
+
+// Servers this test process starts (spawned with its environment) get the test SECRETS_KEY on PostgreSQL.
+Object.assign(process.env, secretsEnv(TEST_ENGINE));
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -117,7 +121,7 @@ async function sqliteDatabase(seeded: boolean): Promise<{ url: string; drop: () 
   return {
     url: `sqlite://${file}`,
     drop: async () => {
-      for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
+      for (const suffix of ['', '-wal', '-shm', '.secrets-key']) fs.rmSync(file + suffix, { force: true });
     },
   };
 }
@@ -187,7 +191,7 @@ export interface StartOptions {
 export async function startTestApp(options: StartOptions = {}): Promise<TestApp> {
   const db = options.databaseUrl ? { url: options.databaseUrl, drop: async () => {} } : await createTestDatabase(options.seeded ?? true);
   const config: Config = {
-    ...loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'info' }),
+    ...loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'info', ...secretsEnv(TEST_ENGINE) }),
     validateResponses: true,
     seedOnStart: false,
     ...options.config,

@@ -38,6 +38,8 @@ export function installEvents(t: TestApp, options: { allowPrivate?: boolean; sen
     knex: t.knex,
     engine: t.engine,
     keys: t.services.keys,
+    secrets: t.services.secrets,
+    audit: t.services.audit,
     logger: t.services.logger,
     config: {
       eventDetectionIntervalSeconds: 300,

@@ -2,7 +2,7 @@ import { Router, type Request, type Response, type NextFunction } from 'express'
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requireAdmin } from '../middleware/auth';
-import { ApiProblem } from '../../errors/problem';
+import { requestActor } from '../audit';
 import type { DeliveryRow, EndpointRow } from '../../events';
 import type { AttemptRow } from '../../events/store';
 import { planDeliveryList, planEndpointList, project } from '../../events/lists';
@@ -25,7 +25,7 @@ function endpointBody(e: EndpointRow): S['WebhookEndpoint'] {
     status: e.state === 'deleted' ? 'disabled' : e.state,
     statusReason: e.stateReason,
     ownerKeyId: e.ownerKeyId,
-    previousSecretExpiresAt: e.previousSecret && e.previousSecretUntil ? e.previousSecretUntil.toISOString() : null,
+    previousSecretExpiresAt: e.storedPreviousSecret && e.previousSecretUntil ? e.previousSecretUntil.toISOString() : null,
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
   };
@@ -48,11 +48,8 @@ function deliveryBody(d: DeliveryRow, attempts: AttemptRow[]): S['WebhookDeliver
   };
 }
 
-function keyId(res: Response): string {
-  const key = res.locals.apiKey;
-  if (!key) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
-  return key.id;
-}
+/** The calling key and the request's correlation id: who the audit log says made the change. */
+const by = requestActor;
 
 type Handler = (req: Request, res: Response) => Promise<unknown>;
 const wrap = (h: Handler) => (req: Request, res: Response, next: NextFunction) => {
@@ -69,7 +66,7 @@ export function eventsRoutes(services: Services): Router {
 
   post('/webhook-endpoints', async (req, res) => {
     const b = req.body as S['WebhookEndpointCreateRequest'];
-    const e = await services.events.createEndpoint(keyId(res), { url: b.url, eventTypes: b.eventTypes, description: b.description ?? null });
+    const e = await services.events.createEndpoint(by(res), { url: b.url, eventTypes: b.eventTypes, description: b.description ?? null });
     const body: S['WebhookEndpointCreated'] = { ...endpointBody(e), secret: e.secret };
     return body;
   });
@@ -82,21 +79,21 @@ export function eventsRoutes(services: Services): Router {
     return body;
   });
 
-  post('/webhook-endpoints/:id/update', async (req, res) => endpointBody(await services.events.updateEndpoint(keyId(res), String(req.params.id), req.body as S['WebhookEndpointUpdateRequest'])));
+  post('/webhook-endpoints/:id/update', async (req, res) => endpointBody(await services.events.updateEndpoint(by(res), String(req.params.id), req.body as S['WebhookEndpointUpdateRequest'])));
 
   post('/webhook-endpoints/:id/delete', async (req, res) => {
-    const e = await services.events.deleteEndpoint(keyId(res), String(req.params.id));
+    const e = await services.events.deleteEndpoint(by(res), String(req.params.id));
     const body: S['WebhookEndpointDeleted'] = { id: e.id, deleted: true };
     return body;
   });
 
   post('/webhook-endpoints/:id/rotate-secret', async (req, res) => {
-    const r = await services.events.rotateSecret(keyId(res), String(req.params.id));
+    const r = await services.events.rotateSecret(by(res), String(req.params.id));
     const body: S['WebhookSecretRotated'] = { id: r.endpoint.id, secret: r.secret, previousSecretExpiresAt: r.previousSecretExpiresAt.toISOString() };
     return body;
   });
 
-  post('/webhook-endpoints/:id/test', async (req, res) => withAttempts(await services.events.sendTest(keyId(res), String(req.params.id), res.locals.apiKey?.name)));
+  post('/webhook-endpoints/:id/test', async (req, res) => withAttempts(await services.events.sendTest(by(res), String(req.params.id))));
 
   post('/webhook-deliveries/query', async (req) => {
     const { plan, select } = planDeliveryList(req.body as S['WebhookDeliveryQueryRequest'], { maxFilterDepth: services.config.maxFilterDepth });
@@ -110,11 +107,11 @@ export function eventsRoutes(services: Services): Router {
 
   post('/webhook-deliveries/resend-failed', async (req, res) => {
     const b = req.body as S['WebhookResendFailedRequest'];
-    const body: S['WebhookResendFailedResult'] = { resent: await services.events.resendFailed(keyId(res), new Date(b.since), b.endpointId) };
+    const body: S['WebhookResendFailedResult'] = { resent: await services.events.resendFailed(by(res), new Date(b.since), b.endpointId) };
     return body;
   });
 
-  post('/webhook-deliveries/:id/resend', async (req, res) => withAttempts(await services.events.resend(keyId(res), String(req.params.id))));
+  post('/webhook-deliveries/:id/resend', async (req, res) => withAttempts(await services.events.resend(by(res), String(req.params.id))));
 
   return router;
 }

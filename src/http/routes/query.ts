@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../services';
 import type { Catalog, EntityDef } from '../../catalog/types';
-import { CATALOG } from '../../../generated/catalog';
+import { ADMIN_CATALOG, CATALOG } from '../../../generated/catalog';
 import { ApiProblem } from '../../errors/problem';
 import { queryDialectFor } from '../../storage/dialect';
 import { executePlan } from '../../engines/query/run';
@@ -14,11 +14,12 @@ import { entityAsSeenBy } from '../../auth/scopes';
 import { installedView } from '../../catalog/installed';
 
 /**
- * POST /{entity}/query and /{entity}/match: one generic handler each over the catalog.
+ * POST /{entity}/query and /{entity}/match: one generic handler each over the catalog (and
+ * /{entity}/query over the admin catalog, admin keys only: the audit log).
  * The contract validator has already checked the body against the entity's request schema
  * (and answered 404 for paths that do not exist); the engines check names and values.
  */
-export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Router {
+export function queryRoutes(services: Services, catalog: Catalog = CATALOG, adminCatalog: Catalog = ADMIN_CATALOG): Router {
   const router = Router();
   const qd = queryDialectFor(services.engine);
   // Pages in flight are what a process's memory grows with under load (read-budget.ts).
@@ -30,6 +31,12 @@ export function queryRoutes(services: Services, catalog: Catalog = CATALOG): Rou
    */
   const entityOf = (req: Request, res: Response, operation: 'query' | 'match'): EntityDef => {
     const name = String(req.params.entity);
+    // The service's own records (the audit log): admin keys only, query only.
+    const admin = operation === 'query' && Object.prototype.hasOwnProperty.call(adminCatalog, name) ? adminCatalog[name] : undefined;
+    if (admin) {
+      if (res.locals.apiKey?.role !== 'admin') throw new ApiProblem('FORBIDDEN', `Reading ${name} needs an admin API key.`);
+      return admin;
+    }
     const entity = Object.prototype.hasOwnProperty.call(catalog, name) ? catalog[name] : undefined;
     if (!entity || (operation === 'match' && entity.matchFields.length === 0)) {
       throw new ApiProblem('UNKNOWN_ENTITY', `There is no ${operation} operation for entity "${name}".`);

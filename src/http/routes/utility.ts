@@ -4,6 +4,7 @@ import type { components } from '../../../generated/api-types';
 import { requireAdmin } from '../middleware/auth';
 import { ApiProblem } from '../../errors/problem';
 import { toDatabaseProblem } from '../../storage/boundary';
+import { audited } from '../audit';
 
 type PingResult = components['schemas']['PingResult'];
 type LockResult = components['schemas']['LockResult'];
@@ -43,7 +44,8 @@ export function utilityRoutes(services: Services): Router {
       const apiKey = res.locals.apiKey;
       if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
       const userName = String((req.body as { userName: string }).userName);
-      const { holder } = await services.lock.lock(apiKey.id, userName);
+      const { holder, already } = await services.lock.lock(apiKey.id, userName);
+      await audited(services.audit, res).succeeded('lock', userName, { already });
       const stats = services.lock.poolStats();
       const body: LockResult = {
         status: 'locked',
@@ -52,7 +54,9 @@ export function utilityRoutes(services: Services): Router {
       };
       res.json(body);
     } catch (err) {
-      next(toDatabaseProblem(err, services.engine) ?? err);
+      const problem = toDatabaseProblem(err, services.engine) ?? err;
+      await audited(services.audit, res).refused('lock', String(req.body?.userName), problem);
+      next(problem);
     }
   });
 
@@ -62,13 +66,16 @@ export function utilityRoutes(services: Services): Router {
       if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
       const { userName, override } = req.body as { userName: string; override?: boolean };
       const { previous } = await services.lock.unlock(apiKey.id, String(userName), override === true);
+      await audited(services.audit, res).succeeded('un-lock', String(userName), { override: override === true, previousHolder: previous?.userName ?? null });
       const body: UnlockResult = {
         status: 'unlocked',
         response: { unlockedAt: new Date().toISOString(), ...(previous ? { previousHolder: previous.userName } : {}) },
       };
       res.json(body);
     } catch (err) {
-      next(toDatabaseProblem(err, services.engine) ?? err);
+      const problem = toDatabaseProblem(err, services.engine) ?? err;
+      await audited(services.audit, res).refused('un-lock', String(req.body?.userName), problem, { override: req.body?.override === true });
+      next(problem);
     }
   });
 
