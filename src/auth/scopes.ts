@@ -19,7 +19,7 @@ export const SCOPE_MEANING: Record<Scope, string> = {
   read: 'POST /{entity}/query and /{entity}/match',
   write: 'the posting operations (ledger transactions, AP invoices, ...)',
   lock: 'POST /utility/lock and /utility/un-lock (override included)',
-  'events:manage': 'the webhook endpoint and delivery operations',
+  'events:manage': 'the webhook endpoint and delivery operations, and the event feeds (POST /event-feeds...); reading the feed (POST /events/query) needs read',
   pii: 'employee personal data in reads and matches (without it the fields are removed, and naming them is 400)',
 };
 
@@ -32,6 +32,8 @@ const RULES: ReadonlyArray<readonly [RegExp, Scope | null]> = [
   [/^\/utility\/(lock|un-lock)$/, 'lock'],
   // Before the read rule: /webhook-endpoints/query lists endpoints, it is not an entity's read.
   [/^\/webhook-(endpoints|deliveries)(\/|$)/, 'events:manage'],
+  // Feed subscriptions are managed like webhook endpoints; reading the feed (/events/query) is a read.
+  [/^\/event-feeds(\/|$)/, 'events:manage'],
   [/^\/[^/]+\/(query|match)$/, 'read'],
   // The frozen v2 surface names the verb first (/query/part, /match/vendor, /post/ledger-transaction):
   // v2 is no back door, so its reads need `read` and its posts fall to `write` below.
