@@ -19,6 +19,7 @@ import { PII_FIELDS } from '../src/catalog/pii';
 import { FeedStore } from '../src/events/feed/store';
 import { encodeCursor } from '../src/events/feed/cursor';
 import type { SnapshotReader } from '../src/storage/dialect';
+import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
 import { EVENT_LOG } from '../src/events/feed/request';
 import { resolveFilter } from '../src/engines/query/filters';
 import { Issues } from '../src/engines/query/issues';
@@ -405,6 +406,49 @@ test('a feed nobody reads for 30 days is paused; a read of its types keeps it ac
   assert.equal(feeds.find((x: any) => x.id === unread.id).statusReason, 'not read for 30 days');
   assert.equal(feeds.find((x: any) => x.id === read.id).status, 'active');
   assert.equal(feeds.find((x: any) => x.id === read.id).lastReadAt, new Date(start + 20 * DAY).toISOString());
+});
+
+test('positions become visible in commit order: a second appender waits until the first commits', async () => {
+  const store = h.events.feed.store;
+  const event = (n: number) => ({
+    id: `evt_order_${n}`,
+    kind: 'payable_invoice' as const,
+    document: { type: 'payable_invoice.updated', timestamp: new Date().toISOString(), data: { entity: 'payable_invoice' as const, source: 'api', changedAt: new Date().toISOString(), changedBy: 'api:test', record: { id: String(n) } } },
+  });
+  const before = await store.position();
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let appended!: () => void;
+  const firstAppended = new Promise<void>((r) => (appended = r));
+  const first = t.knex.transaction(async (trx) => {
+    await store.append(trx, [event(1)]);
+    appended();
+    await held;
+  });
+  await firstAppended;
+  // Another connection (another process, another instance): it does not see the uncommitted position ...
+  const other = openDatabase(parseDatabaseUrl(t.services.config.databaseUrl, { min: 0, max: 2 }));
+  try {
+    const otherStore = new FeedStore(other, t.engine);
+    assert.deepEqual(await otherStore.position(), before);
+    // ... and its own append waits for the first transaction (the counter row) instead of taking a position past it.
+    let settled = false;
+    const second = other.transaction((trx) => otherStore.append(trx, [event(2)])).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(settled, false, 'the second appender waits');
+    release();
+    await first;
+    await second;
+    const rows = await t.knex('evtlog').whereIn('event_id', ['evt_order_1', 'evt_order_2']).orderBy('seq').select('event_id', 'seq');
+    assert.deepEqual(rows.map((r: any) => r.event_id), ['evt_order_1', 'evt_order_2']);
+    assert.deepEqual(await otherStore.position(), { seq: before.seq + 2, purgedThrough: before.purgedThrough });
+    // The same event appended again keeps its first position (a window detected twice adds nothing).
+    await t.knex.transaction((trx) => store.append(trx, [event(1)]));
+    assert.equal(await t.knex('evtlog').where({ event_id: 'evt_order_1' }).count({ n: '*' }).then((r: any) => Number(r[0].n)), 1);
+  } finally {
+    release();
+    await other.destroy();
+  }
 });
 
 test('SQL Server: the page and count statements compile to T-SQL (TOP, no LIMIT)', async () => {
