@@ -137,6 +137,9 @@ test('the feed lists the same documents the webhooks deliver (same id, type, tim
 
   const { events, pages } = await readAll({}, 2);
   assert.equal(events.length, 7);
+  // totalCount: the events after the cursor, unfiltered (from the positions) and filtered (counted).
+  assert.equal((await query({ page: { pageSize: 2 } })).body.page.totalCount, 7);
+  assert.equal((await query({ page: { pageSize: 2 }, filters: { match: { field: 'type', operator: '=', value: 'payable_invoice.updated' } } })).body.page.totalCount, 5);
   assert.ok(pages >= 4, `read in pages of 2 (${pages})`);
   assert.equal(new Set(events.map((e) => e.id)).size, 7, 'no event twice');
   // Oldest first: the log's order, which is detection order.
@@ -442,9 +445,12 @@ test('positions become visible in commit order: a second appender waits until th
     const rows = await t.knex('evtlog').whereIn('event_id', ['evt_order_1', 'evt_order_2']).orderBy('seq').select('event_id', 'seq');
     assert.deepEqual(rows.map((r: any) => r.event_id), ['evt_order_1', 'evt_order_2']);
     assert.deepEqual(await otherStore.position(), { seq: before.seq + 2, purgedThrough: before.purgedThrough });
-    // The same event appended again keeps its first position (a window detected twice adds nothing).
-    await t.knex.transaction((trx) => store.append(trx, [event(1)]));
+    // The same event appended again keeps its first position and takes none (a window detected
+    // twice adds nothing; positions stay contiguous, so an unfiltered page needs no count).
+    await t.knex.transaction((trx) => store.append(trx, [event(1), event(3), event(3)]));
     assert.equal(await t.knex('evtlog').where({ event_id: 'evt_order_1' }).count({ n: '*' }).then((r: any) => Number(r[0].n)), 1);
+    assert.deepEqual(await store.position(), { seq: before.seq + 3, purgedThrough: before.purgedThrough });
+    assert.equal(await t.knex('evtlog').where('seq', '>', before.seq).count({ n: '*' }).then((r: any) => Number(r[0].n)), 3);
   } finally {
     release();
     await other.destroy();
@@ -460,7 +466,7 @@ test('SQL Server: the page and count statements compile to T-SQL (TOP, no LIMIT)
       db: mssql,
       async all(q) {
         sql.push(q.toSQL().toNative().sql);
-        return sql.length === 1 ? [{ seq: '10', purged_through: '2' }] : sql.length === 2 ? [{ n: 5 }] : [{ seq: '4', event_id: 'evt_x', document: '{}' }];
+        return sql.length === 1 ? [{ seq: '10', purged_through: '2' }] : sql.length === 2 ? [{ seq: '4', event_id: 'evt_x', document: '{}' }, { seq: '6', event_id: 'evt_y', document: '{}' }] : [{ n: 5 }];
       },
       async changeToken() {
         return undefined;
@@ -469,10 +475,12 @@ test('SQL Server: the page and count statements compile to T-SQL (TOP, no LIMIT)
     const issues = new Issues();
     const where = resolveFilter(EVENT_LOG, { and: [{ match: { field: 'type', operator: 'IN', values: ['payable_invoice.updated'] } }, { match: { field: 'changedAt', operator: '>=', value: '2026-01-01T00:00:00Z' } }] }, issues);
     assert.ok(issues.empty);
-    const page = await store.page(reader, 3, where, 100);
+    // A page of one: the second row says there is more, so the count runs.
+    const page = await store.page(reader, 3, where, 1);
     assert.equal(page.next, 4);
-    assert.match(sql[1]!, /^select count\(\*\) as \[n\] from \[evtlog\] as \[e\] where \[e\]\.\[seq\] > @p0 and \[e\]\.\[seq\] <= @p1/);
-    assert.match(sql[2]!, /^select top \(@p\d+\) \[e\]\.\[seq\], \[e\]\.\[event_id\], \[e\]\.\[document\] from \[evtlog\] as \[e\] where .* order by \[e\]\.\[seq\] asc$/);
+    assert.equal(page.totalCount, 5);
+    assert.match(sql[1]!, /^select top \(@p\d+\) \[e\]\.\[seq\], \[e\]\.\[event_id\], \[e\]\.\[document\] from \[evtlog\] as \[e\] where .* order by \[e\]\.\[seq\] asc$/);
+    assert.match(sql[2]!, /^select count\(\*\) as \[n\] from \[evtlog\] as \[e\] where \[e\]\.\[seq\] > @p0 and \[e\]\.\[seq\] <= @p1/);
     assert.doesNotMatch(sql.join('\n'), /\blimit\b/i);
   } finally {
     await mssql.destroy();

@@ -171,27 +171,27 @@ export class FeedStore {
 
   /**
    * Appends detected events to the log inside the detection transaction. The counter row is
-   * UPDATEd first: it stays locked until this transaction commits, so a second detector (a lease
-   * taken over mid-cycle) waits, and positions become visible in the order they were handed out.
-   * An event already in the log (same id) keeps its first position; its number is a gap.
+   * written first: it stays locked until this transaction commits, so a second appender (a lease
+   * taken over mid-cycle) waits, and positions become visible in the order they were handed out
+   * (decision 0282). An event already in the log (same id) is not added again. Positions are
+   * contiguous: every position in (purged_through, seq] is a row of the log.
    */
   async append(trx: Knex.Transaction, events: readonly DetectedEvent[]): Promise<number> {
     if (events.length === 0) return 0;
-    await trx(FEED_COUNTER_TABLE).where({ id: 0 }).increment('seq', events.length);
-    const last = (await this.position(trx)).seq;
+    await trx(FEED_COUNTER_TABLE).where({ id: 0 }).increment('seq', 0);
     const known = new Set<string>();
     const ids = events.map((e) => e.id);
     for (let i = 0; i < ids.length; i += IDS_PER_CHECK) {
       for (const r of await trx('evtlog').whereIn('event_id', ids.slice(i, i + IDS_PER_CHECK)).select('event_id')) known.add(r.event_id);
     }
-    let seq = last - events.length;
-    const rows: Record<string, unknown>[] = [];
-    for (const e of events) {
-      seq += 1;
-      if (known.has(e.id)) continue;
-      known.add(e.id);
+    const fresh = events.filter((e) => !known.has(e.id) && (known.add(e.id), true));
+    if (fresh.length === 0) return 0;
+    await trx(FEED_COUNTER_TABLE).where({ id: 0 }).increment('seq', fresh.length);
+    let seq = (await this.position(trx)).seq - fresh.length;
+    const rows = fresh.map((e) => {
       const d = e.document;
-      rows.push({
+      seq += 1;
+      return {
         seq,
         event_id: e.id,
         event_type: d.type,
@@ -201,8 +201,8 @@ export class FeedStore {
         changed_at: this.logTime(new Date(d.data.changedAt)),
         detected_at: this.logTime(new Date(d.timestamp)),
         document: JSON.stringify(d),
-      });
-    }
+      };
+    });
     for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await trx('evtlog').insert(rows.slice(i, i + ROWS_PER_INSERT));
     return rows.length;
   }
@@ -224,19 +224,21 @@ export class FeedStore {
     const position: LogPosition = { seq: Number(ctr?.seq ?? 0), purgedThrough: Number(ctr?.purged_through ?? 0) };
     const from = after ?? position.purgedThrough;
     if (from < position.purgedThrough || from > position.seq) throw new PositionOutOfRange(from, position);
-    const [c] = await reader.all(this.filtered(db, from, position.seq, where).count({ n: '*' }));
-    const totalCount = Number(c?.n ?? 0);
-    const rows: LogRow[] =
-      totalCount === 0
-        ? []
-        : (await reader.all(this.filtered(db, from, position.seq, where).select(`${LOG}.seq`, `${LOG}.event_id`, `${LOG}.document`).orderBy(`${LOG}.seq`).limit(pageSize))).map((r) => ({
-            seq: Number(r.seq),
-            eventId: String(r.event_id),
-            document: String(r.document),
-          }));
+    // One row more than the page: when it is not there, the page holds every matching event and
+    // needs no count (the usual case of a consumer that keeps up); a count runs only while a
+    // filtered consumer catches up.
+    const rows: LogRow[] = (await reader.all(this.filtered(db, from, position.seq, where).select(`${LOG}.seq`, `${LOG}.event_id`, `${LOG}.document`).orderBy(`${LOG}.seq`).limit(pageSize + 1))).map((r) => ({
+      seq: Number(r.seq),
+      eventId: String(r.event_id),
+      document: String(r.document),
+    }));
+    const more = rows.length > pageSize;
+    if (more) rows.length = pageSize;
+    // Without a filter every position after `from` is an event (positions are contiguous): no count.
+    const totalCount = !more ? rows.length : !where ? position.seq - from : Number((await reader.all(this.filtered(db, from, position.seq, where).count({ n: '*' })))[0]?.n ?? 0);
     // Everything matching fitted: the next page starts at the high-water mark, past the rows that
     // did not match (a filtered consumer does not scan them again).
-    const next = totalCount <= rows.length ? position.seq : rows[rows.length - 1]!.seq;
+    const next = more ? rows[rows.length - 1]!.seq : position.seq;
     return { position, totalCount, rows, next };
   }
 
