@@ -12,6 +12,8 @@
  */
 import test, { after, before, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import knexFactory from 'knex';
 import { startTestApp, type TestApp } from './support/app';
 import { installEvents, type EventsHarness } from './support/events';
@@ -375,7 +377,38 @@ test('long polling: an empty answer waits for the next event and returns as soon
   const polls = h.events.feed.watch.polls;
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(h.events.feed.watch.polls, polls);
+
+  // A client that goes away stops its wait at once (no timer or waiter left behind).
+  const server = http.createServer(t.app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const payload = JSON.stringify({ after: res.body.page.nextCursor, waitSeconds: 20 });
+    const req = http.request({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, method: 'POST', path: '/api/v3/events/query', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-api-key': t.apiKey } });
+    req.on('error', () => undefined);
+    req.end(payload);
+    await until(() => h.events.feed.watch.waiting === 1, 'the request waits');
+    req.destroy();
+    await until(() => h.events.feed.watch.waiting === 0, 'the wait ends with the connection');
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+
+  // A stopping process (Events.stop at shutdown) answers its waiting requests, empty, at once.
+  const stopping = query({ after: res.body.page.nextCursor, waitSeconds: 20 }).then((r) => r);
+  await until(() => h.events.feed.watch.waiting === 1, 'the request waits');
+  const stoppedAt = Date.now();
+  h.events.feed.stop();
+  const answered = await stopping;
+  assert.equal(answered.status, 200);
+  assert.deepEqual(answered.body.data, []);
+  assert.ok(Date.now() - stoppedAt < 5_000);
 });
+
+/** Polls `cond` every 20 ms for up to 10 s. */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(cond(), what);
+}
 
 test('a long poll is one request for the rate limit', async () => {
   const limited = await startTestApp({ config: { rateLimitPerMinute: 3 } });
