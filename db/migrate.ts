@@ -19,9 +19,10 @@ import * as m010 from './migrations/20261124000051_instance_claims';
 import * as m011 from './migrations/20261125000001_data_change_counter';
 import * as m012 from './migrations/20261126000001_reference_counter_vendors_jobs';
 import * as m013 from './migrations/20261126000002_reference_counter_cost_codes_phases';
-import * as m014 from './migrations/20261127000240_event_line_indexes';
-import * as m015 from './migrations/20261127000261_sealed_webhook_secrets';
-import * as m016 from './migrations/20261127000262_audit_log';
+import * as m014 from './migrations/20261127000028_event_feed';
+import * as m015 from './migrations/20261127000240_event_line_indexes';
+import * as m016 from './migrations/20261127000261_sealed_webhook_secrets';
+import * as m017 from './migrations/20261127000262_audit_log';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -43,9 +44,10 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261125000001_data_change_counter', m011],
   ['20261126000001_reference_counter_vendors_jobs', m012],
   ['20261126000002_reference_counter_cost_codes_phases', m013],
-  ['20261127000240_event_line_indexes', m014],
-  ['20261127000261_sealed_webhook_secrets', m015],
-  ['20261127000262_audit_log', m016],
+  ['20261127000028_event_feed', m014],
+  ['20261127000240_event_line_indexes', m015],
+  ['20261127000261_sealed_webhook_secrets', m016],
+  ['20261127000262_audit_log', m017],
 ];
 
 type Entry = readonly [string, MigrationModule];

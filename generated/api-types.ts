@@ -883,6 +883,142 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/event-feeds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Subscribe the event feed to event types
+         * @description A subscription without a url: change detection includes these event types from now on (no
+         *     history), and their events are kept for POST /events/query. Managed like webhook endpoints:
+         *     admin API keys only (403 FORBIDDEN for other keys), and every change is written to the audit
+         *     log. A feed is paused when its owner key is disabled or revoked, and when nobody has read its
+         *     event types for 30 days (resume it with `paused: false`).
+         */
+        post: operations["createEventFeed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/event-feeds/{id}/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete an event feed
+         * @description Deletes the feed: its event types are no longer detected for it. Events already kept stay
+         *     readable until they are 30 days old. Admin API keys only (403 FORBIDDEN for other keys). Every
+         *     change is written to the audit log.
+         */
+        post: operations["deleteEventFeed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/event-feeds/{id}/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change an event feed
+         * @description Changes the event types or the description, or pauses (`paused: true`) and resumes
+         *     (`paused: false`) the feed. Resuming counts as a read (the 30-day pause starts again); a feed
+         *     paused because its owner key was switched off is paused again at the next detection if the
+         *     owner still may not read. Types no active feed or endpoint subscribes to are no longer detected.
+         *     Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the audit log.
+         */
+        post: operations["updateEventFeed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/event-feeds/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List event feeds
+         * @description Lists the event feeds (not deleted), oldest first, optionally only those in the given states, in
+         *     the read envelope. Admin API keys only (403 FORBIDDEN for other keys).
+         */
+        post: operations["queryEventFeeds"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read change events from a cursor (the pull feed)
+         * @description The change events the webhooks carry, read at the consumer's own pace: for integrations that
+         *     cannot receive a webhook (no public https address). Each item is the webhook's body (`type`,
+         *     `timestamp`, `data` as in the `webhooks` section) with its `id` (the webhook's `webhook-id`), so a
+         *     consumer can switch between push and pull without changing its parser.
+         *
+         *     Events are listed oldest first, after the cursor `after` (without it: from the oldest event kept).
+         *     Store `page.nextCursor` and send it as `after` on the next call: each event is read exactly once
+         *     and in order, across restarts of the service and across its instances. The cursor is opaque,
+         *     stable and belongs to the key it was given to (another key's cursor is 404
+         *     EVENT_CURSOR_NOT_FOUND). Events are kept 30 days: an older or unknown cursor is 410
+         *     EVENT_CURSOR_EXPIRED, whose `oldestCursor` is the oldest position still available.
+         *
+         *     `filters` and `select` are the query language of every other /query: filter fields `id`, `type`,
+         *     `entity`, `source`, `changedAt`, `changedBy` and `timestamp`; `select` names `id`, `type`,
+         *     `timestamp`, `data` or one of `data.entity`, `data.source`, `data.changedAt`, `data.changedBy`,
+         *     `data.record`. `page.pageSize` 1 to 1000 (default 100); there is no page number: the cursor pages.
+         *     `page.totalCount` counts the matching events after the cursor.
+         *
+         *     Long polling: with `waitSeconds` (0 to 30) an answer that would be empty is held until an event
+         *     arrives (answered within about EVENT_FEED_POLL_MS of its detection, whichever process or instance
+         *     detected it) or the time is up; it is one request for the rate limit.
+         *
+         *     What a key sees follows the rules of webhook delivery: only events of types some event feed
+         *     subscribes to (POST /event-feeds) are kept; the key needs the `read` scope; personal fields are
+         *     removed without `pii`; payroll is never listed; a disabled or revoked key is 503 / 401 as
+         *     everywhere.
+         */
+        post: operations["queryEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/fiscal-periods/query": {
         parameters: {
             query?: never;
@@ -3686,7 +3822,7 @@ export interface components {
         };
         /** @description One administrative action (see POST /audit-log/query). */
         AuditLogEntry: {
-            /** @description What was done (lock, un-lock, api-key.disabled, webhook-endpoint.created, ...). */
+            /** @description What was done (lock, un-lock, api-key.disabled, webhook-endpoint.created, event-feed.paused, ...). */
             action?: string;
             /** @description The API key's name, the operating-system user at the keys command, or `service`. */
             actor?: string;
@@ -3722,7 +3858,7 @@ export interface components {
             recordNumber?: number;
             /** @description The key's or endpoint's id; the lock's userName. */
             target?: string | null;
-            /** @description What it was done to: api-key, maintenance-lock, webhook-endpoint. */
+            /** @description What it was done to: api-key, maintenance-lock, webhook-endpoint, event-feed. */
             targetType?: string;
         };
         /** @description A page of audit log entries. */
@@ -4217,6 +4353,35 @@ export interface components {
             asOf: components["schemas"]["Timestamp"];
             data: components["schemas"]["CardIssuer"][];
             page: components["schemas"]["PageInfo"];
+        };
+        /** @description A change event as a webhook delivers it, with its id; the fields `select` asked for (all when omitted). */
+        ChangeEvent: {
+            data?: components["schemas"]["ChangeEventData"];
+            /** @description The event id: the `webhook-id` of the same event delivered by webhook. Repeats can be ignored by it. */
+            id?: string;
+            /**
+             * Format: date-time
+             * @description When the event was made (detected).
+             */
+            timestamp?: string;
+            type?: components["schemas"]["EventType"];
+        };
+        /** @description As `data` of the webhook payloads (PayableInvoiceEvent, ...). */
+        ChangeEventData: {
+            /**
+             * Format: date-time
+             * @description The change stamp: insdte for created, upddte for updated (UTC).
+             */
+            changedAt?: string;
+            /** @description The row's user stamp (insusr for created, updusr for updated); `api:<key name>` for API writes; `unknown` when the row has none. */
+            changedBy?: string;
+            /** @enum {string} */
+            entity?: "payable_invoice" | "purchase_order" | "ledger_transaction" | "service_invoice" | "inventory_allocation";
+            /** @description The document header as POST /{entity}/query returns it (no child collections), limited to what the reading key may read (employee personal fields only with `pii`). */
+            record?: {
+                [key: string]: unknown;
+            };
+            source?: components["schemas"]["EventSource"];
         };
         /**
          * @description A change order of a job (prime contract or subcontract change). Lines (`lines`) price the change per phase, cost code and cost type.
@@ -5346,6 +5511,90 @@ export interface components {
             /** @description The row's user stamp (insusr for created, updusr for updated); `api:<key name>` for API writes; `unknown` when the row has none. */
             changedBy: string;
             source: components["schemas"]["EventSource"];
+        };
+        EventFeed: {
+            createdAt: components["schemas"]["Timestamp"];
+            description: string | null;
+            eventTypes: components["schemas"]["EventType"][];
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description The last POST /events/query that could return its event types (recorded at most once a minute); null: never read.
+             */
+            lastReadAt: string | null;
+            /**
+             * Format: uuid
+             * @description The API key that created the feed; the feed is paused when it is disabled or revoked.
+             */
+            ownerKeyId: string;
+            status: components["schemas"]["EventFeedStatus"];
+            statusReason: string | null;
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        EventFeedCreateRequest: {
+            description?: string | null;
+            eventTypes: components["schemas"]["EventType"][];
+        };
+        EventFeedDeleted: {
+            /** @constant */
+            deleted: true;
+            /** Format: uuid */
+            id: string;
+        };
+        EventFeedPage: {
+            asOf: components["schemas"]["Timestamp"];
+            data: components["schemas"]["EventFeed"][];
+            page: components["schemas"]["PageInfo"];
+        };
+        EventFeedQueryRequest: {
+            page?: components["schemas"]["PageRequest"];
+            status?: components["schemas"]["EventFeedStatus"][];
+        };
+        /**
+         * @description `active`; `paused` (by an administrator, because the owner key was disabled or revoked, or because nobody read its event types for 30 days).
+         * @enum {string}
+         */
+        EventFeedStatus: "active" | "paused";
+        EventFeedUpdateRequest: {
+            description?: string | null;
+            eventTypes?: components["schemas"]["EventType"][];
+            /** @description true pauses; false resumes. */
+            paused?: boolean;
+        };
+        /** @description A page of change events, oldest first (the read envelope with the cursor in page). */
+        EventPage: {
+            asOf: components["schemas"]["Timestamp"];
+            data: components["schemas"]["ChangeEvent"][];
+            page: components["schemas"]["EventPageInfo"];
+        };
+        EventPageInfo: {
+            /** @description Where the next call continues (`after`): past the events of this page, or past every event kept when none is left to read. Store it once the page is processed. */
+            nextCursor: string;
+            /**
+             * @description Always 1: the feed pages by cursor.
+             * @constant
+             */
+            pageNumber: 1;
+            pageSize: number;
+            /** @description Events in data of this response. */
+            returnedCount: number;
+            /** @description Events after the cursor that match the filter (this page included). */
+            totalCount: number;
+        };
+        EventPageRequest: {
+            /** @description 1 to 1000 (omitted: 100); outside the range is rejected, never clamped. */
+            pageSize?: number;
+        };
+        /** @description POST /events/query. All fields optional. */
+        EventQueryRequest: {
+            /** @description The cursor to continue from: `page.nextCursor` of the previous answer. Omitted: from the oldest event kept. */
+            after?: string;
+            filters?: components["schemas"]["FilterNode"];
+            page?: components["schemas"]["EventPageRequest"];
+            select?: components["schemas"]["Select"];
+            /** @description Long polling: hold an answer that would be empty up to this many seconds until an event arrives. Omitted: 0 (answer at once). */
+            waitSeconds?: number;
         };
         /**
          * @description Where the change was made. `api`: through this API (the row's user stamp is the API's,
@@ -7519,6 +7768,8 @@ export interface components {
             instance: string;
             /** @description MAINTENANCE_LOCK and LOCK_HELD: the user holding the lock. */
             lockUser?: string;
+            /** @description EVENT_CURSOR_EXPIRED: the oldest cursor still available (`after` for POST /events/query). */
+            oldestCursor?: string;
             /** @description SERVICE_DISABLED: the operator's reason. */
             reason?: string;
             /** @description The HTTP status, repeated. */
@@ -9344,6 +9595,18 @@ export interface components {
                 "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                "X-Error-Code": components["headers"]["XErrorCode"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description EVENT_CURSOR_EXPIRED: the cursor is unknown or older than the events kept (30 days); `oldestCursor` names the oldest cursor still available. */
+        Gone: {
+            headers: {
+                "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
@@ -11250,6 +11513,217 @@ export interface operations {
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    createEventFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventFeedCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The feed. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventFeed"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    deleteEventFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Event feed id.
+                 * @example 8e2f5a3b-0c4d-4e6f-9a7b-4c3d2e1f0a91
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
+        responses: {
+            /** @description The feed was deleted. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventFeedDeleted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    updateEventFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Event feed id.
+                 * @example 6c1d4f2a-9e7b-4c3d-8a5f-3b2e1d0c9f80
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventFeedUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The feed as changed. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventFeed"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    queryEventFeeds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventFeedQueryRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of event feeds. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventFeedPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    queryEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventQueryRequest"];
+            };
+        };
+        responses: {
+            /** @description A page of events, oldest first, and the cursor to continue from. */
+            200: {
+                headers: {
+                    "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            410: components["responses"]["Gone"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            423: components["responses"]["Locked"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];

@@ -678,6 +678,36 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "tag": "Events"
   },
   {
+    "operationId": "queryEvents",
+    "method": "POST",
+    "path": "/events/query",
+    "tag": "Events"
+  },
+  {
+    "operationId": "createEventFeed",
+    "method": "POST",
+    "path": "/event-feeds",
+    "tag": "Events"
+  },
+  {
+    "operationId": "queryEventFeeds",
+    "method": "POST",
+    "path": "/event-feeds/query",
+    "tag": "Events"
+  },
+  {
+    "operationId": "updateEventFeed",
+    "method": "POST",
+    "path": "/event-feeds/{id}/update",
+    "tag": "Events"
+  },
+  {
+    "operationId": "deleteEventFeed",
+    "method": "POST",
+    "path": "/event-feeds/{id}/delete",
+    "tag": "Events"
+  },
+  {
     "operationId": "queryAuditLog",
     "method": "POST",
     "path": "/audit-log/query",

@@ -18,6 +18,7 @@ import { writeRoutes } from './http/routes/writes';
 import { lockGate } from './http/middleware/lock-gate';
 import { rejectV2Fields } from './http/middleware/v2-fields';
 import { eventsRoutes } from './http/routes/events';
+import { eventFeedRoutes } from './http/routes/event-feed';
 import { V2_BASE, v2Api } from './v2/routes';
 import { securityHeaders } from './http/middleware/security-headers';
 import { AuthFailureThrottle } from './http/middleware/auth-throttle';
@@ -88,6 +89,8 @@ export function createApp(services: Services): express.Express {
   app.use(...validator.middleware);
   // Before the query routes: /webhook-endpoints/query is not an entity's /{entity}/query.
   app.use(API_BASE, eventsRoutes(services));
+  // Before the query routes too: /events/query and /event-feeds/query are not entity reads.
+  app.use(API_BASE, eventFeedRoutes(services));
   app.use(API_BASE, utilityRoutes(services));
   app.use(API_BASE, queryRoutes(services));
   app.use(API_BASE, writeRoutes(services));

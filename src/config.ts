@@ -40,6 +40,11 @@ export interface Config {
   webhookAllowPrivateTargets: boolean;
   /** Timeout of one webhook delivery attempt. */
   webhookTimeoutMs: number;
+  /**
+   * How often a process reads the event log's high-water mark while requests long poll the feed
+   * (POST /events/query with waitSeconds): how soon they see an event detected by another process.
+   */
+  eventFeedPollMs: number;
   /** Server processes on the one port (node:cluster); 1 runs in the started process itself. */
   workers: number;
   /** V8 heap limit of each cluster worker, MB (0: V8's default); src/heap-limit.ts says why. */
@@ -151,6 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventDetectionLagSeconds: int(env, 'EVENT_DETECTION_LAG_SECONDS', 30, 0, 3_600),
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    eventFeedPollMs: int(env, 'EVENT_FEED_POLL_MS', 500, 50, 5_000),
     workers: int(env, 'WORKERS', Math.max(1, Math.min(64, os.availableParallelism())), 1, 64),
     heapLimitMb: heapLimit(env),
     instanceId: instanceId(env, int(env, 'PORT', 8080, 0, 65535)),

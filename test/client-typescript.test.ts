@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { startTestApp, type TestApp } from './support/app';
-import { EXAMPLE_IDS, seedEventExamples } from './support/events';
+import { EXAMPLE_IDS, FEED_EXAMPLE_IDS, seedEventExamples } from './support/events';
 import { ApiError, createAccountingClient, type AccountingClient } from '../clients/typescript/client';
 import { OPERATIONS } from '../generated/operations';
 
@@ -56,6 +56,11 @@ const CALLS: Record<string, Call> = {
   resendFailedWebhookDeliveries: (_api, body, admin) => admin.POST('/webhook-deliveries/resend-failed', { body }),
   // The audit log is the administrator's too.
   queryAuditLog: (_api, body, admin) => admin.POST('/audit-log/query', { body }),
+  queryEvents: (api, body) => api.POST('/events/query', { body }),
+  createEventFeed: (_api, body, admin) => admin.POST('/event-feeds', { body }),
+  queryEventFeeds: (_api, body, admin) => admin.POST('/event-feeds/query', { body }),
+  updateEventFeed: (_api, body, admin) => admin.POST('/event-feeds/{id}/update', { body, params: { path: { id: FEED_EXAMPLE_IDS.feed } } }),
+  deleteEventFeed: (_api, body, admin) => admin.POST('/event-feeds/{id}/delete', { body, params: { path: { id: FEED_EXAMPLE_IDS.feedToDelete } } }),
 };
 
 /** POST /{entity}/query and /{entity}/match: one generic call over the typed client. */
@@ -108,6 +113,31 @@ describe('every operation through the client', () => {
     const metric = t.app.locals.metrics.registry.getSingleMetric('http_requests_total');
     const ok = new Set((await metric.get()).values.filter((v: any) => /^2/.test(String(v.labels.status))).map((v: any) => v.labels.operation));
     assert.deepEqual(OPERATIONS.map((o) => o.operationId).filter((id) => !ok.has(id)), []);
+  });
+});
+
+describe('the event feed through the client', () => {
+  test('a consumer reads every kept event once, resuming from page.nextCursor; an unknown cursor is a typed 410', async () => {
+    const api = createAccountingClient({ baseUrl, apiKey: t.apiKey });
+    const ids: string[] = [];
+    let after: string | undefined;
+    for (let calls = 0; calls < 20; calls++) {
+      const { data } = await api.POST('/events/query', { body: { ...(after ? { after } : {}), select: ['id', 'type', 'data.record'], page: { pageSize: 1 } } });
+      assert.ok(data);
+      for (const event of data.data) ids.push(String(event.id));
+      after = data.page.nextCursor;
+      if (data.page.returnedCount === 0) break;
+    }
+    const kept = (await t.knex('evtlog').orderBy('seq').select('event_id')).map((r: { event_id: string }) => r.event_id);
+    assert.ok(kept.length > 0);
+    assert.deepEqual(ids, kept);
+    await assert.rejects(api.POST('/events/query', { body: { after: 'bm90LWEtY3Vyc29y' } }), (err: unknown) => {
+      assert.ok(err instanceof ApiError);
+      assert.equal(err.status, 410);
+      assert.equal(err.code, 'EVENT_CURSOR_EXPIRED');
+      assert.equal(typeof err.problem.oldestCursor, 'string');
+      return true;
+    });
   });
 });
 

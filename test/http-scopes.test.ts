@@ -28,6 +28,8 @@ describe('the operation -> scope table', () => {
       const scope = OPERATION_SCOPES.get(op.operationId);
       if (op.path === '/utility/ping') assert.equal(scope, null);
       else if (/^\/utility\/(un-)?lock$/.test(op.path)) assert.equal(scope, 'lock', op.operationId);
+      // Reading the event feed is a read (what it lists follows the reading key's scopes); managing feeds is events:manage.
+      else if (op.path === '/events/query') assert.equal(scope, 'read', op.operationId);
       else if (op.tag === 'Events') assert.equal(scope, 'events:manage', op.operationId);
       else if (op.tag === 'Audit') assert.equal(scope, 'audit', op.operationId);
       else if (/\/(query|match)$/.test(op.path)) assert.equal(scope, 'read', op.operationId);
@@ -36,6 +38,8 @@ describe('the operation -> scope table', () => {
     assert.equal([...OPERATION_SCOPES.values()].filter((s) => s === 'write').length, 7, 'the seven writes');
     assert.equal(scopeForPath('/webhook-endpoints'), 'events:manage');
     assert.equal(scopeForPath('/webhook-deliveries/{id}/retry'), 'events:manage');
+    assert.equal(scopeForPath('/event-feeds'), 'events:manage');
+    assert.equal(scopeForPath('/event-feeds/query'), 'events:manage');
     // The frozen v2 surface, by its verb-first paths (v2 is no back door).
     assert.equal(scopeForPath('/query/part'), 'read');
     assert.equal(scopeForPath('/match/vendor'), 'read');

@@ -23,6 +23,12 @@ export const AUDIT_ACTIONS = {
   // ... and what the service does to them by itself
   'webhook-endpoint.paused': 'webhook-endpoint',
   'webhook-endpoint.disabled': 'webhook-endpoint',
+  // Event feeds (the pull feed's subscriptions, managed like webhook endpoints)
+  'event-feed.created': 'event-feed',
+  'event-feed.updated': 'event-feed',
+  'event-feed.deleted': 'event-feed',
+  // ... and paused by the service (owner key switched off, or unread for 30 days)
+  'event-feed.paused': 'event-feed',
 } as const;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

@@ -19,7 +19,7 @@ export const SCOPE_MEANING: Record<Scope, string> = {
   read: 'POST /{entity}/query and /{entity}/match',
   write: 'the posting operations (ledger transactions, AP invoices, ...)',
   lock: 'POST /utility/lock and /utility/un-lock (override included)',
-  'events:manage': 'the webhook endpoint and delivery operations',
+  'events:manage': 'the webhook endpoint and delivery operations, and the event feeds (POST /event-feeds...); reading the feed (POST /events/query) needs read',
   pii: 'employee personal data in reads and matches (without it the fields are removed, and naming them is 400)',
   audit: 'POST /audit-log/query (admin keys only)',
 };
@@ -35,6 +35,8 @@ const RULES: ReadonlyArray<readonly [RegExp, Scope | null]> = [
   [/^\/webhook-(endpoints|deliveries)(\/|$)/, 'events:manage'],
   // Before the read rule too: the audit log is not the books (and needs an admin key besides).
   [/^\/audit-log\/query$/, 'audit'],
+  // Feed subscriptions are managed like webhook endpoints; reading the feed (/events/query) is a read.
+  [/^\/event-feeds(\/|$)/, 'events:manage'],
   [/^\/[^/]+\/(query|match)$/, 'read'],
   // The frozen v2 surface names the verb first (/query/part, /match/vendor, /post/ledger-transaction):
   // v2 is no back door, so its reads need `read` and its posts fall to `write` below.

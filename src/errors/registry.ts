@@ -63,6 +63,9 @@ export const PROBLEM_CODES = {
   SCOPE_MISSING: { status: 403, title: "API key lacks the scope", when: "The API key is valid but was created with scopes that do not include the one this operation needs; detail and `requiredScope` name it." },
   PII_FIELD_WITHHELD: { status: 400, title: "Personal data field withheld", when: "A select, orderBy, filter or match field names employee personal data and the API key was created without the pii scope; errors[] names the field." },
   AUTH_THROTTLED: { status: 429, title: "Too many failed authentications", when: "This client address presented more unknown, revoked, malformed or disabled API keys than the service allows in a minute; until Retry-After every request from it is refused unless it carries an active key." },
+  EVENT_CURSOR_EXPIRED: { status: 410, title: "Event cursor expired", when: "The `after` cursor of POST /events/query is unknown or points before the oldest event still kept (30 days); `oldestCursor` names the oldest cursor still available." },
+  EVENT_CURSOR_NOT_FOUND: { status: 404, title: "Event cursor not found", when: "The `after` cursor of POST /events/query was given to another API key (what a page holds depends on the key)." },
+  EVENT_FEED_NOT_FOUND: { status: 404, title: "Event feed not found", when: "No event feed (not deleted) has the id in the path." },
 } as const satisfies Record<string, ProblemCodeSpec>;
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;

@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import type { ApiKeyRecord, ApiKeyRepository } from '../storage/api-keys';
 import { fromDbTime } from '../storage/db-time';
 import { readRecordsById } from '../engines/posting/read-back';
-import { EVENT_KINDS, kindOfType, sourceOf, type ChangeType, type EventKind } from './kinds';
+import { EVENT_KINDS, kindOfType, type ChangeType, type EventKind } from './kinds';
+import { eventDocument, type EventDocument } from './document';
 import type { EndpointRow, EventStore } from './store';
 import { ownerMayReceive, visibleRecord } from './visibility';
 import { CATALOG } from '../../generated/catalog';
@@ -18,7 +19,7 @@ function columnOf(entity: string, field: string): string {
 
 /**
  * Change detection (the spec's Events rules 1, 2, 5, 6, 10). For each document kind some active
- * endpoint subscribes to, rows whose `upddte` lies in (cursor, now - lag] are read, headers and
+ * endpoint (or event feed: src/events/feed) subscribes to, rows whose `upddte` lies in (cursor, now - lag] are read, headers and
  * lines (a line's stamp counts for its document: re-coding a line is a change of the document);
  * each document becomes a `<kind>.created` event (its `insdte` is in the window too) or a
  * `<kind>.updated` event, queued in
@@ -41,6 +42,23 @@ export interface DetectorOptions {
   lagMs: number;
   leaseMs: number;
   holder: string;
+  /** The pull feed (src/events/feed): its subscribed types are detected too, and it receives their events. */
+  feed?: DetectedEventSink;
+}
+
+/** A detected event as the pull feed stores it: the webhook's document, record unfiltered. */
+export interface DetectedEvent {
+  id: string;
+  kind: EventKind;
+  document: EventDocument;
+}
+
+/** Where detected events go besides the webhook outbox (the pull feed, src/events/feed). */
+export interface DetectedEventSink {
+  /** The event types to detect and hand over in this cycle. */
+  subscribedTypes(at: Date): Promise<ReadonlySet<string>>;
+  /** Runs in the detection transaction, before the cursor moves: a window is handed over exactly once. */
+  append(trx: Knex.Transaction, events: DetectedEvent[]): Promise<void>;
 }
 
 export interface DetectionResult {
@@ -110,6 +128,12 @@ export class Detector {
         byKind.set(kind, list);
       }
     }
+    // Kinds only a feed subscribes to are detected too (no endpoint to queue for).
+    const feedTypes = (await this.o.feed?.subscribedTypes(at)) ?? new Set<string>();
+    for (const type of feedTypes) {
+      const kind = kindOfType(type);
+      if (kind && !byKind.has(kind)) byKind.set(kind, []);
+    }
     const upper = new Date(at.getTime() - this.o.lagMs);
     const cursors = await store.cursors();
     for (const [kind, subscribers] of byKind) {
@@ -121,14 +145,14 @@ export class Detector {
         continue;
       }
       if (upper <= cursor) continue;
-      const { changes, queued } = await this.detectKind(kind, cursor, upper, subscribers, owners, at);
+      const { changes, queued } = await this.detectKind(kind, cursor, upper, subscribers, owners, at, feedTypes);
       result.changes += changes;
       result.queued += queued;
     }
     return result;
   }
 
-  private async detectKind(kind: EventKind, cursor: Date, upper: Date, subscribers: EndpointRow[], owners: Map<string, ApiKeyRecord>, at: Date): Promise<{ changes: number; queued: number }> {
+  private async detectKind(kind: EventKind, cursor: Date, upper: Date, subscribers: EndpointRow[], owners: Map<string, ApiKeyRecord>, at: Date, feedTypes: ReadonlySet<string>): Promise<{ changes: number; queued: number }> {
     const { store } = this.o;
     const { entity } = EVENT_KINDS[kind];
     return store.knex.transaction(async (trx) => {
@@ -137,23 +161,23 @@ export class Detector {
       if (changes.length > 0) {
         const records = new Map<string, Record<string, unknown>>();
         for (const rec of await readRecordsById(trx, entity, changes.map((c) => c.id))) records.set(String(rec.id).toLowerCase(), rec);
+        const logged: DetectedEvent[] = [];
         for (const c of changes) {
           const record = records.get(c.id.toLowerCase());
           if (!record) continue; // deleted meanwhile: no event for deletions
           const type = `${kind}.${c.change}`;
           const id = eventId(kind, c.id, c.change, c.stamp);
+          // Payroll never reaches this point (changesIn leaves it out), so the feed never lists it either.
+          if (feedTypes.has(type)) logged.push({ id, kind, document: eventDocument(kind, c.change, at, c.user, c.stamp, record) });
           for (const e of subscribers) {
             if (!e.eventTypes.includes(type)) continue;
             const visible = visibleRecord(owners.get(e.ownerKeyId), kind, record);
             if (!visible) continue;
-            const payload = JSON.stringify({
-              type,
-              timestamp: at.toISOString(),
-              data: { entity: kind, source: sourceOf(c.user), changedAt: c.stamp.toISOString(), changedBy: c.user ?? 'unknown', record: visible },
-            });
+            const payload = JSON.stringify(eventDocument(kind, c.change, at, c.user, c.stamp, visible));
             if (await store.enqueue(trx, { endpointId: e.id, eventId: id, eventType: type, payload }, at)) queued++;
           }
         }
+        if (logged.length > 0) await this.o.feed!.append(trx, logged);
       }
       await store.setCursor(trx, kind, upper, at);
       return { changes: changes.length, queued };

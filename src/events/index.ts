@@ -14,11 +14,14 @@ import { EVENT_TYPES, kindOfType, TEST_EVENT_TYPE } from './kinds';
 import { newSecret, ROTATION_OVERLAP_MS } from './signing';
 import { EventStore, type DeliveryRow, type EndpointRow, type WebhookChange } from './store';
 import { checkTarget, systemResolver, TargetRefused, type Resolver, type TargetPolicy } from './targets';
+import { EventFeed } from './feed';
 
 export { EVENT_TYPES, TEST_EVENT_TYPE } from './kinds';
 export type { EndpointRow, DeliveryRow } from './store';
 
 export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 3_600_000;
+/** EVENT_FEED_POLL_MS when the configuration does not say (src/config.ts). */
+const DEFAULT_FEED_POLL_MS = 500;
 
 export interface EventsOptions {
   knex: Knex;
@@ -29,7 +32,7 @@ export interface EventsOptions {
   /** Every change of an endpoint is an entry of the audit log (spec Events rule 9). */
   audit: AuditLog;
   logger: Logger;
-  config: Pick<Config, 'eventDetectionIntervalSeconds' | 'eventDetectionLagSeconds' | 'webhookAllowPrivateTargets' | 'webhookTimeoutMs'>;
+  config: Pick<Config, 'eventDetectionIntervalSeconds' | 'eventDetectionLagSeconds' | 'webhookAllowPrivateTargets' | 'webhookTimeoutMs'> & Partial<Pick<Config, 'eventFeedPollMs'>>;
   /** Injectable for tests: the clock, DNS, the HTTP client and jitter. */
   clock?: () => Date;
   resolver?: Resolver;
@@ -48,6 +51,8 @@ export class Events {
   readonly store: EventStore;
   readonly detector: Detector;
   readonly delivery: DeliveryWorker;
+  /** The pull feed over the same events (POST /events/query, /event-feeds): src/events/feed. */
+  readonly feed: EventFeed;
   readonly policy: TargetPolicy;
   readonly clock: () => Date;
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -60,6 +65,17 @@ export class Events {
     this.store = new EventStore(o.knex, o.engine, o.secrets, o.audit);
     this.policy = { allowPrivate: o.config.webhookAllowPrivateTargets, resolver: o.resolver ?? systemResolver };
     const intervalMs = o.config.eventDetectionIntervalSeconds * 1000;
+    this.feed = new EventFeed({
+      knex: o.knex,
+      engine: o.engine,
+      keys: o.keys,
+      logger: o.logger,
+      clock: this.clock,
+      pollMs: o.config.eventFeedPollMs ?? DEFAULT_FEED_POLL_MS,
+      startDetection: (types) => this.startCursors([...types]),
+      audit: o.audit,
+      ...(o.isLocked ? { isLocked: o.isLocked } : {}),
+    });
     this.detector = new Detector({
       store: this.store,
       keys: o.keys,
@@ -68,6 +84,7 @@ export class Events {
       lagMs: o.config.eventDetectionLagSeconds * 1000,
       leaseMs: Math.max(2 * intervalMs, 60_000),
       holder: this.holder,
+      feed: this.feed,
     });
     this.delivery = new DeliveryWorker({
       store: this.store,
@@ -85,7 +102,8 @@ export class Events {
   }
 
   detectNow() {
-    return this.detector.runOnce();
+    // Requests long polling the feed in this process look at once (others poll the database).
+    return this.detector.runOnce().finally(() => this.feed.detected());
   }
 
   deliverNow() {
@@ -111,6 +129,7 @@ export class Events {
       this.timers.set(name, setTimeout(tick, Math.min(everyMs, 1000)).unref());
     };
     loop('detector', this.o.config.eventDetectionIntervalSeconds * 1000, () => this.detectNow());
+    loop('feed-retention', 10 * 60_000, () => this.feed.purge());
     loop('delivery', 1000, async () => {
       // Drain what is due, batch after batch.
       while (!this.stopped && (await this.deliverNow()).claimed > 0);
@@ -120,6 +139,7 @@ export class Events {
   /** Stops the timers and waits for the cycle in flight; lets another process take the detection lease at once. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.feed.stop();
     for (const t of this.timers.values()) clearTimeout(t);
     await Promise.all([...this.running]);
     await this.store.releaseLease('detector', this.holder).catch(() => undefined);

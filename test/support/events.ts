@@ -6,6 +6,10 @@ import { Events } from '../../src/events';
 import type { Sender } from '../../src/events/delivery';
 import type { Resolver } from '../../src/events/targets';
 import type { TestApp } from './app';
+import { readRecordsById } from '../../src/engines/posting/read-back';
+import { eventId, type DetectedEvent } from '../../src/events/detector';
+import { eventDocument } from '../../src/events/document';
+import { fromDbTime } from '../../src/storage/db-time';
 
 export interface EventsHarness {
   events: Events;
@@ -13,7 +17,7 @@ export interface EventsHarness {
   dns: Map<string, string[] | (() => string[])>;
 }
 
-export function installEvents(t: TestApp, options: { allowPrivate?: boolean; sender?: Sender; lagSeconds?: number; start?: Date; random?: () => number } = {}): EventsHarness {
+export function installEvents(t: TestApp, options: { allowPrivate?: boolean; sender?: Sender; lagSeconds?: number; start?: Date; random?: () => number; feedPollMs?: number } = {}): EventsHarness {
   const clock = {
     now: options.start ?? new Date(),
     advance(ms: number) {
@@ -46,6 +50,7 @@ export function installEvents(t: TestApp, options: { allowPrivate?: boolean; sen
       eventDetectionLagSeconds: options.lagSeconds ?? 0,
       webhookAllowPrivateTargets: options.allowPrivate ?? false,
       webhookTimeoutMs: 2000,
+      ...(options.feedPollMs !== undefined ? { eventFeedPollMs: options.feedPollMs } : {}),
     },
     clock: () => clock.now,
     resolver,
@@ -104,4 +109,42 @@ export async function seedEventExamples(t: TestApp): Promise<void> {
     last_status_code: 503,
     last_error: 'HTTP 503',
   });
+  await seedFeedExamples(t);
+}
+
+/** Ids the event feed examples of openapi.yaml name (created by `seedFeedExamples`). */
+export const FEED_EXAMPLE_IDS = {
+  feed: '6c1d4f2a-9e7b-4c3d-8a5f-3b2e1d0c9f80',
+  feedToDelete: '8e2f5a3b-0c4d-4e6f-9a7b-4c3d2e1f0a91',
+} as const;
+
+/**
+ * Event feeds and kept events are installation data too: the feeds the examples name (owned by
+ * the admin key), and the AP invoice events of the first demo invoices in the event log, made by
+ * the detector's own document function, so that POST /events/query finds events.
+ */
+export async function seedFeedExamples(t: TestApp, invoices = 3): Promise<void> {
+  const owner = (await t.services.keys.findByKey(t.adminKey))!.id;
+  const feed = t.services.events.feed;
+  const now = new Date();
+  for (const id of [FEED_EXAMPLE_IDS.feed, FEED_EXAMPLE_IDS.feedToDelete]) {
+    await t.knex('evtfed').insert({
+      id,
+      description: 'contract example',
+      event_types: JSON.stringify(['payable_invoice.created', 'payable_invoice.updated']),
+      state: 'active',
+      state_reason: null,
+      owner_key_id: owner,
+      last_read_at: null,
+      created_at: feed.store.t(now),
+      updated_at: feed.store.t(now),
+    });
+  }
+  const rows = await t.knex('acpinv').orderBy('recnum').limit(invoices).select('_idnum', 'upddte', 'updusr');
+  const records = await readRecordsById(t.knex, 'ap-invoices', rows.map((r) => String(r._idnum)));
+  const events: DetectedEvent[] = rows.map((r, i) => {
+    const stamp = fromDbTime(r.upddte)!;
+    return { id: eventId('payable_invoice', String(r._idnum), 'updated', stamp), kind: 'payable_invoice', document: eventDocument('payable_invoice', 'updated', now, r.updusr ?? null, stamp, records[i]!) };
+  });
+  await t.knex.transaction((trx) => feed.append(trx, events));
 }
