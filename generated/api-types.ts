@@ -9606,7 +9606,11 @@ export interface components {
         /** @description EVENT_CURSOR_EXPIRED: the cursor is unknown or older than the events kept (30 days); `oldestCursor` names the oldest cursor still available. */
         Gone: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
                 [name: string]: unknown;
