@@ -11538,6 +11538,10 @@ export interface operations {
             /** @description The feed. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11583,6 +11587,10 @@ export interface operations {
             /** @description The feed was deleted. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11629,6 +11637,10 @@ export interface operations {
             /** @description The feed as changed. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11669,6 +11681,10 @@ export interface operations {
             /** @description A page of event feeds. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
@@ -11708,6 +11724,10 @@ export interface operations {
             /** @description A page of events, oldest first, and the cursor to continue from. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "X-Correlation-Id": components["headers"]["XCorrelationId"];
                     [name: string]: unknown;
                 };
