@@ -34,7 +34,20 @@ export interface WorkerSetup {
    * is when every worker is prepared, or LISTEN_TOGETHER_WAIT_MS after the first one was.
    */
   mayListen: () => Promise<void>;
+  /**
+   * Called once this worker has closed its server and drained, before it exits: settles when the
+   * primary has answered (at most LEAVE_WAIT_MS). The primary hands a connection to a worker and
+   * waits for the worker's reply to close its own copy or hand it to another worker; a connection
+   * handed over just before the primary saw this worker's server close is still in the channel, and
+   * a worker that exited without reading it would leave it open in the primary, unanswered, until the
+   * client gives up. The answer comes after every such connection (one channel, in order), each of
+   * which this worker has then refused, so the primary gave it to a sibling.
+   */
+  leave: () => Promise<void>;
 }
+
+/** How long a stopping worker waits for the primary's answer to `leaving` (the primary may be gone). */
+export const LEAVE_WAIT_MS = 1000;
 
 /**
  * How long the first prepared worker waits for the others before the service opens without them.
@@ -58,6 +71,13 @@ interface AskPreparedMessage {
 interface PreparedMessage {
   type: 'prepared';
   seeded: boolean;
+}
+/** A stopping worker's server is closed; it exits once the primary has answered `left` (WorkerSetup.leave). */
+interface LeavingMessage {
+  type: 'leaving';
+}
+interface LeftMessage {
+  type: 'left';
 }
 /** A worker is prepared and waits for `listen`; the primary answers when every worker is (LISTEN_TOGETHER_WAIT_MS). */
 interface WarmedMessage {
@@ -92,7 +112,26 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
       channel.on('message', onMessage);
       channel.send({ type: 'warmed' } satisfies WarmedMessage);
     });
-  return { index, workers, boot, mayListen };
+  const leave = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (!channel.send) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        channel.off('message', onMessage);
+        resolve();
+      };
+      const onMessage = (message: Partial<LeftMessage> | undefined) => {
+        if (message?.type === 'left') done();
+      };
+      const timer = setTimeout(done, LEAVE_WAIT_MS);
+      channel.on('message', onMessage);
+      try {
+        channel.send({ type: 'leaving' } satisfies LeavingMessage);
+      } catch {
+        done(); // the primary is gone: nothing is waiting in the channel
+      }
+    });
+  return { index, workers, boot, mayListen, leave };
 }
 
 /** A worker's configuration: its own instance name and its share of the rate limit and of the failed-authentication bound. */
@@ -187,6 +226,11 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       }
       if (message?.type === 'warmed') {
         gate.warmed(worker);
+        return;
+      }
+      if (message?.type === 'leaving') {
+        // Sent after every connection handed to this worker so far (see WorkerSetup.leave).
+        if (worker.isConnected()) worker.send({ type: 'left' } satisfies LeftMessage);
         return;
       }
       if (message?.type !== 'listening') return;

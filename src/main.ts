@@ -70,6 +70,8 @@ async function main(): Promise<void> {
     if (!running) return; // still starting: closed as soon as it has started
     running
       .close()
+      // A worker exits only once the primary can hand it no connection any more (cluster.ts, leave).
+      .then(() => setup?.leave())
       .then(() => stopTracing().catch(() => undefined))
       .then(
         () => process.exit(0),

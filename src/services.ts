@@ -11,7 +11,7 @@ import { LockAwareApiKeys, MaintenanceLock } from './storage/lock-store';
 import { KnexIdempotencyStore } from './engines/idempotency/store';
 import { WriteRunner } from './engines/posting/runner';
 import { Events } from './events';
-import { InstanceHeartbeat } from './storage/instance-heartbeat';
+import { bootGone, InstanceHeartbeat } from './storage/instance-heartbeat';
 import { DataChangeLog } from './storage/data-change-log';
 import { ReferenceCache } from './storage/reference-cache';
 import { InstalledSchema, registerInstalledSchema } from './storage/installed-schema';
@@ -106,6 +106,7 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   });
   const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
   const audit = new AuditLog({ knex, engine, logger, retentionDays: config.auditRetentionDays, isLocked: () => lock.isLocked() });
-  const events = new Events({ knex, engine, keys, secrets, audit, logger, config, isLocked: () => lock.isLocked() });
+  // The detection lease is held under this process's boot: a process that dies hands it over within 3 heartbeats.
+  const events = new Events({ knex, engine, keys, secrets, audit, logger, config, isLocked: () => lock.isLocked(), holder: heartbeat.identity.bootId, holderGone: (holder) => bootGone(knex, holder, Date.now()) });
   return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, secrets, audit };
 }

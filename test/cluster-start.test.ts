@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory from 'knex';
-import { ListenGate, workerSetup } from '../src/cluster';
+import { LEAVE_WAIT_MS, ListenGate, workerSetup } from '../src/cluster';
 import { secretsEnv } from './support/secrets';
 
 const ENGINE = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
@@ -223,4 +223,23 @@ test('what a primary loads before it forks (configuration, cluster) does not loa
     { cwd: path.resolve(__dirname, '..'), encoding: 'utf8' },
   );
   assert.equal(out.trim().split('\n').at(-1), '0');
+});
+
+test('leave: a stopping worker tells the primary and exits on its answer (every connection handed to it before is then handed back), or after LEAVE_WAIT_MS', async () => {
+  const channel = Object.assign(new EventEmitter(), { sent: [] as unknown[], send(m: unknown) { this.sent.push(m); return true; } });
+  const setup = workerSetup({ WORKER_INDEX: '1', WORKER_COUNT: '2' }, channel as unknown as NodeJS.Process);
+  channel.sent.length = 0;
+  let left = false;
+  void setup.leave().then(() => (left = true));
+  assert.deepEqual(channel.sent, [{ type: 'leaving' }]);
+  await sleep(10);
+  assert.equal(left, false, 'not before the answer');
+  channel.emit('message', { type: 'left' });
+  await sleep(10);
+  assert.equal(left, true);
+  assert.equal(channel.listenerCount('message'), 1, 'only the prepared? listener is left');
+
+  const started = Date.now();
+  await setup.leave();
+  assert.ok(Date.now() - started >= LEAVE_WAIT_MS - 5, 'a primary that does not answer is waited for at most LEAVE_WAIT_MS');
 });

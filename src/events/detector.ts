@@ -31,7 +31,11 @@ function columnOf(entity: string, field: string): string {
  * transactions that stamp a row before they commit (PostgreSQL's now() is the transaction's
  * start): a row becomes visible to detection only once such a transaction must have ended.
  *
- * One detector runs at a time across processes: a lease row in the database (`whklse`).
+ * One detector runs at a time across processes: a lease row in the database (`whklse`), renewed by
+ * each cycle of its holder. When the holder's process is gone (killed, restarted: `holderGone`, from
+ * its heartbeat) the next process to try takes the lease over at once instead of waiting for it to
+ * run out. A holder taken for gone while it still runs (a stalled event loop) and a late cycle of
+ * its own are harmless: the outbox is unique per endpoint and event id, so nothing is queued twice.
  */
 
 export interface DetectorOptions {
@@ -42,6 +46,8 @@ export interface DetectorOptions {
   lagMs: number;
   leaseMs: number;
   holder: string;
+  /** Whether the process holding the lease is gone (without it, a lease is taken only once it has run out). */
+  holderGone?: (holder: string) => Promise<boolean>;
   /** The pull feed (src/events/feed): its subscribed types are detected too, and it receives their events. */
   feed?: DetectedEventSink;
 }
@@ -109,12 +115,25 @@ export class Detector {
     return { endpoints, owners, paused };
   }
 
+  /** Takes or renews the detection lease; takes it over from a holder that is gone. */
+  private async takeLease(at: Date): Promise<boolean> {
+    const { store, holder, holderGone } = this.o;
+    const until = new Date(at.getTime() + this.o.leaseMs);
+    if (await store.acquireLease(DETECTION_LEASE, holder, at, until)) return true;
+    if (!holderGone) return false;
+    const previous = await store.leaseHolder(DETECTION_LEASE);
+    if (previous === undefined || previous === holder || !(await holderGone(previous))) return false;
+    const taken = await store.takeOverLease(DETECTION_LEASE, previous, holder, until);
+    if (taken) this.o.logger.warn({ previousHolder: previous, holder }, 'took change-event detection over from a process that is gone');
+    return taken;
+  }
+
   /** One detection cycle now (the timer calls this; tests call it directly). */
   async runOnce(): Promise<DetectionResult> {
     const { store, clock } = this.o;
     const at = clock();
     const result: DetectionResult = { ran: false, kinds: [], changes: 0, queued: 0, pausedEndpoints: 0 };
-    if (!(await store.acquireLease(DETECTION_LEASE, this.o.holder, at, new Date(at.getTime() + this.o.leaseMs)))) return result;
+    if (!(await this.takeLease(at))) return result;
     result.ran = true;
     const { endpoints, owners, paused } = await this.activeEndpoints(at);
     result.pausedEndpoints = paused;

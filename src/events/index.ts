@@ -40,6 +40,14 @@ export interface EventsOptions {
   random?: () => number;
   /** While true (maintenance lock: the pool is dropped) the workers skip their cycles. */
   isLocked?: () => boolean;
+  /**
+   * This process's name on the detection lease and its delivery claims; the server passes its
+   * heartbeat's boot id, so that `holderGone` can tell when the holder died. Default: host, pid
+   * and a random suffix (then the lease is taken over only once it has run out).
+   */
+  holder?: string;
+  /** Whether the process holding the detection lease is gone (src/storage/instance-heartbeat.ts, bootGone). */
+  holderGone?: (holder: string) => Promise<boolean>;
 }
 
 /**
@@ -58,9 +66,10 @@ export class Events {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly running = new Set<Promise<unknown>>();
   private stopped = false;
-  private readonly holder = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly holder: string;
 
   constructor(private readonly o: EventsOptions) {
+    this.holder = o.holder ?? `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.clock = o.clock ?? (() => new Date());
     this.store = new EventStore(o.knex, o.engine, o.secrets, o.audit);
     this.policy = { allowPrivate: o.config.webhookAllowPrivateTargets, resolver: o.resolver ?? systemResolver };
@@ -85,6 +94,7 @@ export class Events {
       leaseMs: Math.max(2 * intervalMs, 60_000),
       holder: this.holder,
       feed: this.feed,
+      ...(o.holderGone ? { holderGone: o.holderGone } : {}),
     });
     this.delivery = new DeliveryWorker({
       store: this.store,

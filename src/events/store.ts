@@ -259,6 +259,18 @@ export class EventStore {
     return Number(n) === 1;
   }
 
+  /** The named lease's holder, if any holds it. */
+  async leaseHolder(name: string): Promise<string | undefined> {
+    const row = await this.knex('whklse').where({ name }).first('holder');
+    return row ? String(row.holder) : undefined;
+  }
+
+  /** Takes the lease over from `from` (a holder found gone): one conditional UPDATE, so one taker wins. */
+  async takeOverLease(name: string, from: string, holder: string, until: Date): Promise<boolean> {
+    const n = await this.knex('whklse').where({ name, holder: from }).update({ holder, expires_at: this.t(until) });
+    return Number(n) === 1;
+  }
+
   async releaseLease(name: string, holder: string): Promise<void> {
     await this.knex('whklse').where({ name, holder }).delete();
   }

@@ -127,3 +127,18 @@ export function ownerGone(ownerBoot: string | null | undefined, beat: OwnerBeat 
   if (beat.bootId !== ownerBoot) return true;
   return nowMs - beat.lastSeenMs > MISSED_BEATS * beat.beatMs;
 }
+
+const BOOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Whether the process that runs boot `bootId` is gone, for leases a process holds under its boot id
+ * (the change-event detector): no instance name runs that boot any more (the name now runs a newer
+ * boot: restarted), or it has not beaten for MISSED_BEATS of its intervals. A holder that is not a
+ * boot id (written by an older version) is NOT called gone: its lease runs out as before.
+ */
+export async function bootGone(db: Knex, bootId: string, nowMs: number): Promise<boolean> {
+  if (!BOOT_ID.test(bootId)) return false;
+  const row = await db(TABLE).where({ boot_id: bootId.toLowerCase() }).first();
+  if (!row) return true;
+  return nowMs - (fromDbTime(row.last_seen)?.getTime() ?? 0) > MISSED_BEATS * (Number(row.beat_ms) || 1000);
+}

@@ -3,8 +3,11 @@
  * operator runs, with the default process model (bench/posting.ts `BENCH_SERVER=cluster`). The API
  * keys must exist in the database before (ApiKeyRepository.ensure). Resolves when /readyz has
  * answered 200 on `readyPolls` fresh connections in a row (connections spread over the workers).
+ * The JSON log lines are kept as they arrive (`logLines`), so the workers' pids stay known after
+ * a worker is replaced (test/deployment/ kills single workers).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -13,9 +16,22 @@ export interface SpawnedCluster {
   port: number;
   child: ChildProcess;
   output: () => string;
-  /** SIGTERM (a graceful drain), SIGKILL after 10 s. */
+  /** Every JSON log line of the primary and its workers so far (the last MAX_LOG_LINES). */
+  logLines: () => Array<Record<string, any>>;
+  /** The pid of each worker that announced it listens, by worker index (a replacement overwrites its predecessor). */
+  workerPids: () => Map<number, number>;
+  /** The primary's exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  /**
+   * SIGTERM (default: a graceful drain, SIGKILL after 10 s). SIGKILL kills the primary and every
+   * worker at once, as a machine that dies (a primary killed alone lets its workers exit on their
+   * own), and resolves when none of them runs any more.
+   */
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
+
+/** Log lines kept per cluster (a request may log one). */
+const MAX_LOG_LINES = 50_000;
 
 const STARTUP_TIMEOUT_MS = 60_000;
 
@@ -41,17 +57,52 @@ function readyz(port: number): Promise<number> {
   });
 }
 
-export async function spawnCluster(options: { databaseUrl: string; workers: number; env?: Record<string, string>; readyPolls?: number }): Promise<SpawnedCluster> {
-  const port = await freePort();
+/** Whether the process runs (a zombie, dead but not yet reaped by its new parent, does not). */
+export function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // Linux: the state follows the command name in parentheses; Z is a zombie.
+    return !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
+}
+
+export async function spawnCluster(options: { databaseUrl: string; workers: number; env?: Record<string, string>; readyPolls?: number; port?: number }): Promise<SpawnedCluster> {
+  const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
     cwd: path.resolve(__dirname, '..', '..'),
     env: { ...process.env, DATABASE_URL: options.databaseUrl, PORT: String(port), WORKERS: String(options.workers), SEED_ON_START: 'false', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+  let partial = '';
+  const lines: Array<Record<string, any>> = [];
+  const workers = new Map<number, number>();
+  child.stdout!.on('data', (d: Buffer) => {
+    out = (out + d.toString()).slice(-20_000);
+    const text = partial + d.toString();
+    const complete = text.split('\n');
+    partial = complete.pop()!;
+    for (const line of complete) {
+      if (!line.startsWith('{')) continue;
+      let parsed: Record<string, any>;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      lines.push(parsed);
+      if (lines.length > MAX_LOG_LINES) lines.shift();
+      if (parsed.msg === 'listening' && parsed.worker) workers.set(parsed.worker, parsed.pid);
+    }
+  });
   child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;
   let inARow = 0;
   const wanted = options.readyPolls ?? 10 * options.workers;
@@ -65,8 +116,18 @@ export async function spawnCluster(options: { databaseUrl: string; workers: numb
     port,
     child,
     output: () => out,
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    logLines: () => lines,
+    workerPids: () => new Map(workers),
+    exited,
+    async kill(signal: NodeJS.Signals = 'SIGTERM') {
+      if (signal === 'SIGKILL') {
+        const pids = [...workers.values()];
+        for (const pid of [child.pid!, ...pids]) if (running(pid)) process.kill(pid, 'SIGKILL');
+        await exited;
+        for (let i = 0; i < 200 && pids.some(running); i += 1) await new Promise((r) => setTimeout(r, 25));
+        return;
+      }
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
