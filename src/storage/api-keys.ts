@@ -48,7 +48,7 @@ function toRecord(row: any): ApiKeyRecord {
  * How long the set of active key hashes (isKnownActive) is reused before a key it does not hold
  * makes it read again: however many requests ask, at most one read per this interval.
  */
-export const ACTIVE_KEYS_REREAD_MS = 5_000;
+export const ACTIVE_KEYS_REREAD_MS = 1_000;
 
 export class ApiKeyRepository {
   private activeKeys: { hashes: Set<string>; readAtMs: number } | undefined;
