@@ -10305,7 +10305,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditLogPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -11692,7 +11692,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventFeedPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
@@ -11735,7 +11735,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventPage"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["ReadBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
