@@ -1,4 +1,5 @@
 import { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import { V2_BASE } from '../http/base';
 import type { Services } from '../services';
 import { CATALOG } from '../../generated/catalog';
 import type { EntityDef } from '../catalog/types';
@@ -13,13 +14,12 @@ import { WRITES } from '../engines/posting/writes';
 import { contractValidator } from '../http/contract-validator';
 import type { OperationMap } from '../http/operations';
 import { toProblem } from '../http/errors/handler';
+import { methodNotAllowed } from '../http/routes/ops';
 import { utilityRoutes } from '../http/routes/utility';
 import { writeRequestOf } from '../http/routes/writes';
-import { v2Document, v2Entities, v2NameOf } from './document';
+import { v2Document, v2DocumentYaml, v2Entities, v2NameOf } from './document';
 import { deprecationHeaders, failureOf, sendLegacyFailure } from './legacy';
 import { translateMatch, translateQuery } from './translate';
-
-export const V2_BASE = '/api/v2';
 
 /** v2 write path (verb first, singular) -> v3 write route (src/engines/posting/writes.ts). */
 export const V2_WRITES: Readonly<Record<string, string>> = {
@@ -50,6 +50,23 @@ const v2Context: RequestHandler = (req, res, next) => {
 
 function noteIgnored(res: Response, ignored: string[]): void {
   if (ignored.length > 0) res.locals.v2 = { ...res.locals.v2, ignoredFields: ignored.slice(0, 20) };
+}
+
+/**
+ * GET /v2/openapi.yaml: the frozen v2 document beside v3's (test/v2-openapi-golden.test.ts).
+ * Outside /api/v2 and without an API key, like the ops routes (src/http/routes/ops.ts).
+ */
+export function v2DocumentRoute(operations?: OperationMap): Router {
+  operations?.addRoute('GET', '/v2/openapi.yaml', 'v2OpenapiYaml');
+  const router = Router();
+  router
+    .route('/v2/openapi.yaml')
+    .get((_req, res) => {
+      res.setHeader('Content-Type', 'application/yaml; charset=utf-8');
+      res.send(v2DocumentYaml());
+    })
+    .all(methodNotAllowed('GET, HEAD'));
+  return router;
 }
 
 /**
