@@ -4,7 +4,8 @@ import type { Engine } from '../storage/database';
 import { fromDbTime, toDbTime } from '../storage/db-time';
 import { insertUnlessExists } from '../storage/insert-or-ignore';
 import { queryDialectFor, type QueryDialect } from '../storage/dialect';
-import { applyCondition, BASE, col, INLINE_PARAM_BUDGET } from '../engines/query/sql';
+import { applyCondition, BASE, col } from '../engines/query/sql';
+import { INLINE_PARAM_BUDGET } from '../storage/parameter-budget';
 import type { QueryPlan } from '../engines/query/types';
 
 /**
