@@ -13,6 +13,7 @@ import { dialectFor, queryDialectFor, scaledToNumber } from '../src/storage/dial
 import { runQuery } from '../src/engines/query/run';
 import { planQuery } from '../src/engines/query/plan';
 import { v2FieldProblem } from '../src/v2/fields';
+import { isTrue } from '../src/engines/posting/ledger/references';
 import type { QueryRequest } from '../src/engines/query/types';
 import { FIXTURE_ENGINE, fixtureDatabase, fixtureRows, WIDGETS, type FixtureDatabase, type FixtureRow } from './support/query-fixture';
 import { evaluate, type Node } from './support/filter-eval';
@@ -338,5 +339,14 @@ describe('decoding', () => {
       }),
       { numRuns: 20000 },
     );
+  });
+
+  test('a legacy boolean decodes the same for a read and for a posting check (one decoding)', () => {
+    const driverValues: unknown[] = [true, false, 1, 0, 2, -1, 1n, 0n, '1', '0', 't', 'f', 'true', 'false', null];
+    for (const engine of ['sqlite', 'postgres', 'mssql'] as const) {
+      for (const raw of driverValues) {
+        assert.equal(isTrue(raw), queryDialectFor(engine).decodeValue('boolean', raw) === true, `${engine}: ${String(raw)}`);
+      }
+    }
   });
 });

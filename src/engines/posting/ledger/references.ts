@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { Issues } from '../../../errors/issues';
 import { Dec } from '../../../storage/decimal';
-import type { Dialect } from '../../../storage/dialect';
+import { decodeLegacyBoolean, type Dialect } from '../../../storage/dialect';
 import { CACHED_COLUMNS, groupRows, type CachedTable, type GroupedTable, type ReferenceCache } from '../../../storage/reference-cache';
 import { SCALE } from '../context';
 
@@ -118,7 +118,7 @@ export class ReferenceCheck {
   }
 }
 
-export const isTrue = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 't' || v === 'true';
+export const isTrue = (v: unknown): boolean => decodeLegacyBoolean(v) === true;
 
 /** A document line's job cost coding, with the index of its input line (for `lines[i].costCode`). */
 export interface CostCoding {
