@@ -13,6 +13,7 @@ import { WriteRunner } from './engines/posting/runner';
 import { Events } from './events';
 import { InstanceHeartbeat } from './storage/instance-heartbeat';
 import { DataChangeLog } from './storage/data-change-log';
+import { DatabaseState } from './storage/database-state';
 import { ReferenceCache } from './storage/reference-cache';
 import { InstalledSchema, registerInstalledSchema } from './storage/installed-schema';
 import { expectedColumns, missingColumnProblem, publishedNamesOf } from './catalog/installed';
@@ -49,6 +50,8 @@ export interface Services {
    * maintenance lock is released. Reads and writes see the catalog through it (src/catalog/installed.ts).
    */
   installed: InstalledSchema;
+  /** Readiness: the database reachable, this build's migrations applied (asked by /readyz). */
+  database: DatabaseState;
 }
 
 /** How often a process folds the data change log (it grows by one row per posting in between). */
@@ -97,5 +100,5 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   });
   const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
   const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
-  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed };
+  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, database: new DatabaseState(knex) };
 }

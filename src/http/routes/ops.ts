@@ -2,7 +2,6 @@ import path from 'node:path';
 import { Router, type RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import type { Services } from '../../services';
-import { MIGRATION_NAMES } from '../../../db/migration-names';
 import { ApiProblem } from '../../errors/problem';
 import { publicDocumentJson, publicDocumentYaml } from '../openapi-document';
 import type { OperationMap } from '../operations';
@@ -95,14 +94,13 @@ export interface OpsState {
 /** Why the service is not ready, or undefined when it is. */
 export async function readinessProblem(services: Services): Promise<string | undefined> {
   try {
-    await withTimeout(services.knex.raw('select 1 as ok'), READY_CHECK_TIMEOUT_MS, 'The database');
+    await withTimeout(services.database.reachable(), READY_CHECK_TIMEOUT_MS, 'The database');
   } catch (err) {
     return `The database is not reachable (${err instanceof Error && /did not answer/.test(err.message) ? err.message : 'connection failed'}).`;
   }
   try {
-    const rows: Array<{ name: string }> = await withTimeout(services.knex('knex_migrations').select('name'), READY_CHECK_TIMEOUT_MS, 'The database');
-    const applied = new Set(rows.map((r) => r.name));
-    const pending = MIGRATION_NAMES.filter((name) => !applied.has(name));
+    const pending = await withTimeout(services.database.pendingMigrations(), READY_CHECK_TIMEOUT_MS, 'The database');
+    if (pending === null) return 'The database has not been migrated.';
     if (pending.length > 0) return `${pending.length} database migration(s) not applied: ${pending.join(', ')}.`;
   } catch {
     return 'The database has not been migrated.';
