@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { traceStatements } from './telemetry/tracing';
 import type { Config } from './config';
 import type { Engine } from './storage/database';
-import { dialectFor, type Dialect } from './storage/dialect';
+import { dialectFor, queryDialectFor, type Dialect, type QueryDialect } from './storage/dialect';
 import { ApiKeyRepository } from './storage/api-keys';
 import { Boundary } from './storage/boundary';
 import { NumberAllocator } from './storage/numbers';
@@ -29,6 +29,8 @@ export interface Services {
   knex: Knex;
   engine: Engine;
   dialect: Dialect;
+  /** The read side's dialect (value encoding, snapshot reads) for the engine: what the query and match routes hand the engines. */
+  queryDialect: QueryDialect;
   keys: ApiKeyRepository;
   /** Maintenance lock: in-memory state (the gate), persisted in mntlck; owns dropping the pool. */
   lock: MaintenanceLock;
@@ -100,5 +102,5 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   });
   const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
   const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
-  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, database: new DatabaseState(knex) };
+  return { config, logger, knex, engine, dialect, queryDialect: queryDialectFor(engine), keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, database: new DatabaseState(knex) };
 }

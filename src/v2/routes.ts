@@ -6,7 +6,6 @@ import type { EntityDef } from '../catalog/types';
 import { ApiProblem } from '../errors/problem';
 import { entityAsSeenBy } from '../auth/scopes';
 import { installedView } from '../catalog/installed';
-import { queryDialectFor } from '../storage/dialect';
 import { planQuery } from '../engines/query/plan';
 import { executePlan } from '../engines/query/run';
 import { executeMatch, planMatch } from '../engines/match/run';
@@ -80,7 +79,7 @@ export function v2Api(services: Services, guards: RequestHandler[], operations?:
   for (const [p, item] of Object.entries(v2Document().paths as Record<string, { post: { operationId: string } }>)) {
     operations?.addRoute('POST', V2_BASE + p, item.post.operationId);
   }
-  const qd = queryDialectFor(services.engine);
+  const qd = services.queryDialect;
   const validator = contractValidator({ base: V2_BASE, validateResponses: false, document: v2Document });
   const depth = { maxFilterDepth: services.config.maxFilterDepth };
 

@@ -3,7 +3,6 @@ import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requireAdmin } from '../middleware/auth';
 import { ApiProblem } from '../../errors/problem';
-import { toDatabaseProblem } from '../../storage/boundary';
 
 type PingResult = components['schemas']['PingResult'];
 type LockResult = components['schemas']['LockResult'];
@@ -24,7 +23,7 @@ export function utilityRoutes(services: Services): Router {
         return;
       }
       const started = process.hrtime.bigint();
-      await services.boundary.read((db) => db.raw('select 1 as ok'), { what: 'ping' });
+      await services.boundary.ping();
       const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
       const body: PingResult = {
         status: 'ok',
@@ -52,7 +51,8 @@ export function utilityRoutes(services: Services): Router {
       };
       res.json(body);
     } catch (err) {
-      next(toDatabaseProblem(err, services.engine) ?? err);
+      // Driver errors arrive as their problem (src/storage/lock-store.ts).
+      next(err);
     }
   });
 
@@ -68,7 +68,7 @@ export function utilityRoutes(services: Services): Router {
       };
       res.json(body);
     } catch (err) {
-      next(toDatabaseProblem(err, services.engine) ?? err);
+      next(err);
     }
   });
 
