@@ -10,7 +10,7 @@ import { ApiProblem } from '../src/errors/problem';
 import fc from 'fast-check';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, queryDialectFor, scaledToNumber } from '../src/storage/dialect';
-import { runQuery } from '../src/engines/query/run';
+import { executePlan } from '../src/engines/query/run';
 import { planQuery } from '../src/engines/query/plan';
 import { v2FieldProblem } from '../src/v2/fields';
 import { isTrue } from '../src/engines/posting/ledger/references';
@@ -32,7 +32,7 @@ after(async () => {
   await db.destroy();
 });
 
-const run = (body: QueryRequest) => runQuery(knex, qd, WIDGETS, body, OPTIONS);
+const run = (body: QueryRequest) => executePlan(knex, qd, planQuery(WIDGETS, body, OPTIONS));
 
 /** The fixture row as the API publishes it (no lines). */
 function published(r: FixtureRow): Record<string, unknown> {
