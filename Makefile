@@ -5,7 +5,7 @@ NODE_BIN := node_modules/.bin
 TSX := $(NODE_BIN)/tsx
 TEST_FILES = $(shell find test -name '*.test.ts' | sort)
 
-.PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed
+.PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed check-layers
 
 help:
 	@echo "make run     install, build, migrate + seed the embedded database, start the server"
@@ -38,6 +38,12 @@ check-breaking: install
 typecheck: install
 	$(NODE_BIN)/tsc -p tsconfig.json --noEmit
 
+# The floors of src/ and the direction of their imports (.dependency-cruiser.cjs: entry points ->
+# app/http, v2 -> services -> events, engines -> storage -> catalog, errors, auth, telemetry; no
+# circle; no db/seed or bench from src). A violation fails with the rule's name and why.
+check-layers: install
+	$(NODE_BIN)/depcruise src --config .dependency-cruiser.cjs --output-type err-long
+
 build: install
 	rm -rf dist && $(NODE_BIN)/tsc -p tsconfig.build.json
 
@@ -60,7 +66,7 @@ test-postgres: install
 	  rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc; \
 	else echo "TEST_POSTGRES_URL not set: PostgreSQL suite skipped"; fi
 
-test: install check-generated lint check-breaking typecheck
+test: install check-generated lint check-breaking typecheck check-layers
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 
