@@ -13,7 +13,7 @@ import { newSecret, ROTATION_OVERLAP_MS } from './signing';
 import { EventStore, type DeliveryRow, type EndpointRow } from './store';
 import { checkTarget, systemResolver, TargetRefused, type Resolver, type TargetPolicy } from './targets';
 
-export { EVENT_TYPES, TEST_EVENT_TYPE } from './kinds';
+export { EVENT_TYPES } from './kinds';
 export type { EndpointRow, DeliveryRow } from './store';
 
 export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 3_600_000;
