@@ -13,6 +13,7 @@ import { API_BASE } from './http/base';
 import { ApiKeyRepository } from './storage/api-keys';
 import type { DatabaseTarget } from './storage/database';
 import { hasNoCompany, pendingMigrations } from './storage/database-state';
+import { MIGRATION_NAMES } from '../db/migration-names';
 
 export interface BootReport {
   /** A key created on this start (first start of an empty embedded database), shown once. */
@@ -27,7 +28,7 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
   const started = Date.now();
   // The migrations (and the seed below) are loaded only when they have something to do: a start
   // on an up-to-date database never imports them (start-up time and resident memory).
-  const pending = await pendingMigrations(knex);
+  const pending = await pendingMigrations(knex, MIGRATION_NAMES);
   if (pending === null || pending.length > 0) {
     const { migrateLatest } = await import('../db/migrate');
     await migrateLatest(knex);

@@ -18,6 +18,7 @@ import { ReferenceCache } from './storage/reference-cache';
 import { InstalledSchema, registerInstalledSchema } from './storage/installed-schema';
 import { expectedColumns, missingColumnProblem, publishedNamesOf } from './catalog/installed';
 import { CATALOG } from '../generated/catalog';
+import { MIGRATION_NAMES } from '../db/migration-names';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -102,5 +103,5 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   });
   const keys = new LockAwareApiKeys(knex, lock, config.apiKeyCacheMs);
   const events = new Events({ knex, engine, keys, logger, config, isLocked: () => lock.isLocked() });
-  return { config, logger, knex, engine, dialect, queryDialect: queryDialectFor(engine), keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, database: new DatabaseState(knex) };
+  return { config, logger, knex, engine, dialect, queryDialect: queryDialectFor(engine), keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, database: new DatabaseState(knex, MIGRATION_NAMES) };
 }

@@ -8,6 +8,7 @@ import YAML from 'yaml';
 import { startTestApp, type TestApp } from './support/app';
 import { assertProblem } from './support/http';
 import { DatabaseState } from '../src/storage/database-state';
+import { MIGRATION_NAMES } from '../db/migration-names';
 
 let t: TestApp;
 before(async () => {
@@ -70,6 +71,7 @@ test('GET /readyz is 200 when the database answers and every migration is applie
         return Reflect.get(target, prop, receiver);
       },
     }),
+    MIGRATION_NAMES,
   );
   try {
     const down = await t.http.get('/readyz');

@@ -39,7 +39,7 @@ const TREE: Record<string, string> = {
   'src/engines/posting/a.ts': "import { b } from './b';\nexport const a = b;\n", // no-circular
   'src/engines/posting/b.ts': "import { a } from './a';\nexport const b = a;\n",
   'src/engines/query/bench-user.ts': "import { bench } from '../../../bench/query';\nexport const x = bench;\n", // no-bench-in-src
-  'src/engines/query/migrations-user.ts': "import { names } from '../../../db/migration-names';\nexport const x = names;\n", // db-only-from-start-and-storage
+  'src/engines/query/migrations-user.ts': "import { names } from '../../../db/migration-names';\nexport const x = names;\n", // db-only-from-start-and-services
   'src/http/seed-user.ts': "import { seed } from '../../db/seed/index';\nexport const x = seed;\n", // no-seed-in-src (and db-only-...)
   'src/boot.ts': "import { seed } from '../db/seed/index';\nexport const x = seed;\nexport const later = () => import('../db/seed/index');\n", // seed-only-lazily-at-start
   'src/http/entry-user.ts': "import { server } from '../server';\nexport const x = server;\n", // surface-not-up
@@ -70,7 +70,7 @@ const EXPECTED: Record<string, string[]> = {
   'no-bench-in-src': ['src/engines/query/bench-user.ts -> bench/query.ts'],
   'no-seed-in-src': ['src/http/seed-user.ts -> db/seed/index.ts'],
   'seed-only-lazily-at-start': ['src/boot.ts -> db/seed/index.ts'],
-  'db-only-from-start-and-storage': ['src/engines/query/migrations-user.ts -> db/migration-names.ts', 'src/http/seed-user.ts -> db/seed/index.ts'],
+  'db-only-from-start-and-services': ['src/engines/query/migrations-user.ts -> db/migration-names.ts', 'src/http/seed-user.ts -> db/seed/index.ts'],
   'surface-not-up': ['src/http/entry-user.ts -> src/server.ts'],
   'v2-not-up': ['src/v2/app-user.ts -> src/app.ts'],
   'http-not-up': ['src/http/v2-user.ts -> src/v2/fields.ts'],

@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { MIGRATION_NAMES } from '../../db/migration-names';
 import { CATALOG } from '../../generated/catalog';
 
 /**
@@ -9,11 +8,14 @@ import { CATALOG } from '../../generated/catalog';
  * something to do (start-up time and resident memory: test/startup-imports.test.ts).
  */
 
-/** This build's migrations the database has not applied, in order; null when it was never migrated (no migration table). */
-export async function pendingMigrations(knex: Knex): Promise<string[] | null> {
+/**
+ * Of `names` (this build's migrations, db/migration-names.ts: handed in by boot.ts and services.ts),
+ * those the database has not applied, in order; null when it was never migrated (no migration table).
+ */
+export async function pendingMigrations(knex: Knex, names: readonly string[]): Promise<string[] | null> {
   if (!(await knex.schema.hasTable('knex_migrations'))) return null;
   const applied = new Set((await knex('knex_migrations').select('name')).map((r: { name: string }) => r.name));
-  return MIGRATION_NAMES.filter((name) => !applied.has(name));
+  return names.filter((name) => !applied.has(name));
 }
 
 /**
@@ -28,7 +30,10 @@ export async function hasNoCompany(knex: Knex): Promise<boolean> {
 
 /** The readiness questions through the service's pool (src/services.ts; /readyz asks them). */
 export class DatabaseState {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly migrationNames: readonly string[],
+  ) {}
 
   /** One round trip; rejects when the database cannot be reached. */
   async reachable(): Promise<void> {
@@ -36,6 +41,6 @@ export class DatabaseState {
   }
 
   pendingMigrations(): Promise<string[] | null> {
-    return pendingMigrations(this.knex);
+    return pendingMigrations(this.knex, this.migrationNames);
   }
 }
