@@ -6,7 +6,7 @@ TSX := $(NODE_BIN)/tsx
 TEST_FILES = $(shell find test -name '*.test.ts' | sort)
 CHECK_JOBS := $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed test-templates
+.PHONY: help install generate check-generated lint typecheck build run test test-sqlite check-breaking test-postgres bench seed test-templates check-layers
 
 help:
 	@echo "make run     install, build, migrate + seed the embedded database, start the server"
@@ -40,6 +40,12 @@ check-breaking: install
 typecheck: install
 	$(NODE_BIN)/tsc -p tsconfig.json --noEmit
 
+# The floors of src/ and the direction of their imports (.dependency-cruiser.cjs: entry points ->
+# app/http, v2 -> services -> events, engines -> storage -> catalog, errors, auth, telemetry; no
+# circle; no db/seed or bench from src). A violation fails with the rule's name and why.
+check-layers: install
+	$(NODE_BIN)/depcruise src --config .dependency-cruiser.cjs --output-type err-long
+
 build: install
 	rm -rf dist && $(NODE_BIN)/tsc -p tsconfig.build.json
 
@@ -68,10 +74,10 @@ test-templates: install
 	TEST_ENGINE=sqlite node --import tsx test/support/prepare-templates.ts
 	@if [ -n "$$TEST_POSTGRES_URL" ]; then TEST_ENGINE=postgres node --import tsx test/support/prepare-templates.ts; fi
 
-# The four checks and the templates are independent and mostly single-threaded: they run side by
+# The five checks and the templates are independent and mostly single-threaded: they run side by
 # side (one per core), each one's output printed whole when it ends.
 test: install
-	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-generated lint check-breaking typecheck test-templates
+	$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target check-generated lint check-breaking typecheck check-layers test-templates
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 

@@ -70,8 +70,3 @@ const CONFIG: Knex.MigratorConfig = { migrationSource: new ExplicitMigrationSour
 export async function migrateLatest(knex: Knex): Promise<void> {
   await knex.migrate.latest(CONFIG);
 }
-
-/** Rolls back every applied migration, newest first. */
-export async function rollbackAll(knex: Knex): Promise<void> {
-  await knex.migrate.rollback(CONFIG, true);
-}

@@ -16,15 +16,15 @@ import { utilityRoutes } from './http/routes/utility';
 import { queryRoutes } from './http/routes/query';
 import { writeRoutes } from './http/routes/writes';
 import { lockGate } from './http/middleware/lock-gate';
-import { rejectV2Fields } from './http/middleware/v2-fields';
 import { eventsRoutes } from './http/routes/events';
 import { eventFeedRoutes } from './http/routes/event-feed';
-import { V2_BASE, v2Api } from './v2/routes';
+import { rejectV2Fields } from './v2/fields';
+import { v2Api, v2DocumentRoute } from './v2/routes';
 import { securityHeaders } from './http/middleware/security-headers';
 import { AuthFailureThrottle } from './http/middleware/auth-throttle';
 
 export { API_BASE } from './http/base';
-import { API_BASE } from './http/base';
+import { API_BASE, V2_BASE } from './http/base';
 
 /**
  * The request pipeline, in order:
@@ -63,6 +63,8 @@ export function createApp(services: Services): express.Express {
   app.use(requestLog(services.logger));
   // Outside /api/v3, no API key: /healthz /readyz /metrics /openapi.yaml /openapi.json /docs
   app.use(opsRoutes(services, metrics.registry, opsState, operations));
+  // The frozen v2 document (/v2/openapi.yaml), served by the v2 wing beside the ops routes.
+  app.use(v2DocumentRoute(operations));
 
   // The guard chain of every API surface: v2 is no back door (one rate-limit bucket per key for both).
   const limiter = new RateLimiter({ perMinute: services.config.rateLimitPerMinute });

@@ -12,8 +12,8 @@ import { ConfigError, type Config } from './config';
 import { API_BASE } from './http/base';
 import { ApiKeyRepository } from './storage/api-keys';
 import type { DatabaseTarget } from './storage/database';
+import { hasNoCompany, pendingMigrations } from './storage/database-state';
 import { MIGRATION_NAMES } from '../db/migration-names';
-import { hasNoCompany } from '../db/seed/empty';
 import { openSecretBox } from './storage/secrets-key';
 import type { SecretBox } from './storage/secret-box';
 import { SERVICE_ACTOR } from './audit/actions';
@@ -28,13 +28,6 @@ export interface BootReport {
   seeded: boolean;
 }
 
-/** How many of MIGRATION_NAMES the database has not applied (all of them when it has no migration table). */
-async function pendingMigrations(knex: Knex): Promise<number> {
-  if (!(await knex.schema.hasTable('knex_migrations'))) return MIGRATION_NAMES.length;
-  const applied = new Set((await knex('knex_migrations').select('name')).map((r: { name: string }) => r.name));
-  return MIGRATION_NAMES.filter((name) => !applied.has(name)).length;
-}
-
 /** Migrates, seeds an empty embedded database, and makes sure a key exists to call the server with. */
 export async function prepareDatabase(config: Config, target: DatabaseTarget, knex: Knex, logger: Logger): Promise<BootReport> {
   // Before anything touches the database: PostgreSQL and SQL Server refuse to start without
@@ -43,7 +36,8 @@ export async function prepareDatabase(config: Config, target: DatabaseTarget, kn
   const started = Date.now();
   // The migrations (and the seed below) are loaded only when they have something to do: a start
   // on an up-to-date database never imports them (start-up time and resident memory).
-  if ((await pendingMigrations(knex)) > 0) {
+  const pending = await pendingMigrations(knex, MIGRATION_NAMES);
+  if (pending === null || pending.length > 0) {
     const { migrateLatest } = await import('../db/migrate');
     await migrateLatest(knex);
     logger.info({ database: target.display, ms: Date.now() - started }, 'migrations applied');

@@ -1,6 +1,8 @@
 import os from 'node:os';
 import { isIP } from 'node:net';
-import { DEFAULT_DATABASE_URL } from './storage/default-url';
+
+/** The database used when DATABASE_URL is not set (the embedded demo database of `make run`). */
+export const DEFAULT_DATABASE_URL = 'sqlite://./data/books.sqlite';
 
 /**
  * All configuration comes from environment variables, validated once at start; a bad value

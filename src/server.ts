@@ -1,10 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Knex } from 'knex';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config';
 import { createServices, type Services } from './services';
-import { API_BASE, createApp } from './app';
+import { createApp } from './app';
 import { openDatabase, parseDatabaseUrl } from './storage/database';
 import { banner, prepareDatabase, type BootReport } from './boot';
 

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { traceStatements } from './telemetry/tracing';
 import type { Config } from './config';
 import type { Engine } from './storage/database';
-import { dialectFor, type Dialect } from './storage/dialect';
+import { dialectFor, queryDialectFor, type Dialect, type QueryDialect } from './storage/dialect';
 import { ApiKeyRepository } from './storage/api-keys';
 import { Boundary } from './storage/boundary';
 import { NumberAllocator } from './storage/numbers';
@@ -13,6 +13,7 @@ import { WriteRunner } from './engines/posting/runner';
 import { Events } from './events';
 import { bootGone, InstanceHeartbeat } from './storage/instance-heartbeat';
 import { DataChangeLog } from './storage/data-change-log';
+import { DatabaseState } from './storage/database-state';
 import { ReferenceCache } from './storage/reference-cache';
 import { InstalledSchema, registerInstalledSchema } from './storage/installed-schema';
 import { expectedColumns, missingColumnProblem, publishedNamesOf } from './catalog/installed';
@@ -20,6 +21,7 @@ import { CATALOG } from '../generated/catalog';
 import type { SecretBox } from './storage/secret-box';
 import { AuditLog } from './audit';
 import { openSecretBox } from './storage/secrets-key';
+import { MIGRATION_NAMES } from '../db/migration-names';
 
 /**
  * What the HTTP surface hands to the engines: built once at start, shared by every request.
@@ -31,6 +33,8 @@ export interface Services {
   knex: Knex;
   engine: Engine;
   dialect: Dialect;
+  /** The read side's dialect (value encoding, snapshot reads) for the engine: what the query and match routes hand the engines. */
+  queryDialect: QueryDialect;
   keys: ApiKeyRepository;
   /** Maintenance lock: in-memory state (the gate), persisted in mntlck; owns dropping the pool. */
   lock: MaintenanceLock;
@@ -56,6 +60,8 @@ export interface Services {
   secrets: SecretBox;
   /** The audit log of administrative actions; its flush and retention purge are started by the server. */
   audit: AuditLog;
+  /** Readiness: the database reachable, this build's migrations applied (asked by /readyz). */
+  database: DatabaseState;
 }
 
 /** How often a process folds the data change log (it grows by one row per posting in between). */
@@ -108,5 +114,5 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   const audit = new AuditLog({ knex, engine, logger, retentionDays: config.auditRetentionDays, isLocked: () => lock.isLocked() });
   // The detection lease is held under this process's boot: a process that dies hands it over within 3 heartbeats.
   const events = new Events({ knex, engine, keys, secrets, audit, logger, config, isLocked: () => lock.isLocked(), holder: heartbeat.identity.bootId, holderGone: (holder) => bootGone(knex, holder, Date.now()) });
-  return { config, logger, knex, engine, dialect, keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, secrets, audit };
+  return { config, logger, knex, engine, dialect, queryDialect: queryDialectFor(engine), keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, secrets, audit, database: new DatabaseState(knex, MIGRATION_NAMES) };
 }

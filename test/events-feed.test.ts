@@ -24,7 +24,7 @@ import type { SnapshotReader } from '../src/storage/dialect';
 import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
 import { EVENT_LOG } from '../src/events/feed/request';
 import { resolveFilter } from '../src/engines/query/filters';
-import { Issues } from '../src/engines/query/issues';
+import { Issues } from '../src/errors/issues';
 import { auditEntriesFor } from '../src/audit/store';
 
 let t: TestApp;

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import YAML from 'yaml';
 import { startTestApp, type TestApp } from './support/app';
 import { assertProblem } from './support/http';
+import { DatabaseState } from '../src/storage/database-state';
+import { MIGRATION_NAMES } from '../db/migration-names';
 
 let t: TestApp;
 before(async () => {
@@ -60,20 +62,24 @@ test('GET /readyz is 200 when the database answers and every migration is applie
   assert.match(assertProblem(await t.http.get('/readyz'), 'SERVICE_UNAVAILABLE').detail, /shutting down/);
   state.draining = false;
 
-  const knex = t.services.knex;
-  t.services.knex = new Proxy(knex, {
-    get(target, prop, receiver) {
-      if (prop === 'raw') return () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:5432'), { code: 'ECONNREFUSED' }));
-      return Reflect.get(target, prop, receiver);
-    },
-  });
+  // Readiness asks the service's database state (src/storage/database-state.ts): one over a pool that cannot connect.
+  const database = t.services.database;
+  t.services.database = new DatabaseState(
+    new Proxy(t.services.knex, {
+      get(target, prop, receiver) {
+        if (prop === 'raw') return () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+        return Reflect.get(target, prop, receiver);
+      },
+    }),
+    MIGRATION_NAMES,
+  );
   try {
     const down = await t.http.get('/readyz');
     const body = assertProblem(down, 'SERVICE_UNAVAILABLE');
     assert.match(body.detail, /database is not reachable/);
     assert.doesNotMatch(body.detail, /10\.0\.0\.1/, 'no connection details in the body');
   } finally {
-    t.services.knex = knex;
+    t.services.database = database;
   }
 });
 

@@ -10,9 +10,10 @@ import { ApiProblem } from '../src/errors/problem';
 import fc from 'fast-check';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, queryDialectFor, scaledToNumber } from '../src/storage/dialect';
-import { runQuery } from '../src/engines/query/run';
+import { executePlan } from '../src/engines/query/run';
 import { planQuery } from '../src/engines/query/plan';
 import { v2FieldProblem } from '../src/v2/fields';
+import { isTrue } from '../src/engines/posting/ledger/references';
 import type { QueryRequest } from '../src/engines/query/types';
 import { FIXTURE_ENGINE, fixtureDatabase, fixtureRows, WIDGETS, type FixtureDatabase, type FixtureRow } from './support/query-fixture';
 import { evaluate, type Node } from './support/filter-eval';
@@ -31,7 +32,7 @@ after(async () => {
   await db.destroy();
 });
 
-const run = (body: QueryRequest) => runQuery(knex, qd, WIDGETS, body, OPTIONS);
+const run = (body: QueryRequest) => executePlan(knex, qd, planQuery(WIDGETS, body, OPTIONS));
 
 /** The fixture row as the API publishes it (no lines). */
 function published(r: FixtureRow): Record<string, unknown> {
@@ -338,6 +339,15 @@ describe('decoding', () => {
       }),
       { numRuns: 20000 },
     );
+  });
+
+  test('a legacy boolean decodes the same for a read and for a posting check (one decoding)', () => {
+    const driverValues: unknown[] = [true, false, 1, 0, 2, -1, 1n, 0n, '1', '0', 't', 'f', 'true', 'false', null];
+    for (const engine of ['sqlite', 'postgres', 'mssql'] as const) {
+      for (const raw of driverValues) {
+        assert.equal(isTrue(raw), queryDialectFor(engine).decodeValue('boolean', raw) === true, `${engine}: ${String(raw)}`);
+      }
+    }
   });
 });
 

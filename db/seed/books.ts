@@ -7,7 +7,7 @@
 import { Dec } from '../../src/storage/decimal';
 import type { Prng } from './prng';
 import type { BatchWriter, Row } from './writer';
-import { money, code, hours, stamp, ZERO, type Scaled } from './util';
+import { money, code, hours, stamp, ZERO } from './util';
 
 export const FISCAL_YEAR = 2026;
 /** The open period of the ledger setup: November 2026 (fiscal year ends in December). */
@@ -217,4 +217,3 @@ export class Books {
   }
 }
 
-export type { Scaled };

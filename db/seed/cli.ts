@@ -8,7 +8,8 @@
  * which deletes those rows (entity tables and their number sequences) and seeds again.
  */
 import fs from 'node:fs';
-import { DEFAULT_DATABASE_URL, openDatabase, parseDatabaseUrl } from '../../src/storage/database';
+import { DEFAULT_DATABASE_URL } from '../../src/config';
+import { openDatabase, parseDatabaseUrl } from '../../src/storage/database';
 import { migrateLatest } from '../migrate';
 import { clearEntityTables, countEntityRows, seedDemoCompany } from './index';
 

@@ -30,7 +30,7 @@
  * - Bank transactions exist for every cash line; statements January to October are reconciled.
  * - Ids are version-7 shaped uuids from the seeded generator (time-ordered: fast bulk loads).
  */
-import { hasNoCompany } from './empty';
+import { hasNoCompany } from '../../src/storage/database-state';
 import type { Knex } from 'knex';
 import { CATALOG } from '../../generated/catalog';
 import { steps as coreSteps } from '../migrations/20261122000002_ledger_ap_jobcost_core';

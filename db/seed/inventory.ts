@@ -7,7 +7,7 @@
  */
 import { Dec } from '../../src/storage/decimal';
 import { FISCAL_YEAR, periodOf, USERS } from './books';
-import type { Ctx, Location } from './context';
+import type { Ctx } from './context';
 import { money, price, qty, r2, r4, stamp, ZERO } from './util';
 
 export const MOVE = { receipt: 1, transferOut: 2, transferIn: 3, consumed: 4, loss: 5, revaluation: 6, count: 7 } as const;
@@ -170,10 +170,4 @@ export class Inventory {
   partTotals(part: number): { qty: Dec; value: Dec } {
     return { qty: this.partQty.get(part) ?? ZERO, value: this.partValue.get(part) ?? ZERO };
   }
-}
-
-export function accountOf(locations: readonly Location[], num: number): number {
-  const l = locations[num - 1];
-  if (!l || l.num !== num) throw new Error(`no location ${num}`);
-  return l.account;
 }

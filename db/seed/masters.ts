@@ -4,7 +4,7 @@
  * locations and the service side (locations, installed equipment, contracts).
  */
 import { Dec } from '../../src/storage/decimal';
-import { CUTOFF_DATE, FISCAL_YEAR } from './books';
+import { CUTOFF_DATE } from './books';
 import { A, COST_CODES } from './chart';
 import type { Ctx, Employee, Job, Location, Part } from './context';
 import {
@@ -28,7 +28,7 @@ import {
   vendorName,
 } from './names';
 import { CALC, DEPARTMENTS, JOB_TYPES, tradeWorkersComp } from './setup';
-import { addDays, code, formatDate, hours, money, parseDate, pct, price, qty, r2 } from './util';
+import { addDays, code, formatDate, hours, money, parseDate, pct, price, qty } from './util';
 
 /** Default cost code of a material supplier by what it sells. */
 const SUPPLIER_CODES: ReadonlyArray<readonly [string, string]> = [
@@ -745,4 +745,3 @@ export function nextContractBilling(start: string, frequency: number, after: str
   return after;
 }
 
-export { FISCAL_YEAR, r2 };

@@ -70,10 +70,6 @@ export function daysBetween(a: string, b: string): number {
   return Math.round((parseDate(b) - parseDate(a)) / DAY);
 }
 
-export function minDate(a: string, b: string): string {
-  return a < b ? a : b;
-}
-
 /** Day of week, 0 Sunday .. 6 Saturday. */
 export function weekday(d: string): number {
   return new Date(parseDate(d)).getUTCDay();
@@ -88,10 +84,4 @@ export function stamp(d: string, minuteOfDay: number): string {
 
 export function lastDayOfMonth(year: number, month: number): string {
   return formatDate(Date.UTC(year, month, 0));
-}
-
-export function chunked<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }

@@ -14,16 +14,6 @@ import { withoutPii } from '../catalog/pii';
 export const SCOPES = ['read', 'write', 'lock', 'events:manage', 'pii', 'audit'] as const;
 export type Scope = (typeof SCOPES)[number];
 
-/** What each scope grants, for `keys create --help` and the README. */
-export const SCOPE_MEANING: Record<Scope, string> = {
-  read: 'POST /{entity}/query and /{entity}/match',
-  write: 'the posting operations (ledger transactions, AP invoices, ...)',
-  lock: 'POST /utility/lock and /utility/un-lock (override included)',
-  'events:manage': 'the webhook endpoint and delivery operations, and the event feeds (POST /event-feeds...); reading the feed (POST /events/query) needs read',
-  pii: 'employee personal data in reads and matches (without it the fields are removed, and naming them is 400)',
-  audit: 'POST /audit-log/query (admin keys only)',
-};
-
 /**
  * Path rules, first match wins. `null`: any valid key (ping measures reachability only).
  * The last rule makes every other operation (the writes) need `write`.

@@ -14,7 +14,7 @@
  */
 import type { Catalog, EntityDef, FieldDef } from './types';
 import { ApiProblem } from '../errors/problem';
-import type { Issues } from '../engines/query/issues';
+import type { Issues } from '../errors/issues';
 
 /** Which columns the installed build lacks (implemented by storage). */
 export interface InstalledColumns {

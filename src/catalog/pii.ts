@@ -6,7 +6,7 @@
  * when such a key names one in select, orderBy, filters or matchFields (`withheldIssue`).
  */
 import type { EntityDef } from './types';
-import type { Issues } from '../engines/query/issues';
+import type { Issues } from '../errors/issues';
 
 export const PII_FIELDS: Readonly<Record<string, readonly string[]>> = {
   employees: ['address1', 'city', 'state', 'postalCode', 'phone', 'email', 'birthDate', 'payRate', 'salary'],

@@ -16,7 +16,7 @@ import { EventStore, type DeliveryRow, type EndpointRow, type WebhookChange } fr
 import { checkTarget, systemResolver, TargetRefused, type Resolver, type TargetPolicy } from './targets';
 import { EventFeed } from './feed';
 
-export { EVENT_TYPES, TEST_EVENT_TYPE } from './kinds';
+export { EVENT_TYPES } from './kinds';
 export type { EndpointRow, DeliveryRow } from './store';
 
 export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 3_600_000;

@@ -1,7 +1,7 @@
 import type { EntityDef, FieldDef, FieldKind } from '../catalog/types';
 import { ApiProblem } from '../errors/problem';
-import { Issues } from '../engines/query/issues';
-import { filterDepth, resolveFilter } from '../engines/query/filters';
+import { Issues } from '../errors/issues';
+import { filterDepthProblem, resolveFilter } from '../engines/query/filters';
 import { planQuery, type PlanOptions } from '../engines/query/plan';
 import type { Condition, FilterNode, OrderTerm, QueryPlan, QueryRequest } from '../engines/query/types';
 
@@ -117,7 +117,7 @@ export function planList(list: ListDef, body: QueryRequest, options: PlanOptions
   const issues = new Issues();
   for (const k of NOT_TAKEN) if (body[k] !== undefined) issues.add('VALIDATION_FAILED', k, 'unknown_field', 'unknown field');
   const select = resolveSelect(list, body.select, issues);
-  if (body.filters !== undefined && filterDepth(body.filters) <= options.maxFilterDepth) listFieldsIn(body.filters, 'filters', selectOnly, issues);
+  if (body.filters !== undefined && !filterDepthProblem(body.filters, options.maxFilterDepth)) listFieldsIn(body.filters, 'filters', selectOnly, issues);
   if (Array.isArray(body.orderBy)) {
     body.orderBy.forEach((clause, i) => {
       const name = typeof clause === 'string' ? clause.trim().split(/\s+/)[0] : undefined;

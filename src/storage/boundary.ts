@@ -470,6 +470,11 @@ export class Boundary {
     }
   }
 
+  /** One round trip under the deadline (ping's databaseRoundTripMs): a timeout is 504, driver errors per `within`. */
+  async ping(): Promise<void> {
+    await this.read((db) => db.raw('select 1 as ok'), { what: 'ping' });
+  }
+
   /**
    * One transaction under the deadline (DeadlineExceeded is passed through for the write engine).
    * knex sends COMMIT the moment `fn` resolves; a connection failure from then on rejects with

@@ -16,8 +16,6 @@ export interface DatabaseTarget {
   file?: string;
 }
 
-export { DEFAULT_DATABASE_URL } from './default-url';
-
 /** Parses DATABASE_URL: sqlite://PATH, postgres://..., mssql://user:pass@host:port/db?encrypt=true */
 const PREPARED_PER_CONNECTION = 500;
 

@@ -282,7 +282,12 @@ function integerOf(raw: unknown): number | null {
   return typeof raw === 'number' ? raw : Number(raw);
 }
 
-function booleanOf(raw: unknown): boolean | null {
+/**
+ * A legacy boolean column as the driver returns it (PostgreSQL boolean, SQL Server bit, SQLite
+ * 0/1, text 't'/'true'/'1' from older builds): the one decoding, for reads and for the posting
+ * engines' checks (inactive flags, taxable, automatic close).
+ */
+export function decodeLegacyBoolean(raw: unknown): boolean | null {
   if (raw === null || raw === undefined) return null;
   if (typeof raw === 'boolean') return raw;
   if (typeof raw === 'number' || typeof raw === 'bigint') return Number(raw) !== 0;
@@ -305,7 +310,7 @@ function decodeCommon(
     case 'integer':
       return integerOf(raw);
     case 'boolean':
-      return booleanOf(raw);
+      return decodeLegacyBoolean(raw);
     case 'date':
       return dateOf(raw, localDates);
     case 'datetime':

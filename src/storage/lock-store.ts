@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { ApiProblem } from '../errors/problem';
 import { ApiKeyRepository, hashApiKey, scopesFromColumn, type ApiKeyRecord, type KeyRole, type KeyState } from './api-keys';
 import type { Engine } from './database';
+import { toDatabaseProblem } from './boundary';
 import type { Scope } from '../auth/scopes';
 import { fromDbTime, toDbTime } from './db-time';
 
@@ -192,9 +193,14 @@ export class MaintenanceLock {
 
   /**
    * Locks. Same holder again (same API key and userName): answered as locked, nothing changes.
-   * Held by anyone else: 409 LOCK_HELD naming the holder.
+   * Held by anyone else: 409 LOCK_HELD naming the holder. A driver error is its problem
+   * (toDatabaseProblem: 502/503), as for un-lock.
    */
   async lock(apiKeyId: string, userName: string): Promise<{ holder: LockHolder; already: boolean }> {
+    return this.take(apiKeyId, userName).catch((err: unknown) => Promise.reject(toDatabaseProblem(err, this.engine) ?? err));
+  }
+
+  private async take(apiKeyId: string, userName: string): Promise<{ holder: LockHolder; already: boolean }> {
     await this.ensureLoaded();
     // A lock taken through another process within the last poll: answer it as this process would.
     await this.refresh().catch(() => undefined);
@@ -226,6 +232,10 @@ export class MaintenanceLock {
    * unless `override`. Unlocking an unlocked database answers unlocked (nothing to do).
    */
   async unlock(apiKeyId: string, userName: string, override: boolean): Promise<{ previous: LockHolder | null }> {
+    return this.release(apiKeyId, userName, override).catch((err: unknown) => Promise.reject(toDatabaseProblem(err, this.engine) ?? err));
+  }
+
+  private async release(apiKeyId: string, userName: string, override: boolean): Promise<{ previous: LockHolder | null }> {
     await this.ensureLoaded();
     // A lock taken through another process within the last poll: learn it now, so that it can be released here.
     await this.refresh().catch(() => undefined);

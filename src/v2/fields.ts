@@ -1,9 +1,10 @@
+import type { RequestHandler } from 'express';
 import { ApiProblem } from '../errors/problem';
 
 /**
  * The v2 request fields and what replaced them in v3 (spec, Versioning 3). The one place that
  * knows v2 names: the v2 adapter translates with it (src/v2/translate.ts) and v3 refuses them with
- * it (src/http/middleware/v2-fields.ts).
+ * it (rejectV2Fields below, mounted on /api/v3 by src/app.ts).
  */
 export const V2_FIELDS = {
   withChildren: 'children',
@@ -24,3 +25,16 @@ export function v2FieldProblem(body: unknown): ApiProblem | undefined {
     errors: found.map((k) => ({ field: k, code: 'v2_field', message: `use ${V2_FIELDS[k]}` })),
   });
 }
+
+const READ_ROUTE = /^\/[^/]+\/(query|match)\/?$/;
+
+/**
+ * v2 request fields (withChildren, offset, filter, selectFields) on a v3 read answer 400
+ * V2_FIELD_REJECTED naming the v3 replacement. Mounted before the contract validator, whose
+ * generic unknown-field error would otherwise answer first. Path relative to /api/v3.
+ */
+export const rejectV2Fields: RequestHandler = (req, _res, next) => {
+  if (req.method !== 'POST' || !READ_ROUTE.test(req.path)) return next();
+  const problem = v2FieldProblem(req.body);
+  next(problem);
+};

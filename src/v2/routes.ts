@@ -1,11 +1,11 @@
 import { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import { V2_BASE } from '../http/base';
 import type { Services } from '../services';
 import { CATALOG } from '../../generated/catalog';
 import type { EntityDef } from '../catalog/types';
 import { ApiProblem } from '../errors/problem';
 import { entityAsSeenBy } from '../auth/scopes';
 import { installedView } from '../catalog/installed';
-import { queryDialectFor } from '../storage/dialect';
 import { planQuery } from '../engines/query/plan';
 import { executePlan } from '../engines/query/run';
 import { executeMatch, planMatch } from '../engines/match/run';
@@ -13,13 +13,12 @@ import { WRITES } from '../engines/posting/writes';
 import { contractValidator } from '../http/contract-validator';
 import type { OperationMap } from '../http/operations';
 import { toProblem } from '../http/errors/handler';
+import { methodNotAllowed } from '../http/routes/ops';
 import { utilityRoutes } from '../http/routes/utility';
 import { writeRequestOf } from '../http/routes/writes';
-import { v2Document, v2Entities, v2NameOf } from './document';
+import { v2Document, v2DocumentYaml, v2Entities, v2NameOf } from './document';
 import { deprecationHeaders, failureOf, sendLegacyFailure } from './legacy';
 import { translateMatch, translateQuery } from './translate';
-
-export const V2_BASE = '/api/v2';
 
 /** v2 write path (verb first, singular) -> v3 write route (src/engines/posting/writes.ts). */
 export const V2_WRITES: Readonly<Record<string, string>> = {
@@ -53,6 +52,23 @@ function noteIgnored(res: Response, ignored: string[]): void {
 }
 
 /**
+ * GET /v2/openapi.yaml: the frozen v2 document beside v3's (test/v2-openapi-golden.test.ts).
+ * Outside /api/v2 and without an API key, like the ops routes (src/http/routes/ops.ts).
+ */
+export function v2DocumentRoute(operations?: OperationMap): Router {
+  operations?.addRoute('GET', '/v2/openapi.yaml', 'v2OpenapiYaml');
+  const router = Router();
+  router
+    .route('/v2/openapi.yaml')
+    .get((_req, res) => {
+      res.setHeader('Content-Type', 'application/yaml; charset=utf-8');
+      res.send(v2DocumentYaml());
+    })
+    .all(methodNotAllowed('GET, HEAD'));
+  return router;
+}
+
+/**
  * /api/v2: the frozen compatibility surface (openapi-v2.yaml). A thin adapter: the same guards as
  * v3 (passed in), then v2's own request validator (its own document, never v3's), then the v3
  * engines (query plan, match, posting runner, lock), with v2 shapes in and legacy bodies out.
@@ -63,7 +79,7 @@ export function v2Api(services: Services, guards: RequestHandler[], operations?:
   for (const [p, item] of Object.entries(v2Document().paths as Record<string, { post: { operationId: string } }>)) {
     operations?.addRoute('POST', V2_BASE + p, item.post.operationId);
   }
-  const qd = queryDialectFor(services.engine);
+  const qd = services.queryDialect;
   const validator = contractValidator({ base: V2_BASE, validateResponses: false, document: v2Document });
   const depth = { maxFilterDepth: services.config.maxFilterDepth };
 

@@ -110,12 +110,6 @@ export async function assertLedgerBalancesMatchLines(knex: Knex): Promise<void> 
   assert.ok(debits.equals(credits), `the trial balance does not balance: lgrbal debits ${debits.toFixed(2)}, credits ${credits.toFixed(2)}`);
 }
 
-/** Books balance: journals and ledger balances. */
-export async function assertBooksBalance(knex: Knex): Promise<void> {
-  await assertJournalsBalance(knex);
-  await assertLedgerBalancesMatchLines(knex);
-}
-
 /**
  * Stock on hand equals the sum of its movements per part and location; never negative, available
  * never above on hand, the running balance of the last movement equals on hand.

@@ -38,20 +38,11 @@ function normaliseAscii(s: string): string | undefined {
 }
 
 export function normalise(s: string): string {
-  const fast = normaliseAscii(s);
-  if (fast !== undefined) return fast;
-  return s
-    .normalize('NFKD')
-    .toLowerCase()
-    .normalize('NFKD')
-    .replace(MARKS, '')
-    .replace(NOT_KEPT, '')
-    .replace(SPACES, ' ')
-    .trim();
+  return normaliseAscii(s) ?? normaliseUnicode(s);
 }
 
-/** The slow path only, for tests proving the fast path equal. */
-export function normaliseSlow(s: string): string {
+/** Steps 1 to 4 above, for any input. */
+function normaliseUnicode(s: string): string {
   return s
     .normalize('NFKD')
     .toLowerCase()

@@ -17,12 +17,13 @@ import type { EntityDef, FieldDef } from '../../catalog/types';
 import { ApiProblem } from '../../errors/problem';
 import { isStorableText } from '../../catalog/bounds';
 import type { QueryDialect, SnapshotReader } from '../../storage/dialect';
-import { Issues } from '../query/issues';
+import { Issues } from '../../errors/issues';
 import { withheldIssue } from '../../catalog/pii';
 import { entityUnavailable, unavailableIssue } from '../../catalog/installed';
-import { filterDepth, resolveFilter } from '../query/filters';
+import { filterDepthProblem, resolveFilter } from '../query/filters';
 import { recordDecoder } from '../query/envelope';
-import { applyCondition, BASE, col, INLINE_PARAM_BUDGET } from '../query/sql';
+import { applyCondition, BASE, col } from '../query/sql';
+import { INLINE_PARAM_BUDGET } from '../../storage/parameter-budget';
 import { keyOf } from '../query/children';
 import type { Condition, FilterNode } from '../query/types';
 import { boundedLevenshtein } from './levenshtein';
@@ -88,11 +89,8 @@ export function planMatch(entity: EntityDef, body: MatchRequest, options: PlanOp
   } else if (body.select !== undefined) issues.add('VALIDATION_FAILED', 'select', 'type', 'must be an array of field names');
   let where: Condition | null = null;
   if (body.filters !== undefined) {
-    if (filterDepth(body.filters) > options.maxFilterDepth) {
-      throw new ApiProblem('FILTER_TOO_DEEP', `filters nest and/or deeper than ${options.maxFilterDepth} levels.`, {
-        errors: [{ field: 'filters', code: 'too_deep', message: `at most ${options.maxFilterDepth} levels of and/or` }],
-      });
-    }
+    const tooDeep = filterDepthProblem(body.filters, options.maxFilterDepth);
+    if (tooDeep) throw tooDeep;
     where = resolveFilter(entity, body.filters as FilterNode, issues);
   }
   const known = new Set(['matchString', 'matchFields', 'select', 'maxDistance', 'filters']);

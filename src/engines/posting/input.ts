@@ -1,4 +1,4 @@
-import { ApiProblem, type FieldError } from '../../errors/problem';
+import { Issues } from '../../errors/issues';
 import { Dec, decFromJson } from '../../storage/decimal';
 
 /**
@@ -8,16 +8,15 @@ import { Dec, decFromJson } from '../../storage/decimal';
  * decimal places of exact amounts, and uniqueness of line numbers.
  */
 export class InputErrors {
-  readonly errors: FieldError[] = [];
+  // The one field-error collector (src/errors/issues.ts): every culprit, one 400 VALIDATION_FAILED.
+  private readonly issues = new Issues();
 
   add(field: string, code: string, message: string): void {
-    this.errors.push({ field, code, message });
+    this.issues.add('VALIDATION_FAILED', field, code, message);
   }
 
   throwIfAny(): void {
-    if (this.errors.length === 0) return;
-    const detail = this.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-    throw new ApiProblem('VALIDATION_FAILED', detail, { errors: this.errors });
+    this.issues.throwIfAny();
   }
 }
 

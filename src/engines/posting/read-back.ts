@@ -3,6 +3,7 @@ import { CATALOG } from '../../../generated/catalog';
 import { engineOf, queryDialectFor, type SnapshotReader } from '../../storage/dialect';
 import { Pending, type StatementBatch } from '../../storage/statement-batch';
 import { installedSchemaOf } from '../../storage/installed-schema';
+import { rowsPerInsert } from '../../storage/parameter-budget';
 import { columnsUnavailable, installedView } from '../../catalog/installed';
 import { attachChildren } from '../query/children';
 import { recordDecoder, type PublishedRecord, type Row } from '../query/envelope';
@@ -117,7 +118,7 @@ export async function readRecord(trx: Knex | Knex.Transaction, entityName: strin
 /** Rows per insert statement under every engine's parameter limit (SQL Server: 2,100). */
 function rowsPerStatement(rows: ReadonlyArray<Record<string, unknown>>): number {
   const columns = rows.length === 0 ? 1 : Object.keys(rows[0]!).length;
-  return Math.max(1, Math.floor(2000 / Math.max(columns, 1)));
+  return rowsPerInsert(columns);
 }
 
 /**

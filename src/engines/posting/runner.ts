@@ -28,8 +28,6 @@ import { resultFieldsUnavailable } from './needs';
  * `attempt.complete`.
  */
 
-export type { IdempotencyStatus } from '../idempotency/protocol';
-
 export interface WriteDefinition<I, A, R> {
   /** Route of the write, part of the fingerprint: `/ledger-transactions`. */
   route: string;

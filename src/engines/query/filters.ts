@@ -4,7 +4,8 @@
  * reported with the JSON path of its culprit (e.g. `filters.and[1].match.values[3]`).
  */
 import type { EntityDef, FieldDef } from '../../catalog/types';
-import type { Issues } from './issues';
+import { ApiProblem } from '../../errors/problem';
+import type { Issues } from '../../errors/issues';
 import { withheldIssue } from '../../catalog/pii';
 import { unavailableIssue } from '../../catalog/installed';
 import type { CompareOp, Condition, FilterNode, MatchLeaf, TypedValue } from './types';
@@ -80,21 +81,30 @@ export function resolveFilter(entity: EntityDef, node: FilterNode, issues: Issue
   return cond;
 }
 
-/** Iterative depth of and/or nesting (1 for a node holding a list of leaves). */
-export function filterDepth(node: unknown): number {
-  let max = 0;
-  const stack: Array<{ node: unknown; depth: number }> = [{ node, depth: 0 }];
+/**
+ * The one and/or nesting rule (MAX_FILTER_DEPTH): 400 FILTER_TOO_DEEP when `node` nests and/or
+ * deeper than `maxDepth` levels (a node holding a list of leaves is one level), else undefined.
+ * Iterative on purpose, and it stops at the first level too deep: the HTTP guard runs it before
+ * the schema validator, which recurses per level and would overflow the stack on a deep enough
+ * tree. `field` is `filter` on /api/v2.
+ */
+export function filterDepthProblem(node: unknown, maxDepth: number, field: 'filters' | 'filter' = 'filters'): ApiProblem | undefined {
+  const stack: Array<{ node: unknown; depth: number }> = [{ node, depth: 1 }];
   while (stack.length > 0) {
     const { node: n, depth } = stack.pop()!;
     if (!n || typeof n !== 'object') continue;
     for (const key of ['and', 'or'] as const) {
       const items = (n as Record<string, unknown>)[key];
       if (!Array.isArray(items)) continue;
-      max = Math.max(max, depth + 1);
+      if (depth > maxDepth) {
+        return new ApiProblem('FILTER_TOO_DEEP', `${field} nest and/or deeper than ${maxDepth} levels.`, {
+          errors: [{ field, code: 'too_deep', message: `at most ${maxDepth} levels of and/or` }],
+        });
+      }
       for (const item of items) stack.push({ node: item, depth: depth + 1 });
     }
   }
-  return max;
+  return undefined;
 }
 
 function resolveNode(walk: Walk, node: FilterNode, path: string): Condition | null {

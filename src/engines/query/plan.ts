@@ -6,10 +6,10 @@
  */
 import type { ChildDef, EntityDef, FieldDef } from '../../catalog/types';
 import { ApiProblem } from '../../errors/problem';
-import { Issues } from './issues';
+import { Issues } from '../../errors/issues';
 import { withheldIssue } from '../../catalog/pii';
 import { entityUnavailable, unavailableIssue } from '../../catalog/installed';
-import { filterDepth, resolveFieldName, resolveFilter } from './filters';
+import { filterDepthProblem, resolveFieldName, resolveFilter } from './filters';
 import type { Condition, FilterNode, FilterValue, MatchLeaf, OrderTerm, QueryPlan, QueryRequest } from './types';
 import { isCalendarDate } from './values';
 
@@ -33,12 +33,8 @@ export function planQuery(entity: EntityDef, body: QueryRequest, options: PlanOp
 
   const conditions: Condition[] = [];
   if (body.filters !== undefined) {
-    const depth = filterDepth(body.filters);
-    if (depth > options.maxFilterDepth) {
-      throw new ApiProblem('FILTER_TOO_DEEP', `filters nest and/or deeper than ${options.maxFilterDepth} levels.`, {
-        errors: [{ field: 'filters', code: 'too_deep', message: `at most ${options.maxFilterDepth} levels of and/or` }],
-      });
-    }
+    const tooDeep = filterDepthProblem(body.filters, options.maxFilterDepth);
+    if (tooDeep) throw tooDeep;
     const c = resolveFilter(entity, body.filters as FilterNode, issues);
     if (c) conditions.push(c);
   }

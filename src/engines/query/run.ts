@@ -7,11 +7,9 @@ import type { Knex } from 'knex';
 import type { QueryDialect } from '../../storage/dialect';
 import { attachChildren } from './children';
 import { readEnvelope, recordDecoder, type ReadEnvelope, type Row } from './envelope';
-import type { EntityDef } from '../../catalog/types';
-import { planQuery, type PlanOptions } from './plan';
 import { countQuery, pageQuery } from './sql';
 import { cachedCount, countKey, rememberCount } from './count-cache';
-import type { QueryPlan, QueryRequest } from './types';
+import type { QueryPlan } from './types';
 
 export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
   const decode = recordDecoder(qd, plan.fields);
@@ -34,9 +32,4 @@ export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan)
     if (plan.children.length > 0) await attachChildren(reader, qd, plan.children, keys, records);
     return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, records);
   });
-}
-
-export async function runQuery(knex: Knex, qd: QueryDialect, entity: EntityDef, body: QueryRequest, options: PlanOptions): Promise<ReadEnvelope> {
-  const plan = planQuery(entity, body ?? {}, options);
-  return executePlan(knex, qd, plan);
 }

@@ -10,6 +10,7 @@
 import type { Knex } from 'knex';
 import type { ChildDef, FieldDef } from '../../catalog/types';
 import type { QueryDialect, SqlFragment } from '../../storage/dialect';
+import { INLINE_PARAM_BUDGET } from '../../storage/parameter-budget';
 import type { Condition, QueryPlan, TypedValue } from './types';
 
 /** Alias of the filtered table. */
@@ -19,8 +20,6 @@ const ROWS = 'r';
 
 /** Lists up to this length are inlined as parameters; longer lists travel as one JSON parameter. */
 export const INLINE_LIST_MAX = 64;
-/** Parameters one statement may spend on inlined lists (SQL Server's limit is 2,100 in all). */
-export const INLINE_PARAM_BUDGET = 900;
 /** Keys per child statement (one statement per collection for any page up to 1000 rows). */
 export const CHILD_KEY_CHUNK = 1000;
 

@@ -5,7 +5,7 @@
  * resolved shapes carry catalog definitions instead of published names, so nothing after
  * `plan.ts` looks a name up again.
  */
-import type { ChildDef, EntityDef, FieldDef, FieldKind } from '../../catalog/types';
+import type { ChildDef, EntityDef, FieldDef } from '../../catalog/types';
 import type { Dec } from '../../storage/decimal';
 
 export type FilterValue = string | number | boolean;
@@ -83,11 +83,4 @@ export interface QueryPlan {
   pageNumber: number;
   pageSize: number;
   offset: number;
-}
-
-/** A column with what it takes to encode a value for it. */
-export interface ColumnRef {
-  column: string;
-  kind: FieldKind;
-  scale?: number;
 }

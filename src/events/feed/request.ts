@@ -6,8 +6,8 @@
  */
 import type { EntityDef, FieldDef, FieldKind } from '../../catalog/types';
 import { ApiProblem } from '../../errors/problem';
-import { Issues } from '../../engines/query/issues';
-import { filterDepth, resolveFilter } from '../../engines/query/filters';
+import { Issues } from '../../errors/issues';
+import { filterDepthProblem, resolveFilter } from '../../engines/query/filters';
 import { MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE } from '../../engines/query/plan';
 import type { Condition, FilterNode } from '../../engines/query/types';
 import { EVENT_TYPES } from '../kinds';
@@ -90,11 +90,8 @@ export function planEventQuery(body: EventQueryBody, keyId: string, options: { m
 
   let where: Condition | null = null;
   if (body.filters !== undefined) {
-    if (filterDepth(body.filters) > options.maxFilterDepth) {
-      throw new ApiProblem('FILTER_TOO_DEEP', `filters nest and/or deeper than ${options.maxFilterDepth} levels.`, {
-        errors: [{ field: 'filters', code: 'too_deep', message: `at most ${options.maxFilterDepth} levels of and/or` }],
-      });
-    }
+    const tooDeep = filterDepthProblem(body.filters, options.maxFilterDepth);
+    if (tooDeep) throw tooDeep;
     where = resolveFilter(EVENT_LOG, body.filters, issues);
   }
 

@@ -4,6 +4,7 @@ import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
 import type { Boundary } from '../../storage/boundary';
 import { holdsScope, OPERATION_SCOPES, scopeForPath } from '../../auth/scopes';
 import { throttleAddress, type AuthFailureThrottle } from './auth-throttle';
+import { V2_BASE } from '../base';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -95,14 +96,11 @@ export const requireAdmin: RequestHandler = (_req, res, next) => {
  * do not include the one the operation needs. Unscoped keys pass (the spec's behaviour); requests
  * that match no operation pass on to their 404/405.
  */
-/** Where the frozen v2 surface is mounted (src/v2/routes.ts V2_BASE; not imported: the v2 wing imports this file). */
-const V2_PREFIX = '/api/v2';
-
 export const requireScope: RequestHandler = (req, res, next) => {
   const key = res.locals.apiKey;
   // v3 operations by operationId; the v2 surface (other operationIds) by its path under /api/v2.
   const opId = String(res.locals.operationId);
-  const needed = OPERATION_SCOPES.has(opId) ? OPERATION_SCOPES.get(opId) : req.baseUrl === V2_PREFIX ? scopeForPath(req.path) : undefined;
+  const needed = OPERATION_SCOPES.has(opId) ? OPERATION_SCOPES.get(opId) : req.baseUrl === V2_BASE ? scopeForPath(req.path) : undefined;
   if (!key || !needed || holdsScope(key.scopes, needed)) {
     next();
     return;

@@ -1,5 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import { ApiProblem } from '../../errors/problem';
+import { filterDepthProblem } from '../../engines/query/filters';
 
 function hasBody(headers: Record<string, unknown>): boolean {
   const length = headers['content-length'];
@@ -26,30 +27,13 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
 }
 
 /**
- * Bounds and/or nesting before the schema validator runs: ajv recurses per level and a deep
- * enough tree would overflow the stack. Iterative on purpose. `field` is `filter` on /api/v2.
+ * Bounds and/or nesting before the schema validator runs (the rule: filterDepthProblem,
+ * src/engines/query/filters.ts). `field` is `filter` on /api/v2.
  */
 export function filterDepthGuard(maxDepth: number, field: 'filters' | 'filter' = 'filters'): RequestHandler {
   return (req, _res, next) => {
     const body = req.body as Record<string, unknown> | undefined;
     if (!body || typeof body !== 'object' || body[field] === undefined) return next();
-    const stack: Array<{ node: unknown; depth: number }> = [{ node: body[field], depth: 1 }];
-    while (stack.length > 0) {
-      const { node, depth } = stack.pop()!;
-      if (!node || typeof node !== 'object') continue;
-      for (const key of ['and', 'or'] as const) {
-        const children = (node as Record<string, unknown>)[key];
-        if (!Array.isArray(children)) continue;
-        if (depth > maxDepth) {
-          return next(
-            new ApiProblem('FILTER_TOO_DEEP', `${field} nest and/or deeper than ${maxDepth} levels.`, {
-              errors: [{ field, code: 'too_deep', message: `at most ${maxDepth} levels of and/or` }],
-            }),
-          );
-        }
-        for (const child of children) stack.push({ node: child, depth: depth + 1 });
-      }
-    }
-    next();
+    next(filterDepthProblem(body[field], maxDepth, field));
   };
 }

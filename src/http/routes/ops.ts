@@ -2,16 +2,14 @@ import path from 'node:path';
 import { Router, type RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
 import type { Services } from '../../services';
-import { MIGRATION_NAMES } from '../../../db/migration-names';
 import { ApiProblem } from '../../errors/problem';
 import { publicDocumentJson, publicDocumentYaml } from '../openapi-document';
-import { v2DocumentYaml } from '../../v2/document';
 import type { OperationMap } from '../operations';
 import { docsHeaders } from '../middleware/security-headers';
 
 /**
  * Routes outside /api/v3, without an API key: liveness, readiness, metrics, the public OpenAPI
- * document (and the frozen v2 one) and the rendered reference. Every one is GET (HEAD too); any other method is 405
+ * document and the rendered reference (the frozen v2 document is the v2 wing's: src/v2/routes.ts). Every one is GET (HEAD too); any other method is 405
  * with Allow, like the contract routes.
  */
 
@@ -22,7 +20,6 @@ export const OPS_ROUTES = {
   '/metrics': 'metrics',
   '/openapi.yaml': 'openapiYaml',
   '/openapi.json': 'openapiJson',
-  '/v2/openapi.yaml': 'v2OpenapiYaml',
   '/docs': 'docs',
   '/docs/init.js': 'docs',
   '/docs/docs.css': 'docs',
@@ -70,7 +67,8 @@ const DOCS_INIT_JS = `window.addEventListener('load', function () {
 // A file, not an inline <style>: the page's Content-Security-Policy allows no inline style.
 const DOCS_CSS = 'body { margin: 0; } .swagger-ui .topbar { display: none; }\n';
 
-function methodNotAllowed(allow: string): RequestHandler {
+/** 405 with Allow: what every route outside the contract answers to another method. */
+export function methodNotAllowed(allow: string): RequestHandler {
   return (req, _res, next) => {
     next(new ApiProblem('METHOD_NOT_ALLOWED', `${req.method} is not allowed here; this path accepts ${allow}.`, { headers: { Allow: allow } }));
   };
@@ -96,14 +94,13 @@ export interface OpsState {
 /** Why the service is not ready, or undefined when it is. */
 export async function readinessProblem(services: Services): Promise<string | undefined> {
   try {
-    await withTimeout(services.knex.raw('select 1 as ok'), READY_CHECK_TIMEOUT_MS, 'The database');
+    await withTimeout(services.database.reachable(), READY_CHECK_TIMEOUT_MS, 'The database');
   } catch (err) {
     return `The database is not reachable (${err instanceof Error && /did not answer/.test(err.message) ? err.message : 'connection failed'}).`;
   }
   try {
-    const rows: Array<{ name: string }> = await withTimeout(services.knex('knex_migrations').select('name'), READY_CHECK_TIMEOUT_MS, 'The database');
-    const applied = new Set(rows.map((r) => r.name));
-    const pending = MIGRATION_NAMES.filter((name) => !applied.has(name));
+    const pending = await withTimeout(services.database.pendingMigrations(), READY_CHECK_TIMEOUT_MS, 'The database');
+    if (pending === null) return 'The database has not been migrated.';
     if (pending.length > 0) return `${pending.length} database migration(s) not applied: ${pending.join(', ')}.`;
   } catch {
     return 'The database has not been migrated.';
@@ -167,15 +164,6 @@ export function opsRoutes(services: Services, registry: Registry, state: OpsStat
     .get((_req, res) => {
       res.setHeader('Content-Type', 'application/yaml; charset=utf-8');
       res.send(publicDocumentYaml());
-    })
-    .all(methodNotAllowed(GET_ONLY));
-
-  // The frozen v2 document beside v3 (src/v2/document.ts; test/v2-openapi-golden.test.ts).
-  router
-    .route('/v2/openapi.yaml')
-    .get((_req, res) => {
-      res.setHeader('Content-Type', 'application/yaml; charset=utf-8');
-      res.send(v2DocumentYaml());
     })
     .all(methodNotAllowed(GET_ONLY));
 

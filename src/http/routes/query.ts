@@ -3,7 +3,6 @@ import type { Services } from '../../services';
 import type { Catalog, EntityDef } from '../../catalog/types';
 import { ADMIN_CATALOG, CATALOG } from '../../../generated/catalog';
 import { ApiProblem } from '../../errors/problem';
-import { queryDialectFor } from '../../storage/dialect';
 import { executePlan } from '../../engines/query/run';
 import { planQuery } from '../../engines/query/plan';
 import { ReadBudget } from '../../engines/query/read-budget';
@@ -21,7 +20,7 @@ import { installedView } from '../../catalog/installed';
  */
 export function queryRoutes(services: Services, catalog: Catalog = CATALOG, adminCatalog: Catalog = ADMIN_CATALOG): Router {
   const router = Router();
-  const qd = queryDialectFor(services.engine);
+  const qd = services.queryDialect;
   // Pages in flight are what a process's memory grows with under load (read-budget.ts).
   const budget = new ReadBudget();
 

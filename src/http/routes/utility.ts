@@ -3,7 +3,6 @@ import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requireAdmin } from '../middleware/auth';
 import { ApiProblem } from '../../errors/problem';
-import { toDatabaseProblem } from '../../storage/boundary';
 import { audited } from '../audit';
 
 type PingResult = components['schemas']['PingResult'];
@@ -25,7 +24,7 @@ export function utilityRoutes(services: Services): Router {
         return;
       }
       const started = process.hrtime.bigint();
-      await services.boundary.read((db) => db.raw('select 1 as ok'), { what: 'ping' });
+      await services.boundary.ping();
       const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
       const body: PingResult = {
         status: 'ok',
@@ -54,9 +53,9 @@ export function utilityRoutes(services: Services): Router {
       };
       res.json(body);
     } catch (err) {
-      const problem = toDatabaseProblem(err, services.engine) ?? err;
-      await audited(services.audit, res).refused('lock', String(req.body?.userName), problem);
-      next(problem);
+      // Driver errors arrive as their problem (src/storage/lock-store.ts).
+      await audited(services.audit, res).refused('lock', String(req.body?.userName), err);
+      next(err);
     }
   });
 
@@ -73,9 +72,9 @@ export function utilityRoutes(services: Services): Router {
       };
       res.json(body);
     } catch (err) {
-      const problem = toDatabaseProblem(err, services.engine) ?? err;
-      await audited(services.audit, res).refused('un-lock', String(req.body?.userName), problem, { override: req.body?.override === true });
-      next(problem);
+      // Driver errors arrive as their problem (src/storage/lock-store.ts).
+      await audited(services.audit, res).refused('un-lock', String(req.body?.userName), err, { override: req.body?.override === true });
+      next(err);
     }
   });
 

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { queueLedgerBalances } from '../../../storage/balances';
 import { Dec } from '../../../storage/decimal';
 import type { NumberAllocator } from '../../../storage/numbers';
+import { rowsPerInsert } from '../../../storage/parameter-budget';
 import { SCALE, type PostingContext } from '../context';
 import { insertChildrenReturning, insertRecordsReturning, readRecord } from '../read-back';
 import { childRow, childTableOf, recordRow } from '../write-rows';
@@ -70,7 +71,7 @@ export interface PostedLedgerTransaction {
 export async function insertChunked(trx: PostingContext['trx'], table: string, rows: Array<Record<string, unknown>>): Promise<void> {
   if (rows.length === 0) return;
   const columns = Object.keys(rows[0]!).length;
-  const size = Math.max(1, Math.floor(2000 / Math.max(columns, 1)));
+  const size = rowsPerInsert(columns);
   for (let i = 0; i < rows.length; i += size) await trx(table).insert(rows.slice(i, i + size));
 }
 

@@ -63,12 +63,6 @@ function setupFromRow(row: Record<string, any>): LedgerSetup {
 
 const missingSetup = () => new ApiProblem('BUSINESS_RULE_VIOLATED', 'The ledger setup of the company is missing; nothing can be posted until it exists.');
 
-export async function loadLedgerSetup(db: Knex | Knex.Transaction): Promise<LedgerSetup> {
-  const row = await db('lgrstp').orderBy('recnum').first();
-  if (!row) throw missingSetup();
-  return setupFromRow(row);
-}
-
 /** Years of fiscal-periods rows a resolution may need: around the document date, and the explicit year. */
 function fiscalYearsFor(request: Pick<PeriodRequest, 'date' | 'year'>): number[] {
   const calendarYear = Number(request.date.slice(0, 4));

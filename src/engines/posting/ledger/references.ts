@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { ApiProblem, type FieldError } from '../../../errors/problem';
+import { Issues } from '../../../errors/issues';
 import { Dec } from '../../../storage/decimal';
-import type { Dialect } from '../../../storage/dialect';
+import { decodeLegacyBoolean, type Dialect } from '../../../storage/dialect';
 import { CACHED_COLUMNS, groupRows, type CachedTable, type GroupedTable, type ReferenceCache } from '../../../storage/reference-cache';
 import { SCALE } from '../context';
 
@@ -94,34 +94,31 @@ async function grouped(
   return wanted.length === 0 ? new Map() : groupRows(await read([...new Set(wanted)]), keyOf);
 }
 
+/** 404 REFERENCE_NOT_FOUND for every missing reference first, else 422 for every unusable one (src/errors/issues.ts). */
 export class ReferenceCheck {
-  private readonly missing: FieldError[] = [];
-  private readonly missingText: string[] = [];
-  private readonly refused: FieldError[] = [];
-  private readonly refusedText: string[] = [];
+  private readonly issues = new Issues({
+    precedence: ['REFERENCE_NOT_FOUND', 'BUSINESS_RULE_VIOLATED'],
+    detail: {
+      REFERENCE_NOT_FOUND: (list) => `Referenced records do not exist: ${list}.`,
+      BUSINESS_RULE_VIOLATED: (list) => `The document cannot be posted: ${list}.`,
+    },
+  });
 
   notFound(field: string, what: string): void {
-    this.missing.push({ field, code: 'not_found', message: `${what} does not exist` });
-    this.missingText.push(`${field}: ${what} does not exist`);
+    this.issues.add('REFERENCE_NOT_FOUND', field, 'not_found', `${what} does not exist`);
   }
 
   notPostable(field: string, why: string, code = 'not_postable'): void {
-    this.refused.push({ field, code, message: why });
-    this.refusedText.push(`${field}: ${why}`);
+    this.issues.add('BUSINESS_RULE_VIOLATED', field, code, why);
   }
 
   /** Throws 404 for missing references first, then 422 for unusable ones. */
   throwIfAny(): void {
-    if (this.missing.length > 0) {
-      throw new ApiProblem('REFERENCE_NOT_FOUND', `Referenced records do not exist: ${this.missingText.join('; ')}.`, { errors: this.missing });
-    }
-    if (this.refused.length > 0) {
-      throw new ApiProblem('BUSINESS_RULE_VIOLATED', `The document cannot be posted: ${this.refusedText.join('; ')}.`, { errors: this.refused });
-    }
+    this.issues.throwIfAny();
   }
 }
 
-export const isTrue = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 't' || v === 'true';
+export const isTrue = (v: unknown): boolean => decodeLegacyBoolean(v) === true;
 
 /** A document line's job cost coding, with the index of its input line (for `lines[i].costCode`). */
 export interface CostCoding {
