@@ -19,6 +19,7 @@ import * as m010 from './migrations/20261124000051_instance_claims';
 import * as m011 from './migrations/20261125000001_data_change_counter';
 import * as m012 from './migrations/20261126000001_reference_counter_vendors_jobs';
 import * as m013 from './migrations/20261126000002_reference_counter_cost_codes_phases';
+import * as m014 from './migrations/20261127000201_lock_acknowledgements';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -40,6 +41,7 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261125000001_data_change_counter', m011],
   ['20261126000001_reference_counter_vendors_jobs', m012],
   ['20261126000002_reference_counter_cost_codes_phases', m013],
+  ['20261127000201_lock_acknowledgements', m014],
 ];
 
 type Entry = readonly [string, MigrationModule];

@@ -21,4 +21,5 @@ export const MIGRATION_NAMES: readonly string[] = [
   '20261125000001_data_change_counter',
   '20261126000001_reference_counter_vendors_jobs',
   '20261126000002_reference_counter_cost_codes_phases',
+  '20261127000201_lock_acknowledgements',
 ];

@@ -2271,7 +2271,10 @@ export interface paths {
          * @description Locks the accounting database for maintenance. The lock is recorded against the calling API key
          *     and `userName`, every database connection of the service is dropped, and until it is released
          *     every read and write under /api/v3 answers 423 MAINTENANCE_LOCK naming the holder. The lock
-         *     survives a restart of the service. Any valid API key may lock; 403 FORBIDDEN only when the
+         *     survives a restart of the service. It answers 200 once it holds on every live process of every
+         *     instance on the database: requests already inside have finished, every connection is closed,
+         *     and the next request anywhere answers 423. 504 LOCK_NOT_CONFIRMED when a live process did not
+         *     confirm within the bound: the lock is recorded; send the same request again. Any valid API key may lock; 403 FORBIDDEN only when the
          *     operator restricted locking to admin keys (LOCK_ADMIN_ONLY), 403 SCOPE_MISSING for a key created
          *     with scopes that do not include `lock`.
          */
@@ -2317,7 +2320,9 @@ export interface paths {
         /**
          * Release the maintenance lock
          * @description Releases the maintenance lock. The holder (same `userName`) unlocks; anyone else gets 409 LOCK_HELD
-         *     naming the holder unless `override` is true (then any caller unlocks). Any valid API key may
+         *     naming the holder unless `override` is true (then any caller unlocks). It answers 200 once every
+         *     live process of every instance serves again; 504 LOCK_NOT_CONFIRMED when a live process did not
+         *     confirm within the bound: the release is recorded; send the same request again. Any valid API key may
          *     un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY),
          *     403 SCOPE_MISSING for a key created with scopes that do not include `lock`.
          */
@@ -9174,6 +9179,17 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description LOCK_NOT_CONFIRMED: the lock (or its release) is recorded, but a live process of the service did not confirm it had applied it within the bound (LOCK_ACK_TIMEOUT_MS). Send the same request again: it waits again and changes nothing else. */
+        LockNotConfirmed: {
+            headers: {
+                "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                "X-Error-Code": components["headers"]["XErrorCode"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description METHOD_NOT_ALLOWED: the path exists but not for this method; the Allow header lists the methods. */
         MethodNotAllowed: {
             headers: {
@@ -13248,6 +13264,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["LockNotConfirmed"];
         };
     };
     ping: {
@@ -13323,6 +13340,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["LockNotConfirmed"];
         };
     };
     queryVendorContacts: {

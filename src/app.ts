@@ -15,7 +15,7 @@ import { opsRoutes, type OpsState } from './http/routes/ops';
 import { utilityRoutes } from './http/routes/utility';
 import { queryRoutes } from './http/routes/query';
 import { defaultIdempotencyStatus, writeRoutes } from './http/routes/writes';
-import { lockGate } from './http/middleware/lock-gate';
+import { lockGate, lockSession } from './http/middleware/lock-gate';
 import { rejectV2Fields } from './http/middleware/v2-fields';
 import { eventsRoutes } from './http/routes/events';
 import { V2_BASE, v2Api } from './v2/routes';
@@ -67,6 +67,8 @@ export function createApp(services: Services): express.Express {
     lockGate(services.lock),
     ...jsonBody(services.config.bodyLimitBytes),
     filterDepthGuard(services.config.maxFilterDepth, filterField),
+    // The lock again after the body, and the request's session: the lock lets admitted requests finish.
+    lockSession(services.lock),
   ];
 
   const api = Router();

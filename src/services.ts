@@ -49,10 +49,16 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   // A span per statement while a request's span records (nothing to do otherwise).
   traceStatements(knex, engine);
   const dialect = dialectFor(engine);
-  const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs });
+  // While locked the beats go through the lock's re-reads (the pool is closed): a locked process is alive.
+  const heartbeat: InstanceHeartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: (): boolean => lock.isLocked() });
+  const lock: MaintenanceLock = new MaintenanceLock(knex, engine, logger, {
+    pollMs: config.lockPollMs,
+    identity: heartbeat.identity,
+    ackTimeoutMs: config.lockAckTimeoutMs,
+    whileLocked: (db) => heartbeat.beatThrough(db),
+  });
   const boundary = new Boundary({ knex, engine, logger, deadlineMs: config.dbDeadlineMs, lockedProblem: () => (lock.isLocked() ? lock.lockedProblem() : undefined) });
   const numbers = new NumberAllocator(knex, engine, config.numberBlockSize);
-  const heartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: () => lock.isLocked() });
   const dataChanges = new DataChangeLog({ knex, engine, logger, foldMs: DATA_LOG_FOLD_MS, paused: () => lock.isLocked() });
   const writes = new WriteRunner({
     boundary,
@@ -65,6 +71,8 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     hooks: {},
     inFlightRetryAfterSeconds: 1,
     isLocked: () => lock.isLocked(),
+    recheckLock: (trx) => lock.recheck(trx),
+    cleanup: (fn) => lock.drain.allowWhileClosing(fn),
     purgeEveryMs: 10 * 60_000,
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });

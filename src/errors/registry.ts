@@ -62,6 +62,7 @@ export const PROBLEM_CODES = {
   WEBHOOK_TARGET_REFUSED: { status: 422, title: "Webhook target refused", when: "The webhook url is not https or its host is, or resolves to, a non-public address (loopback, private, link-local, unique-local, carrier-grade NAT, metadata, reserved); errors[] names url and the problem gives the reason." },
   SCOPE_MISSING: { status: 403, title: "API key lacks the scope", when: "The API key is valid but was created with scopes that do not include the one this operation needs; detail and `requiredScope` name it." },
   PII_FIELD_WITHHELD: { status: 400, title: "Personal data field withheld", when: "A select, orderBy, filter or match field names employee personal data and the API key was created without the pii scope; errors[] names the field." },
+  LOCK_NOT_CONFIRMED: { status: 504, title: "Maintenance lock not confirmed in time", when: "Lock or un-lock was recorded, but a live process of the service did not confirm within LOCK_ACK_TIMEOUT_MS that it applied it (for a lock: closed its gate and its connections); send the same request again (idempotent for the holder)." },
 } as const satisfies Record<string, ProblemCodeSpec>;
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;

@@ -5,6 +5,8 @@ import type { Engine } from './database';
 import { publishedFieldOf } from './column-fields';
 import { currentTraceId, inSpan } from '../telemetry/tracing';
 import { traceSessionStatement } from './trace-session';
+import { PoolClosedForLock } from './pool-drain';
+import { LOCK_RETRY_AFTER_SECONDS } from './lock-store';
 
 /**
  * The on-premise boundary: every read and write of the books reaches the database through
@@ -440,6 +442,8 @@ export class Boundary {
    * 423 while locked), or undefined when unexpected (and for DeadlineExceeded: the caller decides).
    */
   problemFor(err: unknown, options: { fieldOf?: FieldOfColumn; what?: string; write?: boolean } = {}): ApiProblem | undefined {
+    // Refused a connection because the maintenance lock closes the pool: nothing of it was sent.
+    if (err instanceof PoolClosedForLock) return this.deps.lockedProblem?.() ?? new ApiProblem('MAINTENANCE_LOCK', 'The accounting database is locked for maintenance.', { headers: { 'Retry-After': String(LOCK_RETRY_AFTER_SECONDS) } });
     const problem = toDatabaseProblem(err, this.deps.engine, options);
     // A request that slipped past the gate while the lock dropped the pool: report the lock.
     if (problem && (problem.code === 'DATABASE_UNAVAILABLE' || problem.code === 'DATABASE_REFUSED') && !(err instanceof ApiProblem)) {

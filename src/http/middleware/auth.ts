@@ -3,6 +3,7 @@ import { ApiProblem } from '../../errors/problem';
 import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
 import type { Boundary } from '../../storage/boundary';
 import { holdsScope, OPERATION_SCOPES, scopeForPath } from '../../auth/scopes';
+import { isLockOperation } from './lock-gate';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -31,7 +32,7 @@ export function authenticate(keys: ApiKeyRepository, boundary: Boundary): Reques
       if (!value || !UUID.test(value.trim())) throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
       // Not under the deadline (it waits for a connection like before: on SQLite a retry queues
       // behind the late posting), but its driver errors are classified: 502, never 500.
-      const key = await keys.findForRequest(value).catch((err: unknown) => {
+      const key = await keys.findForRequest(value, { outsidePool: isLockOperation(req.path) }).catch((err: unknown) => {
         throw boundary.mapError(err);
       });
       if (!key || key.state === 'revoked') throw new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
