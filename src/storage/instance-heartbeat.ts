@@ -84,7 +84,7 @@ export class InstanceHeartbeat {
   /**
    * While the maintenance lock holds the pool closed, the beats go through the lock's own
    * connection (its re-reads, every LOCK_POLL_MS): one beat when one is due. A locked process is
-   * alive, and the un-lock waits for every live process (docs/decisions/0200-...).
+   * alive, and the un-lock waits for every live process (docs/decisions/0200-lock-takes-effect-before-it-answers.md).
    */
   async beatThrough(db: Knex): Promise<void> {
     if (!this.beating || performance.now() - this.lastBeatAt < this.options.beatMs) return;
