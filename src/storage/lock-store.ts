@@ -249,8 +249,6 @@ export class MaintenanceLock {
     return this.withOwnConnection(async (db) => {
       const current = targetOf(await db('mntlck').where({ id: 1 }).first());
       let recorded: { target: Locked; already: boolean };
-      /** The siblings have applied this lock id already (prepared). */
-      let siblingsHave: string | undefined;
       if (current.locked) {
         if (!isHolder(current.holder, apiKeyId, userName)) throw this.heldBy(current.holder, 'lock');
         recorded = { target: current, already: true };
@@ -260,7 +258,7 @@ export class MaintenanceLock {
         // This process and its siblings close first, so that writing the lock waits for no writer of
         // this instance: SQLite's write lock has no queue, and a busy pool would take it back after
         // every commit. Their gates answer 423 from now on, a moment before the lock is recorded.
-        if (await this.prepare(intended, db, deadline)) siblingsHave = intended.id;
+        await this.prepare(intended, db, deadline);
         try {
           recorded = await db.transaction(async (trx) => {
             await lockTableExclusive(trx, this.engine, Math.max(1, deadline - Date.now()));
@@ -280,7 +278,9 @@ export class MaintenanceLock {
           throw err;
         }
       }
-      await this.confirm(recorded.target, db, deadline, siblingsHave === recorded.target.id);
+      // The siblings are told again even when they prepared it: a re-read of theirs that began
+      // before the lock was recorded may have taken them back to unlocked meanwhile.
+      await this.confirm(recorded.target, db, deadline);
       if (!recorded.already) this.logger.warn({ lockUser: userName, apiKeyId, lockId: recorded.target.id }, 'database locked for maintenance; every process has dropped its connections');
       return { holder: recorded.target.holder, already: recorded.already };
     });
@@ -298,9 +298,9 @@ export class MaintenanceLock {
 
   /**
    * Applies the lock about to be recorded here (through `db`) and on the siblings; waits at most
-   * until `deadline` (the lock goes on). True when the siblings have applied it.
+   * until `deadline` (the lock goes on either way).
    */
-  private async prepare(target: Locked, db: Knex, deadline: number): Promise<boolean> {
+  private async prepare(target: Locked, db: Knex, deadline: number): Promise<void> {
     const local = this.serialized(() => this.apply(target, db));
     const siblings = this.relay ? this.relay.changed(Math.max(0, deadline - Date.now()), target) : Promise.resolve(true);
     let timer: NodeJS.Timeout | undefined;
@@ -308,8 +308,7 @@ export class MaintenanceLock {
       timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
     });
     try {
-      const settled = await Promise.race([Promise.all([local, siblings]), expired]);
-      return Array.isArray(settled) && settled[1];
+      await Promise.race([Promise.all([local, siblings]), expired]);
     } finally {
       clearTimeout(timer);
     }
@@ -356,13 +355,13 @@ export class MaintenanceLock {
 
   /**
    * Waits until the change recorded (`target`) has taken effect: here, on this instance's other
-   * processes (the relay; not again when they applied it while it was prepared), and on every live
-   * process on the database (their acknowledgements, read through `db`). 504 LOCK_NOT_CONFIRMED at
+   * processes (the relay: each re-reads the lock, after it was recorded), and on every live process
+   * on the database (their acknowledgements, read through `db`). 504 LOCK_NOT_CONFIRMED at
    * `deadline`; the change stays recorded.
    */
-  private async confirm(target: LockTarget, db: Knex, deadline: number, siblingsHaveIt = false): Promise<void> {
+  private async confirm(target: LockTarget, db: Knex, deadline: number): Promise<void> {
     const local = this.serialized(() => this.apply(target, db));
-    const siblings = this.relay && !siblingsHaveIt ? this.relay.changed(Math.max(0, deadline - Date.now())) : Promise.resolve(true);
+    const siblings = this.relay ? this.relay.changed(Math.max(0, deadline - Date.now())) : Promise.resolve(true);
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<'expired'>((resolve) => {
       timer = setTimeout(() => resolve('expired'), Math.max(0, deadline - Date.now()));
