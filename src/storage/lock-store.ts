@@ -23,8 +23,8 @@ import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity 
  *
  * Every process applies each change (lock or un-lock) and then records the state it applied in its
  * heartbeat row (`insthb.lock_state`): its acknowledgement. `lock` and `un-lock` answer only once
- *   - this process has applied the change (gate flipped; for a lock: its sessions ended and its pool
- *     destroyed),
+ *   - this process has applied the change (gate flipped; for a lock: the requests it had admitted
+ *     ended and its pool destroyed),
  *   - the other processes of this instance have (a cluster worker asks the primary to relay the
  *     change to its siblings over the IPC channel and waits for their answers: `relay`),
  *   - and every live process on the database shows the new state in `insthb` (a process whose
@@ -131,7 +131,7 @@ export class MaintenanceLock {
   private stopped = false;
   private readonly pollMs: number;
   private readonly ackTimeoutMs: number;
-  /** The pool's sessions: requests inside finish, the others are refused when the pool closes. */
+  /** Closes the pool for a lock: work holding a connection finishes, acquires not yet served are refused (423). */
   readonly drain: PoolDrain;
   /** The siblings of a cluster worker (set by the worker's start, src/main.ts); none otherwise. */
   relay: LockRelay | undefined;
