@@ -20,9 +20,10 @@ import * as m011 from './migrations/20261125000001_data_change_counter';
 import * as m012 from './migrations/20261126000001_reference_counter_vendors_jobs';
 import * as m013 from './migrations/20261126000002_reference_counter_cost_codes_phases';
 import * as m014 from './migrations/20261127000028_event_feed';
-import * as m015 from './migrations/20261127000240_event_line_indexes';
-import * as m016 from './migrations/20261127000261_sealed_webhook_secrets';
-import * as m017 from './migrations/20261127000262_audit_log';
+import * as m015 from './migrations/20261127000201_lock_acknowledgements';
+import * as m016 from './migrations/20261127000240_event_line_indexes';
+import * as m017 from './migrations/20261127000261_sealed_webhook_secrets';
+import * as m018 from './migrations/20261127000262_audit_log';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -45,9 +46,10 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261126000001_reference_counter_vendors_jobs', m012],
   ['20261126000002_reference_counter_cost_codes_phases', m013],
   ['20261127000028_event_feed', m014],
-  ['20261127000240_event_line_indexes', m015],
-  ['20261127000261_sealed_webhook_secrets', m016],
-  ['20261127000262_audit_log', m017],
+  ['20261127000201_lock_acknowledgements', m015],
+  ['20261127000240_event_line_indexes', m016],
+  ['20261127000261_sealed_webhook_secrets', m017],
+  ['20261127000262_audit_log', m018],
 ];
 
 type Entry = readonly [string, MigrationModule];

@@ -22,6 +22,7 @@ export const MIGRATION_NAMES: readonly string[] = [
   '20261126000001_reference_counter_vendors_jobs',
   '20261126000002_reference_counter_cost_codes_phases',
   '20261127000028_event_feed',
+  '20261127000201_lock_acknowledgements',
   '20261127000240_event_line_indexes',
   '20261127000261_sealed_webhook_secrets',
   '20261127000262_audit_log',

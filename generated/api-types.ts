@@ -2464,8 +2464,11 @@ export interface paths {
          *     and `userName`, every database connection of the service is dropped, and until it is released
          *     every read and write under /api/v3 answers 423 MAINTENANCE_LOCK naming the holder. The lock
          *     survives a restart of the service. Locking again by the holder (the same API key and `userName`)
-         *     answers locked and changes nothing; by anyone else, 409 LOCK_HELD naming the holder. Any valid
-         *     API key may lock; 403 FORBIDDEN only when the
+         *     answers locked and changes nothing; by anyone else, 409 LOCK_HELD naming the holder. It answers
+         *     200 once it holds on every live process of every instance on the database: requests already
+         *     inside have finished, every connection is closed, and the next request anywhere answers 423.
+         *     504 LOCK_NOT_CONFIRMED when a live process did not confirm within the bound: the lock is
+         *     recorded; send the same request again. Any valid API key may lock; 403 FORBIDDEN only when the
          *     operator restricted locking to admin keys (LOCK_ADMIN_ONLY), 403 SCOPE_MISSING for a key created
          *     with scopes that do not include `lock`.
          */
@@ -2515,7 +2518,9 @@ export interface paths {
          *     match. The holder unlocks; anyone else (another API key, even with the same `userName`, or the
          *     same key with another `userName`) gets 409 LOCK_HELD naming the holder (`lockUser`) unless
          *     `override` is true (then any caller unlocks, and `previousHolder` names whose lock it was).
-         *     Un-lock while unlocked answers unlocked. Any valid API key may un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY),
+         *     Un-lock while unlocked answers unlocked. It answers 200 once every live process of every instance
+         *     serves again; 504 LOCK_NOT_CONFIRMED when a live process did not confirm within the bound: the
+         *     release is recorded; send the same request again. Any valid API key may un-lock; 403 FORBIDDEN only when the operator restricted locking to admin keys (LOCK_ADMIN_ONLY),
          *     403 SCOPE_MISSING for a key created with scopes that do not include `lock`.
          */
         post: operations["unlockDatabase"];
@@ -9668,6 +9673,21 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description LOCK_NOT_CONFIRMED: the lock (or its release) is recorded, but a live process of the service did not confirm it had applied it within the bound (LOCK_ACK_TIMEOUT_MS). Send the same request again: it waits again and changes nothing else. */
+        LockNotConfirmed: {
+            headers: {
+                "Cache-Control": components["headers"]["CacheControl"];
+                "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "X-Correlation-Id": components["headers"]["XCorrelationId"];
+                "X-Error-Code": components["headers"]["XErrorCode"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description METHOD_NOT_ALLOWED: the path exists but not for this method; the Allow header lists the methods. */
         MethodNotAllowed: {
             headers: {
@@ -14471,7 +14491,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
-            504: components["responses"]["GatewayTimeout"];
+            504: components["responses"]["LockNotConfirmed"];
         };
     };
     ping: {
@@ -14555,7 +14575,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
-            504: components["responses"]["GatewayTimeout"];
+            504: components["responses"]["LockNotConfirmed"];
         };
     };
     queryVendorContacts: {

@@ -15,7 +15,7 @@ import { opsRoutes, type OpsState } from './http/routes/ops';
 import { utilityRoutes } from './http/routes/utility';
 import { queryRoutes } from './http/routes/query';
 import { writeRoutes } from './http/routes/writes';
-import { lockGate } from './http/middleware/lock-gate';
+import { lockGate, lockSession } from './http/middleware/lock-gate';
 import { eventsRoutes } from './http/routes/events';
 import { eventFeedRoutes } from './http/routes/event-feed';
 import { rejectV2Fields } from './v2/fields';
@@ -79,6 +79,8 @@ export function createApp(services: Services): express.Express {
     lockGate(services.lock),
     ...jsonBody(services.config.bodyLimitBytes),
     filterDepthGuard(services.config.maxFilterDepth, filterField),
+    // The lock again after the body, and the request's session: the lock lets admitted requests finish.
+    lockSession(services.lock),
   ];
 
   const api = Router();

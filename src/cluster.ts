@@ -22,6 +22,8 @@ import type { Config } from './config';
 import type { BootReport } from './boot';
 import { perWorkerRate } from './http/middleware/rate-limit';
 import { workerExecArgv } from './heap-limit';
+// Types only (the primary does not load the storage layer).
+import type { LockRelay, LockTarget } from './storage/lock-store';
 
 export interface WorkerSetup {
   /** 1..workers, stable across replacements. */
@@ -85,6 +87,138 @@ interface WarmedMessage {
 }
 interface ListenMessage {
   type: 'listen';
+}
+
+/**
+ * The maintenance lock's relay (docs/decisions/0200-lock-takes-effect-before-it-answers.md): the
+ * worker that recorded a lock or un-lock asks the primary to tell its siblings (`lock-changed`);
+ * the primary sends each live sibling `lock-refresh`; each re-reads the lock, applies it (for a
+ * lock: gate closed, requests inside ended, pool destroyed) and answers `lock-refreshed`; once all
+ * have (or have exited), the primary answers the origin `lock-relayed`. The lock answers after that.
+ */
+interface LockChangedMessage {
+  type: 'lock-changed';
+  id: number;
+  /** The lock about to be recorded (apply it), or none (re-read the lock). */
+  target?: LockTarget;
+}
+interface LockRefreshMessage {
+  type: 'lock-refresh';
+  id: string;
+  target?: LockTarget;
+}
+interface LockRefreshedMessage {
+  type: 'lock-refreshed';
+  id: string;
+}
+interface LockRelayedMessage {
+  type: 'lock-relayed';
+  id: number;
+}
+
+/** The primary forgets a relay whose siblings never answered after this long (the origin gave up long before). */
+const LOCK_RELAY_FORGET_MS = 120_000;
+
+/** The worker's side of the relay: `changed` for its own lock and un-lock, `serve` to apply its siblings'. */
+export interface WorkerLockRelay extends LockRelay {
+  /** From now on a sibling's change is applied with `apply` before it is answered (until then, answered at once). */
+  serve(apply: (target?: LockTarget) => Promise<void>): void;
+}
+
+export function workerLockRelay(channel: Pick<NodeJS.Process, 'on' | 'off' | 'send'> = process): WorkerLockRelay {
+  let apply: ((target?: LockTarget) => Promise<void>) | undefined;
+  let next = 0;
+  const answer = (id: string) => channel.send?.({ type: 'lock-refreshed', id } satisfies LockRefreshedMessage);
+  channel.on('message', (message: Partial<LockRefreshMessage> | undefined) => {
+    if (message?.type !== 'lock-refresh' || typeof message.id !== 'string') return;
+    const id = message.id;
+    // Not serving yet: this worker reads the lock before it listens (and re-reads it every LOCK_POLL_MS).
+    if (!apply) return void answer(id);
+    apply(message.target).then(
+      () => answer(id),
+      () => answer(id),
+    );
+  });
+  return {
+    serve(fn) {
+      apply = fn;
+    },
+    changed(timeoutMs, target) {
+      if (!channel.send) return Promise.resolve(true);
+      const id = (next += 1);
+      return new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => done(false), timeoutMs);
+        const onMessage = (message: Partial<LockRelayedMessage> | undefined) => {
+          if (message?.type === 'lock-relayed' && message.id === id) done(true);
+        };
+        const done = (ok: boolean) => {
+          clearTimeout(timer);
+          channel.off('message', onMessage);
+          resolve(ok);
+        };
+        channel.on('message', onMessage);
+        channel.send!({ type: 'lock-changed', id, ...(target ? { target } : {}) } satisfies LockChangedMessage);
+      });
+    },
+  };
+}
+
+/** The primary's side of the relay: which siblings a lock change still waits for. */
+export class LockRelayHub {
+  private readonly pending = new Map<string, { origin: number; id: number; waiting: Set<number>; timer: NodeJS.Timeout }>();
+
+  constructor(private readonly workers: () => ReadonlyMap<number, Pick<Worker, 'send'>>) {}
+
+  /** Worker `origin` is changing the lock: tell every other worker. */
+  changed(origin: number, id: number, target?: LockTarget): void {
+    const key = `${origin}:${id}`;
+    const siblings = [...this.workers().keys()].filter((i) => i !== origin);
+    const timer = setTimeout(() => this.finish(key), LOCK_RELAY_FORGET_MS);
+    timer.unref();
+    this.pending.set(key, { origin, id, waiting: new Set(siblings), timer });
+    for (const i of siblings) this.send(i, { type: 'lock-refresh', id: key, ...(target ? { target } : {}) } satisfies LockRefreshMessage);
+    this.settle(key);
+  }
+
+  /** Worker `index` applied the change `key`. */
+  refreshed(index: number, key: string): void {
+    this.pending.get(key)?.waiting.delete(index);
+    this.settle(key);
+  }
+
+  /** Worker `index` exited: nothing waits for it, and its own relays are dropped. */
+  exited(index: number): void {
+    for (const [key, entry] of this.pending) {
+      if (entry.origin === index) {
+        clearTimeout(entry.timer);
+        this.pending.delete(key);
+        continue;
+      }
+      entry.waiting.delete(index);
+      this.settle(key);
+    }
+  }
+
+  private settle(key: string): void {
+    const entry = this.pending.get(key);
+    if (entry && entry.waiting.size === 0) this.finish(key);
+  }
+
+  private finish(key: string): void {
+    const entry = this.pending.get(key);
+    if (!entry) return;
+    clearTimeout(entry.timer);
+    this.pending.delete(key);
+    this.send(entry.origin, { type: 'lock-relayed', id: entry.id } satisfies LockRelayedMessage);
+  }
+
+  private send(index: number, message: LockRefreshMessage | LockRelayedMessage): void {
+    try {
+      this.workers().get(index)?.send(message);
+    } catch {
+      // The worker's channel closed (it is exiting): its exit settles the relay.
+    }
+  }
 }
 
 /** What the primary tells a worker: its index and count through the environment, the database's readiness by message. */
@@ -208,6 +342,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   };
 
   const workers = new Map<number, Worker>();
+  const lockRelay = new LockRelayHub(() => workers);
   const listening = new Set<number>();
   const gate = new ListenGate(() => workers.size);
   let announced = false;
@@ -218,7 +353,15 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     const worker = cluster.fork({ WORKER_INDEX: String(index), WORKER_COUNT: String(config.workers) });
     workers.set(index, worker);
     let listened = false;
-    worker.on('message', (message: { type?: string; port?: number }) => {
+    worker.on('message', (message: { type?: string; port?: number; id?: unknown; target?: LockTarget }) => {
+      if (message?.type === 'lock-changed' && typeof message.id === 'number') {
+        lockRelay.changed(index, message.id, message.target);
+        return;
+      }
+      if (message?.type === 'lock-refreshed' && typeof message.id === 'string') {
+        lockRelay.refreshed(index, message.id);
+        return;
+      }
       if (message?.type === 'prepared?') {
         asked.add(worker);
         tellPrepared(worker);
@@ -244,6 +387,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     });
     worker.on('exit', (code, signal) => {
       workers.delete(index);
+      lockRelay.exited(index);
       asked.delete(worker);
       gate.forget(worker);
       listening.delete(index);

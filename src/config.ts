@@ -57,8 +57,16 @@ export interface Config {
    * Must be unique per live process; default `<host name>:<PORT>`; a worker appends `/w<n>`.
    */
   instanceId: string;
-  /** How often the maintenance lock re-reads the shared state (locks taken through other processes). */
+  /**
+   * How often the maintenance lock re-reads the shared state: how other instances learn of a lock or
+   * un-lock, and the safety net for a missed relay (the lock's answer waits for every process).
+   */
   lockPollMs: number;
+  /**
+   * How long lock and un-lock wait for every live process to confirm it has applied the change
+   * before answering 504 LOCK_NOT_CONFIRMED (the change stays recorded; the same request retries).
+   */
+  lockAckTimeoutMs: number;
   /** How often this process records that it is alive; its claims are free to take over after 3 missed beats. */
   heartbeatMs: number;
   /**
@@ -163,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heapLimitMb: heapLimit(env),
     instanceId: instanceId(env, int(env, 'PORT', 8080, 0, 65535)),
     lockPollMs: int(env, 'LOCK_POLL_MS', 250, 20, 900),
+    lockAckTimeoutMs: int(env, 'LOCK_ACK_TIMEOUT_MS', 5000, 100, 60_000),
     heartbeatMs: int(env, 'HEARTBEAT_MS', 1000, 20, 1500),
     // At most 1 s, the bound the maintenance lock keeps across processes too.
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 250, 0, 1000),

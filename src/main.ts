@@ -14,7 +14,7 @@ import { ConfigError, loadConfig, type Config } from './config';
 // The app (./server) is imported only by a process that serves: a cluster primary never loads it.
 import type { RunningServer, StartServerOptions } from './server';
 import { startTracing } from './telemetry/tracing';
-import { runPrimary, workerConfig, workerSetup, type WorkerSetup } from './cluster';
+import { runPrimary, workerConfig, workerLockRelay, workerSetup, type WorkerSetup } from './cluster';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -43,7 +43,7 @@ async function main(): Promise<void> {
     logger = logger.child({ worker: setup.index });
     // The primary prepares the database while this worker loads its modules; startServer waits
     // for that (setup.boot) before it reads the database.
-    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, beforeListen: setup.mayListen, checkpointsElsewhere: true });
+    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, beforeListen: setup.mayListen, checkpointsElsewhere: true, lockRelay: workerLockRelay() });
     void setup.boot.then(() => (databasePrepared = true));
   }
 

@@ -10,6 +10,7 @@ import { banner, prepareDatabase, type BootReport } from './boot';
 // Defined in ./boot (which a cluster primary loads without the app); exported here as before.
 export { banner, prepareDatabase, type BootReport };
 import type { OpsState } from './http/routes/ops';
+import type { WorkerLockRelay } from './cluster';
 import { answerClientErrors } from './http/client-error';
 import { BEFORE_READY, BEFORE_READY_OPERATIONS, warmUp, writeExamples } from './warm-up';
 
@@ -74,6 +75,8 @@ export interface StartServerOptions {
   beforeListen?: () => Promise<void>;
   /** SQLite: the cluster primary runs the WAL checkpoints (storage/wal-checkpointer.ts); a cluster worker. */
   checkpointsElsewhere?: boolean;
+  /** A cluster worker: the maintenance lock's relay to and from its siblings (src/cluster.ts). */
+  lockRelay?: WorkerLockRelay;
 }
 
 /**
@@ -98,6 +101,10 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // cluster worker too) and logged once: requests naming it answer 422, not 500. Never fails the
   // start; read while the boot goes on, known before the app serves.
   const learning = services.installed.load();
+  if (options.lockRelay) {
+    services.lock.relay = options.lockRelay;
+    options.lockRelay.serve((target) => services.lock.relayed(target));
+  }
   // Before the lock is read (a held lock drops the pool): record this boot, free the previous boot's claims.
   await services.heartbeat.start();
   services.dataChanges.start();

@@ -82,8 +82,16 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   });
   // The posting read-back gets only a transaction: it finds the schema through the knex it belongs to.
   registerInstalledSchema(knex, installed);
-  // An upgrade of the accounting system is done under the maintenance lock: read the schema again after it.
-  const lock = new MaintenanceLock(knex, engine, logger, { pollMs: config.lockPollMs, onReleased: () => void installed.load('un-lock') });
+  // While locked the beats go through the lock's re-reads (the pool is closed): a locked process is alive.
+  const heartbeat: InstanceHeartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: (): boolean => lock.isLocked() });
+  const lock: MaintenanceLock = new MaintenanceLock(knex, engine, logger, {
+    pollMs: config.lockPollMs,
+    identity: heartbeat.identity,
+    ackTimeoutMs: config.lockAckTimeoutMs,
+    whileLocked: (db) => heartbeat.beatThrough(db),
+    // An upgrade of the accounting system is done under the maintenance lock: read the schema again after it.
+    onReleased: () => void installed.load('un-lock'),
+  });
   const boundary = new Boundary({
     knex,
     engine,
@@ -93,7 +101,6 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     missingProblem: async (failure) => missingColumnProblem(CATALOG, await installed.afterMissing(failure), failure),
   });
   const numbers = new NumberAllocator(knex, engine, config.numberBlockSize);
-  const heartbeat = new InstanceHeartbeat({ knex, engine, logger, instanceId: config.instanceId, beatMs: config.heartbeatMs, paused: () => lock.isLocked() });
   const dataChanges = new DataChangeLog({ knex, engine, logger, foldMs: DATA_LOG_FOLD_MS, paused: () => lock.isLocked() });
   const writes = new WriteRunner({
     boundary,
@@ -107,6 +114,8 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     installed,
     inFlightRetryAfterSeconds: 1,
     isLocked: () => lock.isLocked(),
+    recheckLock: (trx) => lock.recheck(trx),
+    cleanup: (fn) => lock.drain.allowWhileClosing(fn),
     purgeEveryMs: 10 * 60_000,
     ttlMs: config.idempotencyTtlHours * 3_600_000,
   });

@@ -66,6 +66,7 @@ export const PROBLEM_CODES = {
   EVENT_CURSOR_EXPIRED: { status: 410, title: "Event cursor expired", when: "The `after` cursor of POST /events/query is unknown or points before the oldest event still kept (30 days); `oldestCursor` names the oldest cursor still available." },
   EVENT_CURSOR_NOT_FOUND: { status: 404, title: "Event cursor not found", when: "The `after` cursor of POST /events/query was given to another API key (what a page holds depends on the key)." },
   EVENT_FEED_NOT_FOUND: { status: 404, title: "Event feed not found", when: "No event feed (not deleted) has the id in the path." },
+  LOCK_NOT_CONFIRMED: { status: 504, title: "Maintenance lock not confirmed in time", when: "Lock or un-lock was recorded, but a live process of the service did not confirm within LOCK_ACK_TIMEOUT_MS that it applied it (for a lock: closed its gate and its connections); send the same request again (idempotent for the holder)." },
 } as const satisfies Record<string, ProblemCodeSpec>;
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;

@@ -56,8 +56,12 @@ export class ApiKeyRepository {
 
   constructor(private readonly knex: Knex) {}
 
-  /** The key as a request presents it (authentication); subclasses may answer from memory. */
-  findForRequest(key: string): Promise<ApiKeyRecord | undefined> {
+  /**
+   * The key as a request presents it (authentication); subclasses may answer from memory.
+   * `outsidePool`: read without waiting in the connection pool's queue (the maintenance lock's own
+   * operations, storage/lock-store.ts); a subclass decides how.
+   */
+  findForRequest(key: string, _options: { outsidePool?: boolean } = {}): Promise<ApiKeyRecord | undefined> {
     return this.findByKey(key);
   }
 

@@ -265,10 +265,25 @@ function openKnex(target: DatabaseTarget, log: DriverLog = STDERR_LOG): Knex {
   return knexFactory({
     ...target.config,
     log: {
-      warn: (m: unknown) => log.warn({ source: 'knex', detail: text(m) }, 'database driver warning'),
+      // A request refused by the pool closing for the maintenance lock (storage/pool-drain.ts) answers 423: not a driver problem.
+      warn: (m: unknown) => (text(m).includes('PoolClosedForLock') ? undefined : log.warn({ source: 'knex', detail: text(m) }, 'database driver warning')),
       error: (m: unknown) => log.error({ source: 'knex', detail: text(m) }, 'database driver error'),
       deprecate: (m: unknown) => log.debug({ source: 'knex', detail: text(m) }, 'database driver deprecation'),
       debug: (m: unknown) => log.debug({ source: 'knex', detail: text(m) }, 'database driver debug'),
     },
   });
+}
+
+/**
+ * A knex of ONE connection on the database `knex` talks to, with the same settings (SQLite: write
+ * transactions BEGIN IMMEDIATE, as openDatabase does), opened on first use and closed by
+ * `destroy()`. The maintenance lock does its own work through it: recording the lock, reading it
+ * while the pool is closed, acknowledging it, so that work neither waits in a busy pool's queue
+ * nor needs the pool it closes.
+ */
+export function openOwnConnection(knex: Knex): Knex {
+  const config = knex.client.config as Knex.Config;
+  const own = knexFactory({ ...config, pool: { ...(config.pool ?? {}), min: 0, max: 1 } });
+  if (config.client === 'better-sqlite3') beginImmediate(own);
+  return own;
 }

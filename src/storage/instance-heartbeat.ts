@@ -47,6 +47,10 @@ export interface InstanceHeartbeatOptions {
 export class InstanceHeartbeat {
   readonly identity: InstanceIdentity;
   private readonly beats: PeriodicJob<void>;
+  /** performance.now() of the last beat recorded (through the pool or `beatThrough`). */
+  private lastBeatAt = -Infinity;
+  /** Between start() and stop(): beats are due. */
+  private beating = false;
 
   constructor(private readonly options: InstanceHeartbeatOptions) {
     this.identity = { instanceId: options.instanceId, bootId: options.bootId ?? randomUUID() };
@@ -62,11 +66,13 @@ export class InstanceHeartbeat {
     await this.record();
     const freed = await this.freePreviousBoots();
     if (freed > 0) this.options.logger.warn({ instanceId: this.identity.instanceId, freed }, 'freed the idempotency claims a previous boot of this instance left in flight');
+    this.beating = true;
     this.beats.start();
     return freed;
   }
 
   stop(): void {
+    this.beating = false;
     this.beats.stop();
   }
 
@@ -75,17 +81,31 @@ export class InstanceHeartbeat {
     return this.beats.runOnce();
   }
 
-  private async record(): Promise<void> {
-    const { knex, engine, instanceId, beatMs } = this.options;
+  /**
+   * While the maintenance lock holds the pool closed, the beats go through the lock's own
+   * connection (its re-reads, every LOCK_POLL_MS): one beat when one is due. A locked process is
+   * alive, and the un-lock waits for every live process (docs/decisions/0200-lock-takes-effect-before-it-answers.md).
+   */
+  async beatThrough(db: Knex): Promise<void> {
+    if (!this.beating || performance.now() - this.lastBeatAt < this.options.beatMs) return;
+    await this.record(db);
+  }
+
+  private async record(knex: Knex = this.options.knex): Promise<void> {
+    const { engine, instanceId, beatMs } = this.options;
+    const beganAt = performance.now();
     const now = toDbTime(engine, new Date());
     const row = { boot_id: this.identity.bootId, last_seen: now, beat_ms: beatMs };
     const updated = await knex(TABLE).where({ instance_id: instanceId, boot_id: this.identity.bootId }).update(row);
+    this.lastBeatAt = beganAt;
     if (Number(updated) === 1) return;
-    // First beat of this boot: take the name over from the previous boot (or create it).
-    const taken = await knex(TABLE).where({ instance_id: instanceId }).update({ ...row, started_at: now });
+    // First beat of this boot: take the name over from the previous boot (or create it). The lock
+    // state is this boot's to report, once it has read the lock.
+    const first = { ...row, started_at: now, lock_state: null };
+    const taken = await knex(TABLE).where({ instance_id: instanceId }).update(first);
     if (Number(taken) === 1) return;
-    if (!(await insertUnlessExists(knex, TABLE, { instance_id: instanceId, started_at: now, ...row }, ['instance_id'], 'instance_id'))) {
-      await knex(TABLE).where({ instance_id: instanceId }).update({ ...row, started_at: now });
+    if (!(await insertUnlessExists(knex, TABLE, { instance_id: instanceId, ...first }, ['instance_id'], 'instance_id'))) {
+      await knex(TABLE).where({ instance_id: instanceId }).update(first);
     }
   }
 
@@ -141,4 +161,26 @@ export async function bootGone(db: Knex, bootId: string, nowMs: number): Promise
   const row = await db(TABLE).where({ boot_id: bootId.toLowerCase() }).first();
   if (!row) return true;
   return nowMs - (fromDbTime(row.last_seen)?.getTime() ?? 0) > MISSED_BEATS * (Number(row.beat_ms) || 1000);
+}
+
+/** `insthb.lock_state` of a process that has applied the un-lock (else the lock_id of the lock it applied). */
+export const UNLOCKED_STATE = 'unlocked';
+
+/**
+ * Records the maintenance lock state this process has applied (its acknowledgement), with a beat:
+ * the process is alive. Through the pool, or the lock's own connection while the pool is closed.
+ */
+export async function recordLockState(db: Knex, engine: Engine, identity: InstanceIdentity, state: string): Promise<void> {
+  await db(TABLE).where({ instance_id: identity.instanceId, boot_id: identity.bootId }).update({ lock_state: state, last_seen: toDbTime(engine, new Date()) });
+}
+
+/**
+ * The live processes (a beat within MISSED_BEATS of their interval) that do not show `state`: those
+ * a lock or un-lock still waits for. A process without a beat that recent is not waited for.
+ */
+export async function processesNotIn(db: Knex, state: string, nowMs: number): Promise<string[]> {
+  const rows = await db(TABLE).select('instance_id', 'last_seen', 'beat_ms', 'lock_state');
+  return rows
+    .filter((row) => row.lock_state !== state && nowMs - (fromDbTime(row.last_seen)?.getTime() ?? 0) <= MISSED_BEATS * (Number(row.beat_ms) || 1000))
+    .map((row) => String(row.instance_id));
 }

@@ -18,7 +18,8 @@ import type { IdempotencyStore, StoredResponse } from './store';
  *   complete           phase 2: `attempt.complete(trx, response)` inside the write's transaction,
  *                      so the posting and its recorded answer commit together or not at all
  *   refusals           a problem (404/409/422/502) rolls the write back and is recorded on its own
- *   nothing posted     the write failed before its transaction (NothingPosted): the key is given back
+ *   nothing posted     the write failed before its transaction (NothingPosted), or the maintenance
+ *                      lock turned it away (423, rolled back): the key is given back
  *   unknown after 504  the key answers 504 until the late outcome replaces it (`attempt.settleLate`)
  *   purge              expired records deleted now and then, never while the database is locked
  *
@@ -106,6 +107,11 @@ export interface IdempotencyProtocolDeps {
   ttlMs: number;
   /** Completed records kept in memory for replays without a database trip. */
   recentCapacity?: number;
+  /**
+   * Runs the giving back of a claim whose write the maintenance lock turned away: served while the
+   * lock closes the pool (storage/pool-drain.ts), so the request leaves nothing written.
+   */
+  cleanup?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
 interface RecentAnswer {
@@ -244,6 +250,8 @@ export class IdempotencyProtocol {
       if (err instanceof DeadlineExceeded) return answer(renderProblem(upstreamTimeout(err.what, true), req), undefined);
       // The database itself is unreachable: the write could not go ahead either (502, retry with backoff).
       if (err instanceof ApiProblem && err.code === 'DATABASE_UNAVAILABLE') return answer(renderProblem(err, req), undefined);
+      // The maintenance lock closed the pool before the claim got a connection: nothing was written (423).
+      if (err instanceof ApiProblem && err.code === 'MAINTENANCE_LOCK') return answer(renderProblem(err, req), undefined);
       // The store could not answer: the write goes ahead without deduplication.
       logger.warn({ err, correlationId: req.correlationId }, 'idempotency store unavailable; writing without deduplication');
       const { rendered, happened } = await this.unkeyed(req, execute);
@@ -284,7 +292,7 @@ export class IdempotencyProtocol {
     } catch (err) {
       if (err instanceof NothingPosted) {
         // Nothing was posted: give the key back so that a retry executes. Nothing happened: no status.
-        await this.deps.store.release(token).catch(() => undefined);
+        await this.giveBack(token).catch(() => undefined);
         return answer(this.renderFailure(err, req).rendered, undefined);
       }
       if (err instanceof DeadlineExceeded) {
@@ -299,6 +307,13 @@ export class IdempotencyProtocol {
       }
       if (err instanceof LostOwnership) throw this.inFlight(key);
       const problem = boundary.problemFor(err);
+      if (problem?.code === 'MAINTENANCE_LOCK') {
+        // The posting transaction found the lock (or was refused a connection by it): it rolled back,
+        // nothing was posted. Give the key back, so that the retry after the un-lock executes; a
+        // stored 423 would be replayed to it forever.
+        await this.giveBack(token).catch((e) => logger.warn({ err: e }, 'could not release the idempotency key'));
+        return answer(renderProblem(problem, req), undefined);
+      }
       if (problem?.code === 'DATABASE_UNAVAILABLE') {
         // The connection failed before COMMIT was sent: nothing committed. Give the key back so that
         // the retry the 502 asks for executes (a stored 502 would be replayed to it instead). Not awaited:
@@ -323,6 +338,12 @@ export class IdempotencyProtocol {
     } finally {
       if (!late) this.running.delete(memKey);
     }
+  }
+
+  /** Gives a claim back (deletes it), also while the maintenance lock closes the pool. */
+  private giveBack(token: string): Promise<void> {
+    const release = () => this.deps.store.release(token);
+    return this.deps.cleanup ? this.deps.cleanup(release) : release();
   }
 
   /** The write finished after its request had answered 504. */

@@ -80,6 +80,14 @@ export interface WriteRunnerDeps {
   inFlightRetryAfterSeconds: number;
   /** Whether the database is locked (no purge then). */
   isLocked: () => boolean;
+  /**
+   * First statement of every posting transaction: throws 423 when the maintenance lock is recorded,
+   * and holds the lock's fence until the transaction ends (storage/lock-fence.ts), so a posting
+   * never commits after a lock was recorded.
+   */
+  recheckLock?: (trx: PostingContext['trx']) => Promise<void>;
+  /** Giving back the claim of a write the lock turned away, served while the lock closes the pool. */
+  cleanup?: <T>(fn: () => Promise<T>) => Promise<T>;
   /** Minimum time between two opportunistic purges of expired records. */
   purgeEveryMs: number;
   /** Lifetime of an idempotency record (IDEMPOTENCY_TTL_HOURS). */
@@ -115,6 +123,7 @@ export class WriteRunner {
       purgeEveryMs: deps.purgeEveryMs,
       ttlMs: deps.ttlMs,
       ...(deps.recentCapacity !== undefined ? { recentCapacity: deps.recentCapacity } : {}),
+      ...(deps.cleanup ? { cleanup: deps.cleanup } : {}),
     });
   }
 
@@ -192,6 +201,7 @@ export class WriteRunner {
     try {
       return await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
+          await this.deps.recheckLock?.(trx);
           const ctx = this.context(trx, req);
           const outcome = await def.post(ctx, input, numbers);
           await sendQueuedWrites(ctx);

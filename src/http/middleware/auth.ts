@@ -5,6 +5,7 @@ import type { Boundary } from '../../storage/boundary';
 import { holdsScope, OPERATION_SCOPES, scopeForPath } from '../../auth/scopes';
 import { throttleAddress, type AuthFailureThrottle } from './auth-throttle';
 import { V2_BASE } from '../base';
+import { isLockOperation } from './lock-gate';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -52,7 +53,7 @@ export function authenticate(keys: ApiKeyRepository, boundary: Boundary, throttl
       // Not under the deadline (it waits for a connection like before: on SQLite a retry queues
       // behind the late posting), but its driver errors are classified: 502, never 500.
       const key = wellFormed
-        ? await keys.findForRequest(value!).catch((err: unknown) => {
+        ? await keys.findForRequest(value!, { outsidePool: isLockOperation(req.path) }).catch((err: unknown) => {
             throw boundary.mapError(err);
           })
         : undefined;

@@ -4,23 +4,46 @@ import type { MaintenanceLock } from '../../storage/lock-store';
 /** Paths under /api/v3 that keep answering while locked (they do not touch the books). */
 const OPEN_WHILE_LOCKED = new Set(['/utility/ping', '/utility/lock', '/utility/un-lock']);
 
+function openWhileLocked(path: string): boolean {
+  return OPEN_WHILE_LOCKED.has(path.replace(/\/+$/, '') || '/');
+}
+
+/** Lock and un-lock (v3 and v2 share the paths under their base): they authenticate outside the pool's queue. */
+export function isLockOperation(path: string): boolean {
+  const p = path.replace(/\/+$/, '');
+  return p === '/utility/lock' || p === '/utility/un-lock';
+}
+
 /**
  * While the database is locked for maintenance, every read and write under /api/v3 answers
  * 423 MAINTENANCE_LOCK with Retry-After 60 and the holder in `lockUser`. Reads memory only:
- * the state is loaded from `mntlck` and kept current by MaintenanceLock's re-reads (locks taken
- * through other processes), never per request.
- * Mounted on the /api/v3 router, after authentication and rate limiting.
+ * the state is loaded from `mntlck` and kept current by MaintenanceLock (the lock's relay and
+ * re-reads), never per request.
+ * Mounted on the /api/v3 router, after authentication and rate limiting, before the body is read.
  */
 export function lockGate(lock: MaintenanceLock): RequestHandler {
   return (req, _res, next) => {
     const decide = () => {
-      if (!lock.isLocked()) return next();
-      const path = req.path.replace(/\/+$/, '') || '/';
-      if (OPEN_WHILE_LOCKED.has(path)) return next();
+      if (!lock.isLocked() || openWhileLocked(req.path)) return next();
       next(lock.lockedProblem());
     };
     // Already loaded: decide synchronously (no promise hop on the hot path).
     if (lock.loaded) return decide();
     lock.ensureLoaded().then(decide, next);
+  };
+}
+
+/**
+ * The gate again once the body has been read, last of the guards: a lock applied while the body
+ * was arriving answers 423 here. A request admitted is counted until its response is sent: a lock
+ * destroys the pool (and answers) only after every admitted request has ended
+ * (storage/pool-drain.ts), so no request admitted before a lock is answered after it.
+ */
+export function lockSession(lock: MaintenanceLock): RequestHandler {
+  return (req, res, next) => {
+    if (openWhileLocked(req.path)) return next();
+    if (lock.isLocked()) return next(lock.lockedProblem());
+    lock.drain.enter(res);
+    next();
   };
 }

@@ -1,4 +1,4 @@
-import { Router, type RequestHandler } from 'express';
+import { Router, type RequestHandler, type Response } from 'express';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requireAdmin } from '../middleware/auth';
@@ -15,16 +15,26 @@ export function utilityRoutes(services: Services): Router {
   const lockGuard: RequestHandler = (req, res, next) => (services.config.lockAdminOnly ? requireAdmin(req, res, next) : next());
 
   // While locked, ping answers 200 with the lock and does not touch the database (its pool is gone).
+  const answeredLocked = (res: Response): boolean => {
+    const holder = services.lock.current;
+    if (!holder) return false;
+    const body: PingResult = { status: 'locked', lockUser: holder.userName, engine: services.engine, serverTime: new Date().toISOString() };
+    res.json(body);
+    return true;
+  };
   router.post('/utility/ping', async (_req, res, next) => {
     try {
-      const holder = services.lock.current;
-      if (holder) {
-        const body: PingResult = { status: 'locked', lockUser: holder.userName, engine: services.engine, serverTime: new Date().toISOString() };
-        res.json(body);
-        return;
-      }
+      if (answeredLocked(res)) return;
       const started = process.hrtime.bigint();
-      await services.boundary.ping();
+      // Refused a connection because a lock is closing the pool meanwhile: the lock is the answer.
+      const read = await services.boundary.ping().then(
+        () => true,
+        (err: unknown) => {
+          if (services.lock.isLocked()) return false;
+          throw err;
+        },
+      );
+      if (!read && answeredLocked(res)) return;
       const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
       const body: PingResult = {
         status: 'ok',

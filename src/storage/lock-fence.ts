@@ -1,0 +1,64 @@
+import type { Knex } from 'knex';
+import type { Engine } from './database';
+
+/**
+ * The fence between the maintenance lock and the writes, on the table `mntlck` (the lock row).
+ *
+ * Every posting transaction reads the lock row first, under a SHARED table lock held until it
+ * commits (`readLockShared`); taking or releasing the lock holds an EXCLUSIVE table lock while it
+ * writes the row (`lockTableExclusive`). So a lock is recorded only once every posting transaction
+ * that began before it has committed or rolled back, and every posting transaction that begins
+ * after it sees the row and rolls back (423): no write can commit after the lock was recorded, on
+ * any process, whatever that process knows of the lock.
+ *
+ *   PostgreSQL   `FOR SHARE` takes ROW SHARE on the table (and no row lock while it is empty: no tuple
+ *                is written by an unlocked posting); `LOCK TABLE ... IN EXCLUSIVE MODE` conflicts with
+ *                ROW SHARE but not with plain reads (ACCESS SHARE: the lock re-reads are not blocked).
+ *                Table locks queue in order, so postings that begin while the lock waits queue behind
+ *                it instead of starving it.
+ *   SQL Server   `WITH (TABLOCK, HOLDLOCK)`: a shared table lock to the end of the transaction;
+ *                `WITH (TABLOCKX, HOLDLOCK)` an exclusive one. Incompatible requests queue in order.
+ *   SQLite       one writer at a time: every write transaction (BEGIN IMMEDIATE) and the lock's own
+ *                transaction exclude each other already; a plain read is enough.
+ */
+
+/** Inside a posting transaction: the lock row (undefined when unlocked), read under the shared lock. */
+export async function readLockShared(trx: Knex.Transaction, engine: Engine): Promise<Record<string, unknown> | undefined> {
+  const rows = (await lockShared(trx, engine)) as Array<Record<string, unknown>>;
+  return rows[0];
+}
+
+/** The statement of `readLockShared` (exported for the SQL Server compile test). */
+export function lockShared(db: Knex | Knex.Transaction, engine: Engine): Knex.QueryBuilder {
+  const query = db('mntlck').select('user_name', 'locked_at').where({ id: 1 });
+  switch (engine) {
+    case 'postgres':
+      return query.forShare();
+    case 'mssql':
+      // knex's mssql forShare() is WITH (HOLDLOCK) (key-range locks); the table lock is what the lock's TABLOCKX waits for.
+      return db.select('user_name', 'locked_at').from(db.raw('?? with (tablock, holdlock)', ['mntlck'])).where({ id: 1 });
+    case 'sqlite':
+      return query;
+  }
+}
+
+/** Inside the transaction that takes or releases the lock: waits for every posting transaction holding the shared lock. */
+export async function lockTableExclusive(trx: Knex.Transaction, engine: Engine, waitMs: number): Promise<void> {
+  const statement = lockExclusive(trx, engine);
+  if (!statement) return;
+  // PostgreSQL: the wait is bounded; a posting stuck past it makes the lock answer 502 busy (55P03) instead of hanging.
+  if (engine === 'postgres') await trx.raw(`set local lock_timeout = ${Math.max(1, Math.round(waitMs))}`);
+  await statement;
+}
+
+/** The statement of `lockTableExclusive`, none on SQLite (exported for the SQL Server compile test). */
+export function lockExclusive(db: Knex | Knex.Transaction, engine: Engine): Knex.QueryBuilder | Knex.Raw | undefined {
+  switch (engine) {
+    case 'postgres':
+      return db.raw('lock table mntlck in exclusive mode');
+    case 'mssql':
+      return db.select(db.raw('count(*) as n')).from(db.raw('?? with (tablockx, holdlock)', ['mntlck']));
+    case 'sqlite':
+      return undefined;
+  }
+}
