@@ -594,9 +594,16 @@ export class LockAwareApiKeys extends ApiKeyRepository {
     return record;
   }
 
+  override async activeKeyHashes(): Promise<Set<string>> {
+    await this.lock.ensureLoaded();
+    if (this.lock.isLocked()) return this.lock.activeKeyHashesWhileLocked();
+    return super.activeKeyHashes();
+  }
+
   /** Forgets every remembered key (a change made through this process is answered at once). */
   forget(): void {
     this.cache.clear();
+    this.forgetActiveKeys();
   }
 
   override async create(name: string, role: KeyRole, key?: string, scopes?: readonly Scope[] | null): Promise<{ key: string; record: ApiKeyRecord }> {
