@@ -6,14 +6,13 @@ import type { NumberAllocator } from '../../../../storage/numbers';
 import { SCALE, type PostingContext } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
 import type { components } from '../../../../../generated/api-types';
-import { insertChunked, writeJournal, type JournalLine } from '../../ledger/journal';
-import { childRow, childTableOf, recordRow, tableOf } from '../../write-rows';
+import { writeJournal, type JournalLine } from '../../ledger/journal';
+import { childRow, childTableOf, insertRecords, readRecord, recordRow, tableOf, type FullRecordWithLines } from '../../records';
 import { writeJobCosts, type JobCostToWrite } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { readWriteResultOf } from '../../ledger/posted-result';
-import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows, loadReferenced, phaseOf } from '../../ledger/references';
+import { readWriteResultOf, type WriteResult } from '../../ledger/posted-result';
+import { ReferenceCheck, checkCostCodesAndTypes, loadReferenceRows, loadReferenced, phaseOf } from '../../ledger/references';
 import { MOVEMENT, applyStockMovements, type StockMovement } from '../../ledger/stock';
-import { readRecord, type FullRecordWithLines, type WriteResult } from '../../read-back';
 import { lineDifferences, periodDiffers } from '../../resend';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
@@ -184,8 +183,8 @@ function differences(existing: PostedAllocation, input: AllocationInput): string
   return out;
 }
 
-async function existingResult(trx: Knex.Transaction, id: string): Promise<AllocationWriteResult> {
-  return readWriteResultOf(trx, ALLOCATION_SOURCE, await readAllocation(trx, id));
+async function existingResult(ctx: PostingContext, id: string): Promise<AllocationWriteResult> {
+  return readWriteResultOf(ctx, ALLOCATION_SOURCE, await readAllocation(ctx.trx, id));
 }
 
 interface ResolvedLine {
@@ -206,23 +205,23 @@ interface Resolved {
 
 /** Looks up every referenced record (404 for each missing one, 422 for unusable ones) and the accounts. */
 async function resolve(ctx: PostingContext, input: AllocationInput, setup: { directExpenseAccount: number | null }): Promise<Resolved> {
-  const { trx, dialect } = ctx;
+  const { trx } = ctx;
   const check = new ReferenceCheck();
   const extra = (await trx('lgrstp').orderBy('recnum').first('invact', 'invadj')) ?? {};
   const setupInventory = optInt(extra.invact) ?? null;
 
   const locationRefs = [{ field: 'fromLocation', value: input.fromLocation }];
   if (input.toLocation !== undefined) locationRefs.push({ field: 'toLocation', value: input.toLocation });
-  const locations = await loadReferenced(trx, 'invloc', 'recnum', locationRefs, ['lgract', 'inactv']);
+  const locations = await loadReferenced(ctx, 'inventory-locations', 'recordNumber', locationRefs, ['inventoryAccount', 'inactive']);
   for (const ref of locationRefs) {
     const loc = locations.get(String(ref.value));
     if (!loc) check.notFound(ref.field, `inventory location ${ref.value}`);
-    else if (isTrue(loc.inactv)) check.notPostable(ref.field, `inventory location ${ref.value} is inactive`, 'inactive');
+    else if (loc.inactive) check.notPostable(ref.field, `inventory location ${ref.value} is inactive`, 'inactive');
   }
-  const accountOf = (n: number | undefined) => (n === undefined ? null : (optInt(locations.get(String(n))?.lgract) ?? setupInventory));
+  const accountOf = (n: number | undefined) => (n === undefined ? null : (optInt(locations.get(String(n))?.inventoryAccount) ?? setupInventory));
 
   if (input.jobNumber !== undefined) {
-    const jobs = await loadReferenceRows(ctx, 'actrec', [{ field: 'jobNumber', value: input.jobNumber }], ['status']);
+    const jobs = await loadReferenceRows(ctx, 'jobs', [{ field: 'jobNumber', value: input.jobNumber }], ['status']);
     const job = jobs.get(String(input.jobNumber));
     if (!job) check.notFound('jobNumber', `job ${input.jobNumber}`);
     else {
@@ -236,7 +235,7 @@ async function resolve(ctx: PostingContext, input: AllocationInput, setup: { dir
   }
 
   const partRefs = input.lines.map((l) => ({ field: `lines[${l.index}].partNumber`, value: l.partNumber }));
-  const parts = await loadReferenced(trx, 'tkfprt', 'recnum', partRefs, ['prtnme', 'avgcst', 'cstcde', 'csttyp', 'inactv']);
+  const parts = await loadReferenced(ctx, 'parts', 'recordNumber', partRefs, ['partName', 'averageCost', 'costCode', 'costType', 'inactive']);
   const lines: ResolvedLine[] = [];
   for (const line of input.lines) {
     const field = `lines[${line.index}].partNumber`;
@@ -245,15 +244,15 @@ async function resolve(ctx: PostingContext, input: AllocationInput, setup: { dir
       check.notFound(field, `part ${line.partNumber}`);
       continue;
     }
-    if (isTrue(part.inactv)) check.notPostable(field, `part ${line.partNumber} is inactive`, 'inactive');
+    if (part.inactive) check.notPostable(field, `part ${line.partNumber} is inactive`, 'inactive');
     const consume = input.purpose === PURPOSE.consume;
-    const costCode = consume ? (line.costCode ?? dialect.decodeDecimal(part.cstcde, SCALE.costCode)) : null;
-    const costType = consume ? (line.costType ?? optInt(part.csttyp) ?? 1) : null;
+    const costCode = consume ? (line.costCode ?? part.costCode) : null;
+    const costType = consume ? (line.costType ?? part.costType ?? 1) : null;
     if (consume && costCode === null) check.notPostable(`lines[${line.index}].costCode`, `a job line needs a cost code and part ${line.partNumber} has no default`, 'required');
     lines.push({
       line,
-      description: (line.description ?? String(part.prtnme ?? '')).slice(0, 50),
-      average: dialect.decodeDecimal(part.avgcst, SCALE.price) ?? new Dec(0),
+      description: (line.description ?? String(part.partName ?? '')).slice(0, 50),
+      average: part.averageCost ?? new Dec(0),
       costCode,
       costType,
     });
@@ -318,7 +317,7 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
     await ctx.lockName(`invalc:${input.allocationNumber}`);
     const already = await trx('invalc').where({ alcnum: input.allocationNumber }).orderBy('recnum').first('_idnum');
     if (already) {
-      const existing = await existingResult(trx, String(already._idnum));
+      const existing = await existingResult(ctx, String(already._idnum));
       const diff = differences(existing.document, input);
       if (diff.length === 0) return { result: existing, duplicate: true };
       throw new ApiProblem(
@@ -429,9 +428,9 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
       }),
     );
     const lineTable = childTableOf('inventory-allocations', 'lines');
-    await insertChunked(
+    await insertRecords(
       trx,
-      lineTable.table,
+      'inventory-allocations.lines',
       resolved.lines.map((r, i) =>
         childRow(
           ctx,
@@ -494,9 +493,9 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Numbers
         year,
       }));
       if (posts) result.jobCosts = await writeJobCosts(ctx, jobCosts);
-      await insertChunked(
+      await insertRecords(
         trx,
-        tableOf('inventory-consumed'),
+        'inventory-consumed',
         resolved.lines.map((r, i) =>
           recordRow(ctx, 'inventory-consumed', {
             id: randomUUID(),

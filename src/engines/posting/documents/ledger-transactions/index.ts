@@ -7,7 +7,7 @@ import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input'
 import { allocateLedgerRecord, journalTotals, readPostedLedgerTransaction, writeJournal, type PostedLedgerTransaction, type LedgerRecordNumbers } from '../../ledger/journal';
 import { lineDifferences, periodDiffers } from '../../resend';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { ReferenceCheck, isTrue, loadReferenceRows } from '../../ledger/references';
+import { ReferenceCheck, loadReferenceRows } from '../../ledger/references';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -173,16 +173,16 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, Numbers, Jou
     }
 
     const check = new ReferenceCheck();
-    const sources = await loadReferenceRows(ctx, 'source', [{ field: 'sourceNumber', value: input.sourceNumber }], ['inactv']);
+    const sources = await loadReferenceRows(ctx, 'transaction-sources', [{ field: 'sourceNumber', value: input.sourceNumber }], ['inactive']);
     const source = sources.get(String(input.sourceNumber));
     if (!source) check.notFound('sourceNumber', `transaction source ${input.sourceNumber}`);
-    else if (isTrue(source.inactv)) check.notPostable('sourceNumber', `transaction source ${input.sourceNumber} is inactive`, 'inactive');
+    else if (source.inactive) check.notPostable('sourceNumber', `transaction source ${input.sourceNumber} is inactive`, 'inactive');
     const accountRefs = input.lines.map((l) => ({ field: `lines[${l.index}].ledgerAccount`, value: l.ledgerAccount }));
-    const accounts = await loadReferenceRows(ctx, 'lgract', accountRefs, ['inactv']);
+    const accounts = await loadReferenceRows(ctx, 'ledger-accounts', accountRefs, ['inactive']);
     for (const ref of accountRefs) {
       const account = accounts.get(String(ref.value));
       if (!account) check.notFound(ref.field, `ledger account ${ref.value}`);
-      else if (isTrue(account.inactv)) check.notPostable(ref.field, `ledger account ${ref.value} is inactive`, 'inactive');
+      else if (account.inactive) check.notPostable(ref.field, `ledger account ${ref.value} is inactive`, 'inactive');
     }
     check.throwIfAny();
 

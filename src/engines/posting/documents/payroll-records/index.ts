@@ -9,7 +9,7 @@ import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../le
 import { writeEquipmentCosts, type EquipmentCostToWrite, type PostedEquipmentCost } from '../../ledger/equipment-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { isTrue, loadReferenceRows, loadReferenced } from '../../ledger/references';
-import { readRecordsById, type FullRecord } from '../../read-back';
+import { readRecordsById, type FullRecord } from '../../records';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -506,13 +506,13 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
     // Cash: the bank account's ledger account, else the ledger setup's cash account.
     let cashAccount: number | null = null;
     if (input.bankAccountNumber !== undefined) {
-      const banks = await loadReferenced(trx, 'bnkact', 'recnum', [{ field: 'bankAccountNumber', value: input.bankAccountNumber }], ['lgract', 'inactv']);
+      const banks = await loadReferenced(ctx, 'bank-accounts', 'recordNumber', [{ field: 'bankAccountNumber', value: input.bankAccountNumber }], ['ledgerAccount', 'inactive']);
       const bank = banks.get(String(input.bankAccountNumber));
       if (!bank) throw new ApiProblem('REFERENCE_NOT_FOUND', `Bank account ${input.bankAccountNumber} does not exist.`, { errors: [{ field: 'bankAccountNumber', code: 'not_found' }] });
-      if (isTrue(bank.inactv) || bank.lgract === null) {
+      if (bank.inactive || bank.ledgerAccount === null) {
         throw new ApiProblem('BUSINESS_RULE_VIOLATED', `Bank account ${input.bankAccountNumber} is inactive or has no ledger account.`, { errors: [{ field: 'bankAccountNumber', code: 'not_postable' }] });
       }
-      cashAccount = Number(bank.lgract);
+      cashAccount = Number(bank.ledgerAccount);
     } else {
       const row = await trx('lgrstp').orderBy('recnum').first('cshact');
       cashAccount = row?.cshact === null || row?.cshact === undefined ? null : Number(row.cshact);
@@ -525,8 +525,8 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, Numbers, Payrol
     // Jobs (exist, not closed) and equipment (exists) of the lines.
     const jobNumbers = [...new Set([...lines.values()].flat().map((l) => l.jobNumber).filter((n): n is number => n !== null))];
     const equipmentNumbers = [...new Set([...lines.values()].flat().map((l) => l.equipmentNumber).filter((n): n is number => n !== null))];
-    const jobs = await loadReferenceRows(ctx, 'actrec', jobNumbers.map((value) => ({ field: 'lines', value })), ['status']);
-    const equipment = await loadReferenceRows(ctx, 'eqpmnt', equipmentNumbers.map((value) => ({ field: 'lines', value })), []);
+    const jobs = await loadReferenceRows(ctx, 'jobs', jobNumbers.map((value) => ({ field: 'lines', value })), ['status']);
+    const equipment = await loadReferenceRows(ctx, 'equipment', equipmentNumbers.map((value) => ({ field: 'lines', value })), []);
     for (const p of postings) {
       if (!p) continue;
       for (const l of p.lines) {

@@ -4,7 +4,8 @@ import { Dec, decToJson } from '../../../../storage/decimal';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import type { components } from '../../../../../generated/api-types';
 import { SCALE } from '../../context';
-import { readRecord, type FullRecordWithLines, type WriteResult } from '../../read-back';
+import { readRecord, type FullRecordWithLines } from '../../records';
+import type { WriteResult } from '../../ledger/posted-result';
 import { InputErrors, exactDecimal, uniqueLineNumbers } from '../../input';
 import { writeJournal } from '../../ledger/journal';
 import { writeJobCosts } from '../../ledger/job-costs';
@@ -294,7 +295,7 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
 
     // The payable invoice (Review) and its posting.
     const enteredDate = ctx.today;
-    const dueDate = addDays(input.receiptDate, Number(vendor.duedys ?? 30));
+    const dueDate = addDays(input.receiptDate, Number(vendor.termsDays ?? 30));
     // A receipt at zero cost posts no journal: the invoice then points to none.
     const posts = invoiceTotal.greaterThan(0);
     const toWrite: InvoiceToWrite = { input: invoice, lines, recordNumber: numbers.invoiceRecord, ledgerRecord: posts ? numbers.ledgerRecord : null, dueDate, enteredDate, period, year };

@@ -3,8 +3,9 @@ import type { Knex } from 'knex';
 import type { components } from '../../../../../generated/api-types';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { InputErrors, calendarDate } from '../../input';
-import { ReferenceCheck, isTrue, loadReferenced } from '../../ledger/references';
-import { readRecord, type FullRecord } from '../../read-back';
+import type { PostingContext } from '../../context';
+import { ReferenceCheck, loadReferenced } from '../../ledger/references';
+import { readRecord, type FullRecord } from '../../records';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { recordRow, tableOf } from '../../write-rows';
 
@@ -78,23 +79,23 @@ export function prepareServiceInventory(body: unknown): ServiceInventoryInput {
   return input;
 }
 
-async function checkReferences(trx: Knex.Transaction, input: ServiceInventoryInput): Promise<void> {
+async function checkReferences(ctx: PostingContext, input: ServiceInventoryInput): Promise<void> {
   const check = new ReferenceCheck();
-  const clients = await loadReferenced(trx, 'reccln', 'recnum', [{ field: 'clientNumber', value: input.clientNumber }], ['inactv']);
+  const clients = await loadReferenced(ctx, 'clients', 'recordNumber', [{ field: 'clientNumber', value: input.clientNumber }], ['inactive']);
   const client = clients.get(String(input.clientNumber));
   if (!client) check.notFound('clientNumber', `client ${input.clientNumber}`);
-  else if (isTrue(client.inactv)) check.notPostable('clientNumber', `client ${input.clientNumber} is inactive`, 'inactive');
-  const locations = await loadReferenced(trx, 'srvloc', 'recnum', [{ field: 'serviceLocation', value: input.serviceLocation }], ['clnnum', 'inactv']);
+  else if (client.inactive) check.notPostable('clientNumber', `client ${input.clientNumber} is inactive`, 'inactive');
+  const locations = await loadReferenced(ctx, 'service-locations', 'recordNumber', [{ field: 'serviceLocation', value: input.serviceLocation }], ['clientNumber', 'inactive']);
   const location = locations.get(String(input.serviceLocation));
   if (!location) check.notFound('serviceLocation', `service location ${input.serviceLocation}`);
   else {
-    if (isTrue(location.inactv)) check.notPostable('serviceLocation', `service location ${input.serviceLocation} is inactive`, 'inactive');
-    if (Number(location.clnnum) !== input.clientNumber) {
-      check.notPostable('serviceLocation', `service location ${input.serviceLocation} is a site of client ${Number(location.clnnum)}, not of client ${input.clientNumber}`, 'other_client');
+    if (location.inactive) check.notPostable('serviceLocation', `service location ${input.serviceLocation} is inactive`, 'inactive');
+    if (Number(location.clientNumber) !== input.clientNumber) {
+      check.notPostable('serviceLocation', `service location ${input.serviceLocation} is a site of client ${Number(location.clientNumber)}, not of client ${input.clientNumber}`, 'other_client');
     }
   }
   if (input.partNumber !== null) {
-    const parts = await loadReferenced(trx, 'tkfprt', 'recnum', [{ field: 'partNumber', value: input.partNumber }], []);
+    const parts = await loadReferenced(ctx, 'parts', 'recordNumber', [{ field: 'partNumber', value: input.partNumber }], []);
     if (!parts.has(String(input.partNumber))) check.notFound('partNumber', `part ${input.partNumber}`);
   }
   check.throwIfAny();
@@ -112,7 +113,7 @@ export const serviceInventoriesWrite: WriteDefinition<ServiceInventoryInput, Num
 
   async post(ctx, input, numbers): Promise<PostOutcome<ServiceInventoryWriteResult>> {
     const { trx } = ctx;
-    await checkReferences(trx, input);
+    await checkReferences(ctx, input);
     const id = randomUUID();
     await trx(tableOf('service-inventories')).insert(
       recordRow(ctx, 'service-inventories', {

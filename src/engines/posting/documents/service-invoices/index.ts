@@ -10,7 +10,7 @@ import type { PostedJobCost } from '../../ledger/job-costs';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, isTrue, loadReferenceRows, loadReferenced } from '../../ledger/references';
 import { MOVEMENT, applyStockMovements, type PostedInventoryHistory, type StockMovement } from '../../ledger/stock';
-import { readRecord, type FullRecordWithLines } from '../../read-back';
+import { readRecord, type FullRecordWithLines } from '../../records';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 
 /**
@@ -152,7 +152,7 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
     const lineRows: Array<Record<string, any>> = await trx('srvlin').where({ _idref: header._idnum }).orderBy('linnum');
 
     const check = new ReferenceCheck();
-    const clients = await loadReferenced(trx, 'reccln', 'recnum', [{ field: 'recordNumber', value: Number(header.clnnum) }], ['clnnme', 'shtnme', 'duedys']);
+    const clients = await loadReferenced(ctx, 'clients', 'recordNumber', [{ field: 'recordNumber', value: Number(header.clnnum) }], ['clientName', 'shortName', 'termsDays']);
     const client = clients.get(String(Number(header.clnnum)));
     let typeAccount: number | undefined;
     if (header.srvtyp !== null && header.srvtyp !== undefined) {
@@ -189,23 +189,23 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
       if (input.costOfGoodsAccount === undefined) check.notPostable('costOfGoodsAccount', 'the work order has part lines: name the cost of goods sold account', 'required');
     }
     if (input.partsLocation !== undefined) {
-      const locations = await loadReferenced(trx, 'invloc', 'recnum', [{ field: 'partsLocation', value: input.partsLocation }], ['lgract', 'inactv']);
+      const locations = await loadReferenced(ctx, 'inventory-locations', 'recordNumber', [{ field: 'partsLocation', value: input.partsLocation }], ['inventoryAccount', 'inactive']);
       const location = locations.get(String(input.partsLocation));
       if (!location) check.notFound('partsLocation', `inventory location ${input.partsLocation}`);
       else {
-        if (isTrue(location.inactv) && partLines.length > 0) check.notPostable('partsLocation', `inventory location ${input.partsLocation} is inactive`, 'inactive');
-        inventoryAccount = optInt(location.lgract) ?? optInt(extra.invact);
+        if (location.inactive && partLines.length > 0) check.notPostable('partsLocation', `inventory location ${input.partsLocation} is inactive`, 'inactive');
+        inventoryAccount = optInt(location.inventoryAccount) ?? optInt(extra.invact);
         if (inventoryAccount === undefined && partLines.length > 0) check.notPostable('partsLocation', `inventory location ${input.partsLocation} has no inventory account and the ledger setup has none`, 'setup_incomplete');
       }
     }
     const accountRefs: Array<{ field: string; value: number }> = [];
     if (input.receivableAccount !== undefined) accountRefs.push({ field: 'receivableAccount', value: input.receivableAccount });
     if (input.costOfGoodsAccount !== undefined) accountRefs.push({ field: 'costOfGoodsAccount', value: input.costOfGoodsAccount });
-    const accounts = await loadReferenceRows(ctx, 'lgract', accountRefs, ['inactv']);
+    const accounts = await loadReferenceRows(ctx, 'ledger-accounts', accountRefs, ['inactive']);
     for (const ref of accountRefs) {
       const account = accounts.get(String(ref.value));
       if (!account) check.notFound(ref.field, `ledger account ${ref.value}`);
-      else if (isTrue(account.inactv)) check.notPostable(ref.field, `ledger account ${ref.value} is inactive`, 'inactive');
+      else if (account.inactive) check.notPostable(ref.field, `ledger account ${ref.value} is inactive`, 'inactive');
     }
     // Accounts the work order and the setup name (not the request): they must exist and be active,
     // else the posting is refused naming the work order (never a foreign-key error half-way).
@@ -214,13 +214,13 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
     if (!salesTax.isZero() && stxact !== undefined) derived.set(stxact, 'sales tax account of the ledger setup');
     if (partLines.length > 0 && inventoryAccount !== undefined) derived.set(inventoryAccount, `inventory account of location ${input.partsLocation}`);
     if (input.receivableAccount === undefined && receivableAccount !== undefined) derived.set(receivableAccount, 'AR control account of the ledger setup');
-    const derivedRows = await loadReferenceRows(ctx, 'lgract', [...derived.keys()].map((value) => ({ field: 'recordNumber', value })), ['inactv']);
+    const derivedRows = await loadReferenceRows(ctx, 'ledger-accounts', [...derived.keys()].map((value) => ({ field: 'recordNumber', value })), ['inactive']);
     for (const [account, what] of derived) {
       const row = derivedRows.get(String(account));
       if (!row) check.notPostable('recordNumber', `ledger account ${account} (${what}) does not exist`, 'setup_incomplete');
-      else if (isTrue(row.inactv)) check.notPostable('recordNumber', `ledger account ${account} (${what}) is inactive`, 'inactive');
+      else if (row.inactive) check.notPostable('recordNumber', `ledger account ${account} (${what}) is inactive`, 'inactive');
     }
-    const source = (await loadReferenceRows(ctx, 'source', [{ field: 'recordNumber', value: SERVICE_SOURCE }], ['recnum'])).get(String(SERVICE_SOURCE));
+    const source = (await loadReferenceRows(ctx, 'transaction-sources', [{ field: 'recordNumber', value: SERVICE_SOURCE }], ['recordNumber'])).get(String(SERVICE_SOURCE));
     if (!source) check.notPostable('recordNumber', `transaction source ${SERVICE_SOURCE} (Service Invoices) does not exist`, 'setup_incomplete');
     if (!client) check.notPostable('recordNumber', `client ${Number(header.clnnum)} of the work order does not exist`, 'setup_incomplete');
     check.throwIfAny();
@@ -259,7 +259,7 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
     const costOfGoods = [...costByLine.values()].reduce((s, v) => s.plus(v), new Dec(0));
 
     // The journal.
-    const clientName = String(client!.shtnme || client!.clnnme || `Client ${Number(header.clnnum)}`);
+    const clientName = String(client!.shortName || client!.clientName || `Client ${Number(header.clnnum)}`);
     const invoiceNumber = String(header.invnum ?? '') || String(input.recordNumber);
     const journalLines: JournalLine[] = [];
     let n = 0;
@@ -299,7 +299,7 @@ export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, N
     });
 
     // The document: invoiced. The update is conditional on "not posted yet" (the lock makes it certain).
-    const dueDate = toIsoDate(header.duedte) ?? addDays(invoiceDate, Number(client!.duedys ?? 30));
+    const dueDate = toIsoDate(header.duedte) ?? addDays(invoiceDate, Number(client!.termsDays ?? 30));
     const updated = await trx('srvinv')
       .where({ _idnum: header._idnum })
       .whereNull('lgrrec')

@@ -1,21 +1,27 @@
 import type { Knex } from 'knex';
-import { CATALOG } from '../../../generated/catalog';
-import { engineOf, queryDialectFor } from '../../storage/dialect';
-import { Pending, type StatementBatch } from '../../storage/statement-batch';
-import { installedSchemaOf } from '../../storage/installed-schema';
-import { columnsUnavailable, installedView } from '../../catalog/installed';
-import { recordDecoder, type PublishedRecord, type Row } from '../query/envelope';
-import type { PostedJobCost } from './ledger/job-costs';
-import type { PostedLedgerTransaction } from './ledger/journal';
-import type { PostedInventoryHistory } from './ledger/stock';
+import { CATALOG } from '../../../../generated/catalog';
+import { engineOf, queryDialectFor } from '../../../storage/dialect';
+import { Pending, type StatementBatch } from '../../../storage/statement-batch';
+import { installedSchemaOf } from '../../../storage/installed-schema';
+import { columnsUnavailable, installedView } from '../../../catalog/installed';
+import { recordDecoder, type PublishedRecord, type Row } from '../../query/envelope';
+import type { StorageRow } from './rows';
+import { shapeOf } from './shapes';
 
 /**
- * Read-back of posted documents through the catalog: the reads are the query engine's
- * (engines/query/read-records.ts, shared with the event detector); here, the inserts that return
- * what they stored, decoded as those reads decode it.
+ * Inserts of posted records (rows built from published names by rows.ts), in chunks under every
+ * engine's parameter limit: plain, or returning what was stored, decoded as a read of the entity
+ * (engines/query/read-records.ts) would decode it.
  */
 
-export { readRecord, readAllRecords, readRecordsById, type ReadBackOptions, type ReadManyOptions } from '../query/read-records';
+/** Parameters per insert statement: under SQL Server's 2,100 (PostgreSQL's 65,535, SQLite's 32,766). */
+const PARAMETERS_PER_STATEMENT = 2000;
+
+/** Rows per insert statement under every engine's parameter limit. */
+function rowsPerStatement(rows: ReadonlyArray<StorageRow>): number {
+  const columns = rows.length === 0 ? 1 : Object.keys(rows[0]!).length;
+  return Math.max(1, Math.floor(PARAMETERS_PER_STATEMENT / Math.max(columns, 1)));
+}
 
 /** The entity as the installed build of the database `db` talks to has it. */
 function entityOf(entityName: string, db: Knex | Knex.Transaction) {
@@ -24,10 +30,12 @@ function entityOf(entityName: string, db: Knex | Knex.Transaction) {
   return installedView(entity, installedSchemaOf(db as Knex));
 }
 
-/** Rows per insert statement under every engine's parameter limit (SQL Server: 2,100). */
-function rowsPerStatement(rows: ReadonlyArray<Record<string, unknown>>): number {
-  const columns = rows.length === 0 ? 1 : Object.keys(rows[0]!).length;
-  return Math.max(1, Math.floor(2000 / Math.max(columns, 1)));
+/** Inserts `rows` (built by rows.ts) into the table of `set` (`entity` or `entity.collection`), sent at once (not queued), in chunks. */
+export async function insertRecords(trx: Knex.Transaction, set: string, rows: ReadonlyArray<StorageRow>): Promise<void> {
+  if (rows.length === 0) return;
+  const table = shapeOf(set).table;
+  const size = rowsPerStatement(rows);
+  for (let i = 0; i < rows.length; i += size) await trx(table).insert(rows.slice(i, i + size));
 }
 
 /**
@@ -36,7 +44,7 @@ function rowsPerStatement(rows: ReadonlyArray<Record<string, unknown>>): number 
  * which knex writes when asked to include trigger modifications: every table there has an
  * upddte trigger, and a plain OUTPUT is refused on a table with triggers).
  */
-function insertReturningRows(batch: StatementBatch, table: string, keyColumn: string, columns: readonly string[], rows: ReadonlyArray<Record<string, unknown>>): Pending<Row[]> {
+function insertReturningRows(batch: StatementBatch, table: string, keyColumn: string, columns: readonly string[], rows: ReadonlyArray<StorageRow>): Pending<Row[]> {
   const size = rowsPerStatement(rows);
   const chunks: Array<Pending<Row[]>> = [];
   for (let i = 0; i < rows.length; i += size) {
@@ -60,16 +68,16 @@ function insertReturningRows(batch: StatementBatch, table: string, keyColumn: st
 
 /**
  * Write and read back in ONE statement: inserts records of `entityName` (storage rows built by
- * write-rows.ts, each with its key) and returns them as readRecordsById would read them right
- * after, without the SELECT. Provably the same: the insert returns the very columns the read
- * selects (every field of the catalog, no `select`), as the engine stored them (defaults and
- * type conversion applied; no trigger changes an inserted row), and they are decoded by the same
+ * rows.ts, each with its key) and returns them as readRecordsById would read them right after,
+ * without the SELECT. Provably the same: the insert returns the very columns the read selects
+ * (every field of the catalog, no `select`), as the engine stored them (defaults and type
+ * conversion applied; no trigger changes an inserted row), and they are decoded by the same
  * recordDecoder; nothing runs between the insert and where the read stood. One round trip per
  * insert instead of two (PostgreSQL pays a round trip per statement). The insert is queued in the
  * posting's statement batch (storage/statement-batch.ts): awaiting the result sends it, after
  * every write queued before it.
  */
-export function insertRecordsReturning(batch: StatementBatch, entityName: string, rows: ReadonlyArray<Record<string, unknown>>): Pending<PublishedRecord[]> {
+export function insertRecordsReturning(batch: StatementBatch, entityName: string, rows: ReadonlyArray<StorageRow>): Pending<PublishedRecord[]> {
   const entity = entityOf(entityName, batch.trx);
   const fields = Object.values(entity.fields);
   const columns = [...new Set([...fields.map((f) => f.column), entity.keyColumn])];
@@ -82,7 +90,7 @@ export function insertRecordsReturning(batch: StatementBatch, entityName: string
  * of the collection, in the order column's order): the same argument as insertRecordsReturning.
  * `keyColumn` is the child table's own key (`_idnum`), present in every row.
  */
-export function insertChildrenReturning(batch: StatementBatch, entityName: string, collection: string, rows: ReadonlyArray<Record<string, unknown>>, keyColumn = '_idnum'): Pending<PublishedRecord[]> {
+export function insertChildrenReturning(batch: StatementBatch, entityName: string, collection: string, rows: ReadonlyArray<StorageRow>, keyColumn = '_idnum'): Pending<PublishedRecord[]> {
   const entity = entityOf(entityName, batch.trx);
   const child = Object.hasOwn(entity.children, collection) ? entity.children[collection] : undefined;
   if (!child && entity.unavailable?.includes(collection)) throw columnsUnavailable([`${entityName}.${collection}`], 'this posting');
@@ -105,22 +113,4 @@ function sortedByOrder(stored: Row[], order: (row: Row) => number | string): Row
     if (x !== null && y !== null && x !== '' && y !== '' && Number.isFinite(nx) && Number.isFinite(ny)) return nx - ny;
     return String(x) < String(y) ? -1 : String(x) > String(y) ? 1 : 0;
   });
-}
-
-/**
- * The TypeScript shape of a record read back with every field (the contract's entity schema,
- * generated/api-types.ts, all fields present since no `select` is given), with its `lines`.
- */
-export type FullRecord<T> = { [K in keyof T]-?: T[K] };
-export type FullRecordWithLines<Header extends { lines?: unknown }, Line> = FullRecord<Omit<Header, 'lines'>> & { lines: Array<FullRecord<Line>> };
-
-/** The result of a write: every record in it is read back through the catalog (as /query returns it). */
-export interface WriteResult<Document> {
-  document: Document;
-  /** Absent (not null) when the document posted nothing to the ledger. */
-  ledgerTransaction?: PostedLedgerTransaction;
-  jobCosts: PostedJobCost[];
-  inventory: PostedInventoryHistory[];
-  period: number;
-  year: number;
 }
