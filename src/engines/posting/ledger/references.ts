@@ -106,9 +106,6 @@ async function grouped(
   return wanted.length === 0 ? new Map() : groupRows(await read([...new Set(wanted)]), keyOf);
 }
 
-/** A legacy boolean as drivers return it; for the documents that still read rows by hand (records decode booleans). */
-export const isTrue = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 't' || v === 'true';
-
 export class ReferenceCheck {
   private readonly missing: FieldError[] = [];
   private readonly missingText: string[] = [];
