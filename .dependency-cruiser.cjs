@@ -29,27 +29,13 @@ const ENGINES = '^src/(engines|events)/';
 const STORAGE = '^src/storage/';
 const GROUND = '^src/(catalog|errors|auth|telemetry)/|^src/config\\.ts$';
 
-/**
- * The write side's circle (read-back.ts inserts for ledger/, and imports their result types back):
- * removed by the write-side reshape (issue 26, branch `shape`). Delete this list, and its use in
- * no-circular, when that lands.
- */
-const WRITE_SIDE_CIRCLE = [
-  '^src/engines/posting/read-back\\.ts$',
-  '^src/engines/posting/ledger/journal\\.ts$',
-  '^src/engines/posting/ledger/stock\\.ts$',
-  '^src/engines/posting/ledger/job-costs\\.ts$',
-  '^src/engines/posting/ledger/cost-records\\.ts$',
-];
-
 module.exports = {
   forbidden: [
     {
       name: 'no-circular',
       comment: 'No module may reach itself through its imports: a circle has no floor to stand on.',
       severity: 'error',
-      // removed by the write-side reshape: the five files of WRITE_SIDE_CIRCLE
-      from: { pathNot: WRITE_SIDE_CIRCLE },
+      from: {},
       to: { circular: true },
     },
     {
@@ -137,16 +123,8 @@ module.exports = {
       name: 'events-read-through-query',
       comment: 'Events read records through engines/query, never through a posting, match or idempotency module.',
       severity: 'error',
-      // detector.ts -> posting/read-back.ts: removed by the write-side reshape (record reads move to engines/query).
-      from: { path: '^src/events/', pathNot: '^src/events/detector\\.ts$' },
+      from: { path: '^src/events/' },
       to: { path: '^src/engines/(posting|match|idempotency)/' },
-    },
-    {
-      name: 'events-detector-reads-no-more-posting',
-      comment: 'The one read of events/detector.ts through posting (read-back.ts) is being removed by the write-side reshape: add no other.',
-      severity: 'error',
-      from: { path: '^src/events/detector\\.ts$' },
-      to: { path: '^src/engines/(posting|match|idempotency)/', pathNot: '^src/engines/posting/read-back\\.ts$' },
     },
     {
       name: 'query-is-the-engines-floor',

@@ -9,11 +9,10 @@ import knexFactory, { type Knex } from 'knex';
 import { ApiProblem } from '../src/errors/problem';
 import fc from 'fast-check';
 import { Dec } from '../src/storage/decimal';
-import { dialectFor, queryDialectFor, scaledToNumber } from '../src/storage/dialect';
+import { decodeLegacyBoolean, dialectFor, queryDialectFor, scaledToNumber } from '../src/storage/dialect';
 import { executePlan } from '../src/engines/query/run';
 import { planQuery } from '../src/engines/query/plan';
 import { v2FieldProblem } from '../src/v2/fields';
-import { isTrue } from '../src/engines/posting/ledger/references';
 import type { QueryRequest } from '../src/engines/query/types';
 import { FIXTURE_ENGINE, fixtureDatabase, fixtureRows, WIDGETS, type FixtureDatabase, type FixtureRow } from './support/query-fixture';
 import { evaluate, type Node } from './support/filter-eval';
@@ -345,7 +344,7 @@ describe('decoding', () => {
     const driverValues: unknown[] = [true, false, 1, 0, 2, -1, 1n, 0n, '1', '0', 't', 'f', 'true', 'false', null];
     for (const engine of ['sqlite', 'postgres', 'mssql'] as const) {
       for (const raw of driverValues) {
-        assert.equal(isTrue(raw), queryDialectFor(engine).decodeValue('boolean', raw) === true, `${engine}: ${String(raw)}`);
+        assert.equal(decodeLegacyBoolean(raw) === true, queryDialectFor(engine).decodeValue('boolean', raw) === true, `${engine}: ${String(raw)}`);
       }
     }
   });

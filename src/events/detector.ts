@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { ApiKeyRecord, ApiKeyRepository } from '../storage/api-keys';
 import { fromDbTime } from '../storage/db-time';
-import { readRecordsById } from '../engines/posting/read-back';
+import { readRecordsById } from '../engines/query/read-records';
 import { EVENT_KINDS, kindOfType, type ChangeType, type EventKind } from './kinds';
 import { eventDocument, type EventDocument } from './document';
 import type { EndpointRow, EventStore } from './store';

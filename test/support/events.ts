@@ -6,7 +6,7 @@ import { Events } from '../../src/events';
 import type { Sender } from '../../src/events/delivery';
 import type { Resolver } from '../../src/events/targets';
 import type { TestApp } from './app';
-import { readRecordsById } from '../../src/engines/posting/read-back';
+import { readRecordsById } from '../../src/engines/query/read-records';
 import { eventId, type DetectedEvent } from '../../src/events/detector';
 import { eventDocument } from '../../src/events/document';
 import { fromDbTime } from '../../src/storage/db-time';

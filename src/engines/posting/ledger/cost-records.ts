@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Dec } from '../../../storage/decimal';
 import type { PostingContext } from '../context';
-import { insertRecordsReturning } from '../read-back';
 import type { PublishedRecord } from '../../query/envelope';
 import type { Pending } from '../../../storage/statement-batch';
-import { recordRow, type PublishedValue } from '../write-rows';
+import { insertRecordsReturning, recordRow, type PublishedValue } from '../records';
 
 /**
  * The one writer shape of the cost records a posting cascade creates (job costs, jobcst, and
  * equipment costs, eqpcst): the fields both tables share, the insert, and the read-back through
- * the catalog (read-back.ts) in input order. Each kind adds only its own columns.
+ * the catalog in input order. Each kind adds only its own columns.
  */
 
 /** Fields every cost record of a posting carries. */
@@ -32,8 +31,8 @@ export interface CostRecordToWrite {
 
 /**
  * Inserts one row per cost (the shared fields plus `own(cost)`, all in published names, into the
- * entity's table through the catalog: write-rows.ts) and returns them as stored (the insert's
- * RETURNING, decoded as a read of `entityName` would: read-back.ts insertRecordsReturning).
+ * entity's table through the catalog: records/rows.ts) and returns them as stored (the insert's
+ * RETURNING, decoded as a read of `entityName` would: records/insert.ts insertRecordsReturning).
  */
 export function writeCostRecords<C extends CostRecordToWrite>(
   ctx: PostingContext,
@@ -64,6 +63,6 @@ export function writeCostRecords<C extends CostRecordToWrite>(
       ...own(c),
     }),
   );
-  // Inserted and read back in the same statement(s), queued in the posting's batch: read-back.ts insertRecordsReturning.
+  // Inserted and read back in the same statement(s), queued in the posting's batch: records/insert.ts insertRecordsReturning.
   return insertRecordsReturning(ctx.writes, entityName, rows);
 }

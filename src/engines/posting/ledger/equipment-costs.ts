@@ -16,7 +16,7 @@ export interface EquipmentCostToWrite extends CostRecordToWrite {
 /** An equipment cost as POST /equipment-costs/query returns it (every field of the contract's EquipmentCost). */
 export type PostedEquipmentCost = Required<components['schemas']['EquipmentCost']>;
 
-/** Queues the equipment costs' insert and returns them read back through the catalog (read-back.ts), in input order. */
+/** Queues the equipment costs' insert and returns them read back through the catalog, in input order. */
 export function writeEquipmentCosts(ctx: PostingContext, costs: EquipmentCostToWrite[]): Pending<PostedEquipmentCost[]> {
   return writeCostRecords(ctx, 'equipment-costs', costs, (c) => ({ costCategory: c.costCategory, ledgerAccount: c.ledgerAccount })).map(
     (posted) => posted as unknown as PostedEquipmentCost[],

@@ -3,7 +3,7 @@ import type { components } from '../../../../generated/api-types';
 import { Dec } from '../../../storage/decimal';
 import type { Pending } from '../../../storage/statement-batch';
 import type { PostingContext } from '../context';
-import { readAllRecords } from '../read-back';
+import { readAllRecords } from '../records';
 import { writeCostRecords, type CostRecordToWrite } from './cost-records';
 
 /** Job cost records (jobcst) created by a posting cascade. */
@@ -21,7 +21,7 @@ export type PostedJobCost = Required<components['schemas']['JobCost']>;
 
 /**
  * Queues the job costs' insert (sent with the posting's other writes when awaited) and returns
- * them read back through the catalog (read-back.ts), in input order.
+ * them read back through the catalog, in input order.
  */
 export function writeJobCosts(ctx: PostingContext, costs: JobCostToWrite[]): Pending<PostedJobCost[]> {
   return writeCostRecords(ctx, 'job-costs', costs, (c) => ({

@@ -5,8 +5,7 @@ import { Dec } from '../../../storage/decimal';
 import type { NumberAllocator } from '../../../storage/numbers';
 import { rowsPerInsert } from '../../../storage/parameter-budget';
 import { SCALE, type PostingContext } from '../context';
-import { insertChildrenReturning, insertRecordsReturning, readRecord } from '../read-back';
-import { childRow, childTableOf, recordRow } from '../write-rows';
+import { childRow, childTableOf, insertChildrenReturning, insertRecordsReturning, readRecord, recordRow } from '../records';
 
 /**
  * Writes a ledger transaction (lgrtrn + lgtnln) and the ledger balances it moves (lgrbal), for
@@ -67,14 +66,6 @@ export interface PostedLedgerTransaction {
   }>;
 }
 
-/** Inserts rows in chunks that stay under every engine's parameter limit (SQL Server: 2,100). */
-export async function insertChunked(trx: PostingContext['trx'], table: string, rows: Array<Record<string, unknown>>): Promise<void> {
-  if (rows.length === 0) return;
-  const columns = Object.keys(rows[0]!).length;
-  const size = rowsPerInsert(columns);
-  for (let i = 0; i < rows.length; i += size) await trx(table).insert(rows.slice(i, i + size));
-}
-
 export class JournalAssertionError extends Error {
   constructor(message: string) {
     super(`journal assertion failed: ${message}`);
@@ -126,7 +117,7 @@ export async function allocateLedgerRecord(_input: unknown, numbers: NumberAlloc
 export async function writeJournal(ctx: PostingContext, journal: JournalToWrite): Promise<PostedLedgerTransaction> {
   const totals = assertBalanced(journal);
   const id = randomUUID();
-  // Written and read back in the same statements (read-back.ts insertRecordsReturning: the
+  // Written and read back in the same statements (records/insert.ts insertRecordsReturning: the
   // stored row, decoded through the catalog exactly as readPostedLedgerTransaction would read it).
   // Header, lines and balances are queued, then sent (after whatever the cascade queued before)
   // when the header is awaited below; on PostgreSQL the balance upsert rides in the lines' insert
@@ -176,7 +167,7 @@ export async function writeJournal(ctx: PostingContext, journal: JournalToWrite)
   return { ...stored!, lines: await lines } as unknown as PostedLedgerTransaction;
 }
 
-/** A posted ledger transaction with its lines, read back through the catalog (read-back.ts). */
+/** A posted ledger transaction with its lines, read back through the catalog (engines/query/read-records.ts). */
 export async function readPostedLedgerTransaction(trx: PostingContext['trx'] | Knex, id: string): Promise<PostedLedgerTransaction> {
   const record = await readRecord(trx, 'ledger-transactions', id, { children: ['lines'] });
   if (!record) throw new JournalAssertionError(`ledger transaction ${id} not found right after writing it`);

@@ -1,8 +1,18 @@
-import type { Knex } from 'knex';
-import type { WriteResult } from '../read-back';
-import { readJobCostsOf } from './job-costs';
-import { readPostedLedgerTransaction } from './journal';
-import { readStockMovementsOf } from './stock';
+import { records, type RecordsContext } from '../records';
+import { readJobCostsOf, type PostedJobCost } from './job-costs';
+import { readPostedLedgerTransaction, type PostedLedgerTransaction } from './journal';
+import { readStockMovementsOf, type PostedInventoryHistory } from './stock';
+
+/** The result of a write: every record in it is read back through the catalog (as /query returns it). */
+export interface WriteResult<Document> {
+  document: Document;
+  /** Absent (not null) when the document posted nothing to the ledger. */
+  ledgerTransaction?: PostedLedgerTransaction;
+  jobCosts: PostedJobCost[];
+  inventory: PostedInventoryHistory[];
+  period: number;
+  year: number;
+}
 
 /** What a stored document says about its posting (fields of every posted document's record). */
 export interface PostedDocument {
@@ -18,11 +28,12 @@ export interface PostedDocument {
  * the journal it points to. `inventory: false` for documents that never move stock.
  */
 export async function readWriteResultOf<D extends PostedDocument>(
-  trx: Knex.Transaction,
+  ctx: RecordsContext,
   sourceNumber: number,
   document: D,
   options: { inventory?: boolean } = {},
 ): Promise<WriteResult<D>> {
+  const { trx } = ctx;
   const result: WriteResult<D> = {
     document,
     jobCosts: await readJobCostsOf(trx, sourceNumber, document.recordNumber),
@@ -31,8 +42,8 @@ export async function readWriteResultOf<D extends PostedDocument>(
     year: document.year,
   };
   if (document.ledgerRecordNumber !== null) {
-    const journal = await trx('lgrtrn').where({ recnum: document.ledgerRecordNumber }).first('_idnum');
-    if (journal) result.ledgerTransaction = await readPostedLedgerTransaction(trx, String(journal._idnum));
+    const journal = await records(ctx, 'ledger-transactions').where({ recordNumber: document.ledgerRecordNumber }).first(['id']);
+    if (journal) result.ledgerTransaction = await readPostedLedgerTransaction(trx, journal.id);
   }
   return result;
 }

@@ -1,14 +1,14 @@
-import type { Knex } from 'knex';
 import { Issues } from '../../../errors/issues';
 import { Dec } from '../../../storage/decimal';
-import { decodeLegacyBoolean, type Dialect } from '../../../storage/dialect';
 import { CACHED_COLUMNS, groupRows, type CachedTable, type GroupedTable, type ReferenceCache } from '../../../storage/reference-cache';
 import { SCALE } from '../context';
+import { columnOf, decodeStored, records, tableOf, type RecordsContext, type StoredRecord } from '../records';
 
 /**
- * Looks up referenced records in bulk (one statement per table) and names every culprit of a
- * write by its JSON path: 404 REFERENCE_NOT_FOUND for records that do not exist, 422
- * BUSINESS_RULE_VIOLATED for records that exist but accept no postings.
+ * Looks up referenced records in bulk (one statement per table), in published names (the records
+ * module maps them), and names every culprit of a write by its JSON path: 404 REFERENCE_NOT_FOUND
+ * for records that do not exist, 422 BUSINESS_RULE_VIOLATED for records that exist but accept no
+ * postings.
  */
 
 export interface Ref<T> {
@@ -17,80 +17,92 @@ export interface Ref<T> {
   value: T;
 }
 
-/** Rows of `table` whose `column` is in the referenced values, keyed by that value (as string). */
+/** A posting's view for lookups: its transaction, and the reference cache when it has one. */
+export type LookupContext = RecordsContext & { references?: ReferenceCache };
+
+/** Records of `entityName` whose `keyField` is in the referenced values, with `fields`, keyed by that value (as string). */
 export async function loadReferenced<T extends string | number>(
-  trx: Knex.Transaction,
-  table: string,
-  column: string,
+  ctx: RecordsContext,
+  entityName: string,
+  keyField: string,
   refs: ReadonlyArray<Ref<T>>,
-  columns: string[],
-): Promise<Map<string, Record<string, any>>> {
+  fields: string[],
+): Promise<Map<string, StoredRecord>> {
   const values = [...new Set(refs.map((r) => r.value))];
-  const out = new Map<string, Record<string, any>>();
+  const out = new Map<string, StoredRecord>();
   for (let i = 0; i < values.length; i += 1000) {
     const chunk = values.slice(i, i + 1000);
-    const rows = await trx(table).whereIn(column, chunk).select(...new Set([column, ...columns]));
-    for (const row of rows) out.set(String(row[column]), row);
+    const rows = await records(ctx, entityName).whereIn(keyField, chunk).all([...new Set([keyField, ...fields])]);
+    for (const row of rows) out.set(String(row[keyField]), row);
   }
   return out;
 }
 
 /**
- * loadReferenced by recnum for the cached reference tables (src/storage/reference-cache.ts:
+ * loadReferenced by record number for the cached reference tables (src/storage/reference-cache.ts:
  * ledger accounts, transaction sources, vendors, jobs, cost types, equipment): through the
- * posting's reference cache when it has one and the columns are cached ones.
+ * posting's reference cache when it has one and the fields' columns are cached ones.
  */
 export async function loadReferenceRows<T extends string | number>(
-  ctx: { trx: Knex.Transaction; references?: ReferenceCache },
-  table: CachedTable,
+  ctx: LookupContext,
+  entityName: string,
   refs: ReadonlyArray<Ref<T>>,
-  columns: string[],
-): Promise<Map<string, Record<string, any>>> {
-  const cachedColumns: readonly string[] = CACHED_COLUMNS[table];
-  if (ctx.references && columns.every((c) => cachedColumns.includes(c))) return ctx.references.rows(ctx.trx, table, refs.map((r) => r.value));
-  return loadReferenced(ctx.trx, table, 'recnum', refs, columns);
+  fields: string[],
+): Promise<Map<string, StoredRecord>> {
+  const table = tableOf(entityName);
+  const cachedColumns: readonly string[] | undefined = Object.hasOwn(CACHED_COLUMNS, table) ? CACHED_COLUMNS[table as CachedTable] : undefined;
+  if (ctx.references && cachedColumns && fields.every((f) => cachedColumns.includes(columnOf(entityName, f)))) {
+    const rows = await ctx.references.rows(ctx.trx, table as CachedTable, refs.map((r) => r.value));
+    return new Map([...rows].map(([key, row]) => [key, decodeStored(ctx.dialect, entityName, row)]));
+  }
+  return loadReferenced(ctx, entityName, 'recordNumber', refs, fields);
 }
 
 /**
- * The phases of the given jobs, by job number (as string): every phase row (jobnum, phsnum,
+ * The phases of the given jobs, by job number (as string): every phase (jobNumber, phaseNumber,
  * status), through the posting's reference cache when it has one (one read for all jobs on a miss).
  */
-export async function phasesOfJobs(
-  ctx: { trx: Knex.Transaction; references?: ReferenceCache },
-  jobs: ReadonlyArray<number>,
-): Promise<Map<string, ReadonlyArray<Record<string, any>>>> {
-  const read = (keys: string[]) => ctx.trx('jobphs').whereIn('jobnum', keys.map(Number)).select('jobnum', 'phsnum', 'status') as Promise<Array<Record<string, any>>>;
-  return grouped(ctx, 'jobphs', jobs.map(String), (row) => String(Number(row.jobnum)), read);
+export async function phasesOfJobs(ctx: LookupContext, jobs: ReadonlyArray<number>): Promise<Map<string, ReadonlyArray<StoredRecord>>> {
+  const read = (keys: string[]) => records(ctx, 'job-phases').whereIn('jobNumber', keys.map(Number)).all(['jobNumber', 'phaseNumber', 'status']);
+  return grouped(ctx, 'job-phases', jobs.map(String), (row) => String(row.jobNumber), read);
 }
 
-/** One phase of a job (jobnum, phsnum, status), or undefined: phasesOfJobs for one. */
-export async function phaseOf(ctx: { trx: Knex.Transaction; references?: ReferenceCache }, job: number, phase: number): Promise<Record<string, any> | undefined> {
-  return (await phasesOfJobs(ctx, [job])).get(String(job))?.find((row) => Number(row.phsnum) === phase);
+/** One phase of a job (jobNumber, phaseNumber, status), or undefined: phasesOfJobs for one. */
+export async function phaseOf(ctx: LookupContext, job: number, phase: number): Promise<StoredRecord | undefined> {
+  return (await phasesOfJobs(ctx, [job])).get(String(job))?.find((row) => row.phaseNumber === phase);
 }
 
 /**
- * Cost code rows (cstcde, inactv) by code at the cost code scale (`toFixed(3)`), through the
+ * Cost codes (costCode, inactive) by code at the cost code scale (`toFixed(3)`), through the
  * posting's reference cache when it has one. Codes are decimals: looked up by their encoded value.
  */
-async function costCodeRows(
-  ctx: { trx: Knex.Transaction; dialect: Dialect; references?: ReferenceCache },
-  codes: ReadonlyArray<string>,
-): Promise<Map<string, ReadonlyArray<Record<string, any>>>> {
-  const { trx, dialect } = ctx;
-  const read = (keys: string[]) =>
-    trx('cstcde').whereIn('cstcde', [...new Set(keys.map((k) => dialect.encodeDecimal(new Dec(k), SCALE.costCode)))]).select('cstcde', 'inactv') as Promise<Array<Record<string, any>>>;
-  return grouped(ctx, 'cstcde', codes, (row) => dialect.decodeDecimal(row.cstcde, SCALE.costCode)!.toFixed(SCALE.costCode), read);
+async function costCodeRows(ctx: LookupContext, codes: ReadonlyArray<string>): Promise<Map<string, ReadonlyArray<StoredRecord>>> {
+  const read = (keys: string[]) => records(ctx, 'cost-codes').whereIn('costCode', uniqueCodes(keys)).all(['costCode', 'inactive']);
+  return grouped(ctx, 'cost-codes', codes, (row) => (row.costCode as Dec).toFixed(SCALE.costCode), read);
 }
 
-/** ReferenceCache.grouped when the posting has a cache, else the same grouping of a direct read. */
+/** One Dec per distinct code (`1.5` and `1.500` are one code). */
+function uniqueCodes(keys: readonly string[]): Dec[] {
+  const byText = new Map<string, Dec>();
+  for (const k of keys) {
+    const code = new Dec(k);
+    byText.set(code.toFixed(SCALE.costCode), code);
+  }
+  return [...byText.values()];
+}
+
+/**
+ * ReferenceCache.grouped when the posting has a cache, else the same grouping of a direct read. The
+ * cache keeps the records as read here (published names, decoded), the same fields every time.
+ */
 async function grouped(
-  ctx: { trx: Knex.Transaction; references?: ReferenceCache },
-  table: GroupedTable,
+  ctx: LookupContext,
+  entityName: string,
   wanted: readonly string[],
-  keyOf: (row: Record<string, any>) => string,
-  read: (keys: string[]) => Promise<Array<Record<string, any>>>,
-): Promise<Map<string, ReadonlyArray<Record<string, any>>>> {
-  if (ctx.references) return ctx.references.grouped(ctx.trx, table, wanted, keyOf, read);
+  keyOf: (row: StoredRecord) => string,
+  read: (keys: string[]) => Promise<StoredRecord[]>,
+): Promise<Map<string, ReadonlyArray<StoredRecord>>> {
+  if (ctx.references) return ctx.references.grouped(ctx.trx, tableOf(entityName) as GroupedTable, wanted, keyOf, read);
   return wanted.length === 0 ? new Map() : groupRows(await read([...new Set(wanted)]), keyOf);
 }
 
@@ -118,8 +130,6 @@ export class ReferenceCheck {
   }
 }
 
-export const isTrue = (v: unknown): boolean => decodeLegacyBoolean(v) === true;
-
 /** A document line's job cost coding, with the index of its input line (for `lines[i].costCode`). */
 export interface CostCoding {
   line: { index: number };
@@ -133,7 +143,7 @@ export interface CostCoding {
  * looked up by their encoded value, matched back at the cost code scale.
  */
 export async function checkCostCodesAndTypes(
-  ctx: { trx: Knex.Transaction; dialect: Dialect; references?: ReferenceCache },
+  ctx: LookupContext,
   check: ReferenceCheck,
   lines: ReadonlyArray<CostCoding>,
 ): Promise<void> {
@@ -143,14 +153,14 @@ export async function checkCostCodesAndTypes(
     for (const ref of codeRefs) {
       const code = codes.get(ref.value)?.[0];
       if (!code) check.notFound(ref.field, `cost code ${new Dec(ref.value).toFixed()}`);
-      else if (isTrue(code.inactv)) check.notPostable(ref.field, `cost code ${new Dec(ref.value).toFixed()} is inactive`, 'inactive');
+      else if (code.inactive) check.notPostable(ref.field, `cost code ${new Dec(ref.value).toFixed()} is inactive`, 'inactive');
     }
   }
   const typeRefs = lines.filter((r) => r.costType !== null).map((r) => ({ field: `lines[${r.line.index}].costType`, value: r.costType! }));
-  const types = await loadReferenceRows(ctx, 'csttyp', typeRefs, ['inactv']);
+  const types = await loadReferenceRows(ctx, 'cost-types', typeRefs, ['inactive']);
   for (const ref of typeRefs) {
     const type = types.get(String(ref.value));
     if (!type) check.notFound(ref.field, `cost type ${ref.value}`);
-    else if (isTrue(type.inactv)) check.notPostable(ref.field, `cost type ${ref.value} is inactive`, 'inactive');
+    else if (type.inactive) check.notPostable(ref.field, `cost type ${ref.value} is inactive`, 'inactive');
   }
 }

@@ -4,9 +4,7 @@ import { ApiProblem, type FieldError } from '../../../errors/problem';
 import type { components } from '../../../../generated/api-types';
 import { Dec, decToJson } from '../../../storage/decimal';
 import { SCALE, type PostingContext } from '../context';
-import { readAllRecords, readRecordsById } from '../read-back';
-import { insertChunked } from './journal';
-import { recordRow, tableOf } from '../write-rows';
+import { allocateRecordNumbersIn, insertRecords, rangeValues, readAllRecords, readRecordsById, recordRow, records } from '../records';
 
 /**
  * Stock movements shared by every write that moves inventory (inventory allocations, source 23;
@@ -114,18 +112,18 @@ const qtyText = (v: Dec) => v.toFixed();
 
 export async function applyStockMovements(ctx: PostingContext, movements: readonly StockMovement[]): Promise<StockResult> {
   if (movements.length === 0) return { applied: [], inventory: [] };
-  const { trx, dialect } = ctx;
-  const dec = (raw: unknown, scale: number) => dialect.decodeDecimal(raw, scale) ?? new Dec(0);
+  const { trx } = ctx;
+  const orZero = (v: Dec | null) => v ?? new Dec(0);
   const parts = [...new Set(movements.map((m) => m.partNumber))].sort((a, b) => a - b);
 
   // Serialise the writers of each part (in part order: two batches never wait on each other in a cycle).
   for (const part of parts) await ctx.lockName(`stock:part:${part}`);
 
-  const partRows = await trx('tkfprt').whereIn('recnum', parts).select('recnum', 'avgcst', 'lstcst');
+  const partRows = await records(ctx, 'parts').whereIn('recordNumber', parts).all(['recordNumber', 'averageCost', 'lastCost']);
   const state = new Map<number, PartState>();
   for (const row of partRows) {
-    const average = dec(row.avgcst, SCALE.price);
-    state.set(Number(row.recnum), { quantity: new Dec(0), value: new Dec(0), storedAverage: average, average, lastCost: null, changedBy: null });
+    const average = orZero(row.averageCost);
+    state.set(row.recordNumber, { quantity: new Dec(0), value: new Dec(0), storedAverage: average, average, lastCost: null, changedBy: null });
   }
   const unknown = movements.filter((m) => !state.has(m.partNumber));
   if (unknown.length > 0) {
@@ -134,14 +132,15 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
     });
   }
   const cells = new Map<string, Cell>();
-  for (const row of await trx('invqty').whereIn('prtnum', parts).select('_idnum', 'prtnum', 'locnum', 'qtyohn', 'qtyavl')) {
-    const cell: Cell = { id: String(row._idnum), onHand: dec(row.qtyohn, SCALE.quantity), available: dec(row.qtyavl, SCALE.quantity), changed: false };
-    cells.set(cellKey(Number(row.prtnum), Number(row.locnum)), cell);
-    const s = state.get(Number(row.prtnum))!;
+  const quantities = records(ctx, 'inventory-quantities').whereIn('partNumber', parts);
+  for (const row of await quantities.all(['id', 'partNumber', 'locationNumber', 'quantityOnHand', 'quantityAvailable'])) {
+    const cell: Cell = { id: row.id, onHand: orZero(row.quantityOnHand), available: orZero(row.quantityAvailable), changed: false };
+    cells.set(cellKey(row.partNumber, row.locationNumber), cell);
+    const s = state.get(row.partNumber)!;
     s.quantity = s.quantity.plus(cell.onHand);
   }
-  for (const row of await trx('invhst').whereIn('prtnum', parts).groupBy('prtnum').select('prtnum', trx.raw('sum(extcst) as v'))) {
-    state.get(Number(row.prtnum))!.value = dec(row.v, SCALE.money);
+  for (const { group, sum } of await records(ctx, 'inventory-histories').whereIn('partNumber', parts).sums('partNumber', 'extendedCost')) {
+    state.get(group as number)!.value = orZero(sum);
   }
 
   const applied: AppliedMovement[] = [];
@@ -248,8 +247,7 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   // last one's quantityAfter is the quantity on hand. (Numbers allocated before the lock, outside
   // the transaction, commit out of order under concurrency.) The counter row stays locked until
   // commit: stock postings serialise on it, after their part locks.
-  const numbers = rangeOf(await ctx.numbers.allocateIn(trx, 'invhst', histories.length));
-  const enc = dialect.encodeDecimal.bind(dialect);
+  const numbers = rangeValues(await allocateRecordNumbersIn(ctx.numbers, trx, 'inventory-histories', histories.length));
   const historyIds = histories.map(() => randomUUID());
   const rows = histories.map((h, i) => {
     const m = h.movement;
@@ -273,8 +271,8 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
       year: m.year,
     });
   });
-  await insertChunked(trx, tableOf('inventory-histories'), rows);
-  // What was written, as the query engine reads it (read-back.ts): the result is the record.
+  await insertRecords(trx, 'inventory-histories', rows);
+  // What was written, as the query engine reads it (engines/query/read-records.ts): the result is the record.
   const posted = (await readRecordsById(trx, 'inventory-histories', historyIds)) as unknown as PostedInventoryHistory[];
   let h = 0;
   movements.forEach((m, i) => {
@@ -282,10 +280,10 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   });
 
   const missing = [...cells.entries()].filter(([, c]) => c.changed && c.id === null);
-  const newNumbers = rangeOf(await ctx.numbers.allocateIn(trx, 'invqty', missing.length));
-  await insertChunked(
+  const newNumbers = rangeValues(await allocateRecordNumbersIn(ctx.numbers, trx, 'inventory-quantities', missing.length));
+  await insertRecords(
     trx,
-    tableOf('inventory-quantities'),
+    'inventory-quantities',
     missing.map(([key, c], i) => {
       const [part, location] = key.split('/').map(Number) as [number, number];
       return recordRow(ctx, 'inventory-quantities', {
@@ -301,7 +299,7 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   );
   for (const [, c] of cells) {
     if (!c.changed || c.id === null) continue;
-    await trx('invqty').where({ _idnum: c.id }).update({ qtyohn: enc(c.onHand, SCALE.quantity), qtyavl: enc(c.available, SCALE.quantity), upddte: ctx.now, updusr: ctx.user });
+    await records(ctx, 'inventory-quantities').where({ id: c.id }).update({ quantityOnHand: c.onHand, quantityAvailable: c.available });
   }
 
   const changedParts = parts.filter((p) => {
@@ -309,17 +307,17 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
     return !s.average.equals(s.storedAverage) || s.lastCost !== null;
   });
   const averageChanges = changedParts.filter((p) => !state.get(p)!.average.equals(state.get(p)!.storedAverage));
-  const hstNumbers = rangeOf(await ctx.numbers.allocateIn(trx, 'hstavg', averageChanges.length));
+  const hstNumbers = rangeValues(await allocateRecordNumbersIn(ctx.numbers, trx, 'historical-average-costs', averageChanges.length));
   for (const p of changedParts) {
     const s = state.get(p)!;
-    const update: Record<string, unknown> = { avgcst: enc(s.average, SCALE.price), upddte: ctx.now, updusr: ctx.user };
-    if (s.lastCost !== null) update.lstcst = enc(r4(s.lastCost), SCALE.price);
-    await trx('tkfprt').where({ recnum: p }).update(update);
-    if (!s.average.equals(s.storedAverage)) await trx('invqty').where({ prtnum: p }).update({ avgcst: enc(s.average, SCALE.price), upddte: ctx.now, updusr: ctx.user });
+    await records(ctx, 'parts')
+      .where({ recordNumber: p })
+      .update({ averageCost: s.average, ...(s.lastCost !== null ? { lastCost: r4(s.lastCost) } : {}) });
+    if (!s.average.equals(s.storedAverage)) await records(ctx, 'inventory-quantities').where({ partNumber: p }).update({ averageCost: s.average });
   }
-  await insertChunked(
+  await insertRecords(
     trx,
-    tableOf('historical-average-costs'),
+    'historical-average-costs',
     averageChanges.map((p, i) => {
       const s = state.get(p)!;
       const by = s.changedBy!;
@@ -337,10 +335,6 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
     }),
   );
   return { applied, inventory: posted };
-}
-
-function rangeOf(range: { first: number; count: number }): number[] {
-  return Array.from({ length: range.count }, (_, i) => range.first + i);
 }
 
 /** The movements a document wrote (by source and the document's record number), in the order written. */

@@ -4,23 +4,22 @@ import { Pending } from '../../../../storage/statement-batch';
 import type { PostingContext } from '../../context';
 import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
 import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
-import { insertChildrenReturning, insertRecordsReturning } from '../../read-back';
+import { childRow, childTableOf, fitText, insertChildrenReturning, insertRecordsReturning, recordRow } from '../../records';
 import type { PostedApInvoice } from './read-back';
 import type { LedgerSetup } from '../../ledger/period';
 import { AP_SOURCE, type ApInvoiceInput } from './input';
 import type { ResolvedLine } from './references';
-import { childRow, childTableOf, recordRow } from '../../write-rows';
 
 /**
  * POST /ap-invoices, the cascade (domain notes, "How it posts", source 11), inside the posting
  * transaction, once every check has passed:
  *
- *   invoice    acpinv + apivln
+ *   invoice    the AP invoice and its lines
  *   journal    each line debited to its ledger account (extended total + its sales tax);
  *              credited: the AP control account (invoice total - retainage when the ledger
  *              setup has a retainage payable account, which gets the retainage; else the total)
  *   job costs  one per job line (job, phase, cost code, cost type; amount = what the line debits)
- *   balances   lgrbal of the resolved period (through the journal)
+ *   balances   the ledger balances of the resolved period (through the journal)
  */
 
 export interface InvoiceToWrite {
@@ -36,7 +35,7 @@ export interface InvoiceToWrite {
 
 /**
  * Inserts the invoice and its lines; returns the invoice as stored, with its lines, as
- * readPostedApInvoice reads it (the inserts' RETURNING: read-back.ts insertRecordsReturning).
+ * readPostedApInvoice reads it (the inserts' RETURNING: records/insert.ts insertRecordsReturning).
  */
 export function insertInvoice(ctx: PostingContext, invoice: InvoiceToWrite): Pending<PostedApInvoice> {
   const { input, lines } = invoice;
@@ -113,7 +112,7 @@ export function invoiceJournalLines(invoice: InvoiceToWrite, setup: LedgerSetup)
     journalLines.push({
       lineNumber: (n += 1),
       ledgerAccount: r.ledgerAccount,
-      description: (r.line.description || input.description).slice(0, 50),
+      description: fitText('ledger-transactions.lines', 'description', r.line.description || input.description),
       debit: r.amount,
       credit: new Dec(0),
       jobNumber: r.jobNumber,
@@ -158,7 +157,7 @@ export function invoiceJobCosts(invoice: InvoiceToWrite, jobCostRecords: number[
     costCode: r.costCode!,
     costType: r.costType!,
     transactionDate: input.invoiceDate,
-    description: (r.line.description || input.description).slice(0, 50),
+    description: fitText('job-costs', 'description', r.line.description || input.description),
     sourceNumber,
     documentNumber: input.invoiceNumber,
     sourceRecordNumber: invoice.recordNumber,

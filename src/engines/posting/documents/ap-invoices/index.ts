@@ -3,6 +3,7 @@ import type { NumberAllocator } from '../../../../storage/numbers';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, loadReferenceRows } from '../../ledger/references';
 import { addDays } from '../../dates';
+import { allocateRecordNumbers, fitText, rangeValues, recordLockName, records } from '../../records';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { insertInvoice, postInvoiceJobCosts, postInvoiceJournal, type InvoiceToWrite } from './cascade';
 import { AP_SOURCE, STATUS_OPEN, STATUS_REVIEW, STATUS_VOID, checkApTotals, jobOf, prepareApInvoice, type ApInvoiceInput } from './input';
@@ -23,9 +24,9 @@ import { resolveLines } from './references';
  */
 
 export { AP_SOURCE, checkApTotals, prepareApInvoice, type ApInvoiceInput, type ApLineInput } from './input';
-export { readApInvoice, readPostedApInvoice, type ApInvoiceWriteResult, type PostedApInvoice } from './read-back';
+export { readPostedApInvoice, type ApInvoiceWriteResult, type PostedApInvoice } from './read-back';
 export { insertInvoice, invoiceJobCosts, invoiceJournalLines, type InvoiceToWrite } from './cascade';
-export { resolveLines as resolveApLines } from './references';
+export { resolveLines as resolveApLines, type ResolvedLine as ResolvedApLine } from './references';
 
 interface Numbers {
   invoiceRecord: number;
@@ -41,23 +42,27 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
   async allocate(input, numbers: NumberAllocator): Promise<Numbers> {
     const posts = input.status === STATUS_OPEN;
     const jobLines = posts ? input.lines.filter((l) => jobOf(input, l) !== undefined).length : 0;
-    const got = await numbers.allocateMany({ acpinv: 1, lgrtrn: posts ? 1 : 0, jobcst: jobLines });
+    const got = await allocateRecordNumbers(numbers, { 'ap-invoices': 1, 'ledger-transactions': posts ? 1 : 0, 'job-costs': jobLines });
     return {
-      invoiceRecord: got.acpinv!.first,
-      ledgerRecord: posts ? got.lgrtrn!.first : null,
-      jobCostRecords: Array.from({ length: got.jobcst!.count }, (_, i) => got.jobcst!.first + i),
+      invoiceRecord: got['ap-invoices'].first,
+      ledgerRecord: posts ? got['ledger-transactions'].first : null,
+      jobCostRecords: rangeValues(got['job-costs']),
     };
   },
 
   async post(ctx, input, numbers): Promise<PostOutcome<ApInvoiceWriteResult>> {
     checkApTotals(input);
-    const { trx, dialect } = ctx;
+    const { trx } = ctx;
 
     // One vendor invoice number is entered once: serialise, then look.
-    await ctx.lockName(`acpinv:${input.vendorNumber}:${input.invoiceNumber}`);
-    const already = await trx('acpinv').where({ vndnum: input.vendorNumber, invnum: input.invoiceNumber }).whereNot({ status: STATUS_VOID }).orderBy('recnum').first('_idnum');
+    await ctx.lockName(recordLockName('ap-invoices', [input.vendorNumber, input.invoiceNumber]));
+    const already = await records(ctx, 'ap-invoices')
+      .where({ vendorNumber: input.vendorNumber, invoiceNumber: input.invoiceNumber })
+      .whereNot({ status: STATUS_VOID })
+      .orderBy('recordNumber')
+      .first(['id']);
     if (already) {
-      const existing = await existingResult(trx, dialect, already);
+      const existing = await existingResult(ctx, already.id);
       const diff = differences(existing.document, input);
       if (diff.length === 0) return { result: existing, duplicate: true };
       throw new ApiProblem(
@@ -77,7 +82,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
     if (posts) {
       const check = new ReferenceCheck();
       if (setup.apControlAccount === null) check.notPostable('vendorNumber', 'the ledger setup has no AP control account', 'setup_incomplete');
-      const source = (await loadReferenceRows(ctx, 'source', [{ field: 'status', value: AP_SOURCE }], ['recnum'])).get(String(AP_SOURCE));
+      const source = (await loadReferenceRows(ctx, 'transaction-sources', [{ field: 'status', value: AP_SOURCE }], ['recordNumber'])).get(String(AP_SOURCE));
       if (!source) check.notPostable('status', `transaction source ${AP_SOURCE} (Payable Invoices) does not exist`, 'setup_incomplete');
       check.throwIfAny();
     }
@@ -88,7 +93,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       lines,
       recordNumber: numbers.invoiceRecord,
       ledgerRecord: posts ? numbers.ledgerRecord : null,
-      dueDate: input.dueDate ?? addDays(input.invoiceDate, Number(vendor.duedys ?? 30)),
+      dueDate: input.dueDate ?? addDays(input.invoiceDate, vendor.termsDays ?? 30),
       enteredDate: ctx.today,
       period,
       year,
@@ -98,7 +103,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
     const document = insertInvoice(ctx, invoice);
     if (!posts || input.status === STATUS_REVIEW) return { result: { document: await document, jobCosts: [], inventory: [], period, year } };
 
-    const description = (input.description || `${String(vendor.shtnme || vendor.vndnme || `Vendor ${input.vendorNumber}`)} ${input.invoiceNumber}`).slice(0, 50);
+    const description = fitText('ledger-transactions', 'description', input.description || `${String(vendor.shortName || vendor.vendorName || `Vendor ${input.vendorNumber}`)} ${input.invoiceNumber}`);
     const jobCosts = postInvoiceJobCosts(ctx, invoice, numbers.jobCostRecords);
     const ledgerTransaction = await postInvoiceJournal(ctx, invoice, setup, description);
     const result: ApInvoiceWriteResult = { document: await document, jobCosts: await jobCosts, inventory: [], period, year, ledgerTransaction };

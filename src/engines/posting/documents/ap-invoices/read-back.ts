@@ -1,8 +1,7 @@
 import type { Knex } from 'knex';
 import { Dec } from '../../../../storage/decimal';
-import type { Dialect } from '../../../../storage/dialect';
-import { readWriteResultOf } from '../../ledger/posted-result';
-import { readRecord, type WriteResult } from '../../read-back';
+import { readWriteResultOf, type WriteResult } from '../../ledger/posted-result';
+import { readRecord, type RecordsContext } from '../../records';
 import { lineDifferences, periodDiffers } from '../../resend';
 import { AP_SOURCE, type ApInvoiceInput } from './input';
 
@@ -53,11 +52,7 @@ export interface PostedApInvoice {
 /** An AP invoice moves no stock: `inventory` is always empty. */
 export type ApInvoiceWriteResult = Omit<WriteResult<PostedApInvoice>, 'inventory'> & { inventory: never[] };
 
-/** An AP invoice with its lines in the published shape, read back through the catalog (read-back.ts). */
-export async function readApInvoice(db: Knex | Knex.Transaction, _dialect: Dialect, header: Record<string, any>): Promise<PostedApInvoice> {
-  return readPostedApInvoice(db, String(header._idnum));
-}
-
+/** An AP invoice with its lines in the published shape, read back through the catalog (engines/query/read-records.ts). */
 export async function readPostedApInvoice(db: Knex | Knex.Transaction, id: string): Promise<PostedApInvoice> {
   const record = await readRecord(db, 'ap-invoices', id, { children: ['lines'] });
   if (!record) throw new Error(`AP invoice ${id} not found in its own transaction`);
@@ -95,8 +90,9 @@ export function differences(existing: PostedApInvoice, input: ApInvoiceInput): s
   return out;
 }
 
-export async function existingResult(trx: Knex.Transaction, dialect: Dialect, header: Record<string, any>): Promise<ApInvoiceWriteResult> {
-  const result = await readWriteResultOf(trx, AP_SOURCE, await readApInvoice(trx, dialect, header), { inventory: false });
+/** The invoice `id` already entered, as the write result of its posting (a replayed duplicate). */
+export async function existingResult(ctx: RecordsContext, id: string): Promise<ApInvoiceWriteResult> {
+  const result = await readWriteResultOf(ctx, AP_SOURCE, await readPostedApInvoice(ctx.trx, id), { inventory: false });
   return { ...result, inventory: [] };
 }
 

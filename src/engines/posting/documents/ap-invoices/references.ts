@@ -1,7 +1,8 @@
-import { Dec } from '../../../../storage/decimal';
-import { SCALE, type PostingContext } from '../../context';
+import type { Dec } from '../../../../storage/decimal';
+import type { PostingContext } from '../../context';
 import type { LedgerSetup } from '../../ledger/period';
-import { ReferenceCheck, checkCostCodesAndTypes, isTrue, loadReferenceRows, phasesOfJobs } from '../../ledger/references';
+import { ReferenceCheck, checkCostCodesAndTypes, loadReferenceRows, phasesOfJobs } from '../../ledger/references';
+import type { StoredRecord } from '../../records';
 import { jobOf, phaseOf, type ApInvoiceInput, type ApLineInput } from './input';
 
 /**
@@ -12,6 +13,11 @@ import { jobOf, phaseOf, type ApInvoiceInput, type ApLineInput } from './input';
 
 /** Account types that carry job costs: 3 WIP asset, 9 Direct expense. */
 const JOB_ACCOUNT_TYPES = new Set([3, 9]);
+/** Job status 6: closed; phase status 3: closed. */
+const JOB_CLOSED = 6;
+const PHASE_CLOSED = 3;
+/** The vendor's fields an invoice uses (all cached: storage/reference-cache.ts). */
+const VENDOR_FIELDS = ['inactive', 'defaultLedgerAccount', 'defaultCostCode', 'defaultCostType', 'termsDays', 'shortName', 'vendorName'];
 
 export interface ResolvedLine {
   line: ApLineInput;
@@ -25,31 +31,30 @@ export interface ResolvedLine {
 }
 
 /** Looks up every referenced record, applies the defaults and the account rules. */
-export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, setup: LedgerSetup): Promise<{ lines: ResolvedLine[]; vendor: Record<string, any> }> {
-  const { dialect } = ctx;
+export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, setup: LedgerSetup): Promise<{ lines: ResolvedLine[]; vendor: StoredRecord }> {
   const check = new ReferenceCheck();
 
-  const vendors = await loadReferenceRows(ctx, 'actpay', [{ field: 'vendorNumber', value: input.vendorNumber }], ['inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme']);
+  const vendors = await loadReferenceRows(ctx, 'vendors', [{ field: 'vendorNumber', value: input.vendorNumber }], VENDOR_FIELDS);
   const vendor = vendors.get(String(input.vendorNumber));
   if (!vendor) {
     check.notFound('vendorNumber', `vendor ${input.vendorNumber}`);
     check.throwIfAny();
   }
-  if (isTrue(vendor!.inactv)) check.notPostable('vendorNumber', `vendor ${input.vendorNumber} is inactive`, 'inactive');
-  const vendorAccount = vendor!.dftact === null || vendor!.dftact === undefined ? null : Number(vendor!.dftact);
-  const vendorCostCode = dialect.decodeDecimal(vendor!.dftcde, SCALE.costCode);
-  const vendorCostType = vendor!.dfttyp === null || vendor!.dfttyp === undefined ? null : Number(vendor!.dfttyp);
+  if (vendor!.inactive) check.notPostable('vendorNumber', `vendor ${input.vendorNumber} is inactive`, 'inactive');
+  const vendorAccount: number | null = vendor!.defaultLedgerAccount;
+  const vendorCostCode: Dec | null = vendor!.defaultCostCode;
+  const vendorCostType: number | null = vendor!.defaultCostType;
 
   // Jobs and phases (header and lines).
   const jobRefs = [
     ...(input.jobNumber !== undefined ? [{ field: 'jobNumber', value: input.jobNumber }] : []),
     ...input.lines.filter((l) => l.jobNumber !== undefined).map((l) => ({ field: `lines[${l.index}].jobNumber`, value: l.jobNumber! })),
   ];
-  const jobs = await loadReferenceRows(ctx, 'actrec', jobRefs, ['status']);
+  const jobs = await loadReferenceRows(ctx, 'jobs', jobRefs, ['status']);
   for (const ref of jobRefs) {
     const job = jobs.get(String(ref.value));
     if (!job) check.notFound(ref.field, `job ${ref.value}`);
-    else if (Number(job.status) === 6) check.notPostable(ref.field, `job ${ref.value} is closed`, 'closed');
+    else if (job.status === JOB_CLOSED) check.notPostable(ref.field, `job ${ref.value} is closed`, 'closed');
   }
   const phaseRefs: Array<{ field: string; job: number; phase: number }> = [];
   if (input.jobNumber !== undefined && input.phaseNumber !== undefined) phaseRefs.push({ field: 'phaseNumber', job: input.jobNumber, phase: input.phaseNumber });
@@ -62,12 +67,12 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
   }
   if (phaseRefs.length > 0) {
     const byJob = await phasesOfJobs(ctx, phaseRefs.map((p) => p.job));
-    const phases = new Map([...byJob.values()].flat().map((r) => [`${Number(r.jobnum)}/${Number(r.phsnum)}`, r]));
+    const phases = new Map([...byJob.values()].flat().map((r) => [`${r.jobNumber}/${r.phaseNumber}`, r]));
     for (const ref of phaseRefs) {
       if (!jobs.has(String(ref.job))) continue;
       const phase = phases.get(`${ref.job}/${ref.phase}`);
       if (!phase) check.notFound(ref.field, `phase ${ref.phase} of job ${ref.job}`);
-      else if (Number(phase.status) === 3) check.notPostable(ref.field, `phase ${ref.phase} of job ${ref.job} is closed`, 'closed');
+      else if (phase.status === PHASE_CLOSED) check.notPostable(ref.field, `phase ${ref.phase} of job ${ref.job} is closed`, 'closed');
     }
   }
 
@@ -89,7 +94,7 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
     if (r.ledgerAccount === 0) check.notPostable(`lines[${r.line.index}].ledgerAccount`, 'no ledger account given and the vendor has no default', 'required');
   });
   const accountRefs = resolved.filter((r) => r.ledgerAccount !== 0).map((r) => ({ field: `lines[${r.line.index}].ledgerAccount`, value: r.ledgerAccount }));
-  const accounts = await loadReferenceRows(ctx, 'lgract', accountRefs, ['acttyp', 'inactv']);
+  const accounts = await loadReferenceRows(ctx, 'ledger-accounts', accountRefs, ['accountType', 'inactive']);
   for (const r of resolved) {
     if (r.ledgerAccount === 0) continue;
     const field = `lines[${r.line.index}].ledgerAccount`;
@@ -98,8 +103,8 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
       check.notFound(field, `ledger account ${r.ledgerAccount}`);
       continue;
     }
-    if (isTrue(account.inactv)) check.notPostable(field, `ledger account ${r.ledgerAccount} is inactive`, 'inactive');
-    const jobAccount = JOB_ACCOUNT_TYPES.has(Number(account.acttyp));
+    if (account.inactive) check.notPostable(field, `ledger account ${r.ledgerAccount} is inactive`, 'inactive');
+    const jobAccount = JOB_ACCOUNT_TYPES.has(account.accountType);
     if (r.jobNumber !== null && !jobAccount) {
       check.notPostable(field, `job line on ledger account ${r.ledgerAccount}, which is not a direct expense or WIP account`, 'not_job_account');
     } else if (r.jobNumber === null && jobAccount) {
@@ -113,7 +118,7 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
   await checkCostCodesAndTypes(ctx, check, resolved);
   const equipmentRefs = input.lines.filter((l) => l.equipmentNumber !== undefined).map((l) => ({ field: `lines[${l.index}].equipmentNumber`, value: l.equipmentNumber! }));
   if (equipmentRefs.length > 0) {
-    const equipment = await loadReferenceRows(ctx, 'eqpmnt', equipmentRefs, []);
+    const equipment = await loadReferenceRows(ctx, 'equipment', equipmentRefs, []);
     for (const ref of equipmentRefs) if (!equipment.has(String(ref.value))) check.notFound(ref.field, `equipment ${ref.value}`);
   }
   check.throwIfAny();

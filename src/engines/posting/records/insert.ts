@@ -1,0 +1,113 @@
+import type { Knex } from 'knex';
+import { rowsPerInsert } from '../../../storage/parameter-budget';
+import { CATALOG } from '../../../../generated/catalog';
+import { engineOf, queryDialectFor } from '../../../storage/dialect';
+import { Pending, type StatementBatch } from '../../../storage/statement-batch';
+import { installedSchemaOf } from '../../../storage/installed-schema';
+import { columnsUnavailable, installedView } from '../../../catalog/installed';
+import { recordDecoder, type PublishedRecord, type Row } from '../../query/envelope';
+import type { StorageRow } from './rows';
+import { shapeOf } from './shapes';
+
+/**
+ * Inserts of posted records (rows built from published names by rows.ts), in chunks under every
+ * engine's parameter limit: plain, or returning what was stored, decoded as a read of the entity
+ * (engines/query/read-records.ts) would decode it.
+ */
+
+/** Rows per insert statement under every engine's parameter limit (the one budget: storage/parameter-budget.ts). */
+function rowsPerStatement(rows: ReadonlyArray<StorageRow>): number {
+  return rowsPerInsert(rows.length === 0 ? 1 : Object.keys(rows[0]!).length);
+}
+
+/** The entity as the installed build of the database `db` talks to has it. */
+function entityOf(entityName: string, db: Knex | Knex.Transaction) {
+  const entity = CATALOG[entityName];
+  if (!entity) throw new Error(`read-back: no entity ${entityName} in the catalog`);
+  return installedView(entity, installedSchemaOf(db as Knex));
+}
+
+/** Inserts `rows` (built by rows.ts) into the table of `set` (`entity` or `entity.collection`), sent at once (not queued), in chunks. */
+export async function insertRecords(trx: Knex.Transaction, set: string, rows: ReadonlyArray<StorageRow>): Promise<void> {
+  if (rows.length === 0) return;
+  const table = shapeOf(set).table;
+  const size = rowsPerStatement(rows);
+  for (let i = 0; i < rows.length; i += size) await trx(table).insert(rows.slice(i, i + size));
+}
+
+/**
+ * Inserts `rows` into `table` and returns what was stored, columns `columns`, in the order of
+ * `rows`: the insert's RETURNING clause (SQL Server: OUTPUT INSERTED into a temporary table,
+ * which knex writes when asked to include trigger modifications: every table there has an
+ * upddte trigger, and a plain OUTPUT is refused on a table with triggers).
+ */
+function insertReturningRows(batch: StatementBatch, table: string, keyColumn: string, columns: readonly string[], rows: ReadonlyArray<StorageRow>): Pending<Row[]> {
+  const size = rowsPerStatement(rows);
+  const chunks: Array<Pending<Row[]>> = [];
+  for (let i = 0; i < rows.length; i += size) {
+    chunks.push(
+      batch.add({
+        query: batch.trx(table).insert(rows.slice(i, i + size)).returning([...columns], { includeTriggerModifications: true }),
+        returning: columns,
+      }) as Pending<Row[]>,
+    );
+  }
+  return Pending.all(batch, chunks).map((stored) => {
+    const byKey = new Map<string, Row>();
+    for (const chunk of stored) for (const row of chunk) byKey.set(String(row[keyColumn]).toLowerCase(), row);
+    return rows.map((r) => {
+      const row = byKey.get(String(r[keyColumn]).toLowerCase());
+      if (!row) throw new Error(`read-back: ${table} ${String(r[keyColumn])} not returned by its own insert`);
+      return row;
+    });
+  });
+}
+
+/**
+ * Write and read back in ONE statement: inserts records of `entityName` (storage rows built by
+ * rows.ts, each with its key) and returns them as readRecordsById would read them right after,
+ * without the SELECT. Provably the same: the insert returns the very columns the read selects
+ * (every field of the catalog, no `select`), as the engine stored them (defaults and type
+ * conversion applied; no trigger changes an inserted row), and they are decoded by the same
+ * recordDecoder; nothing runs between the insert and where the read stood. One round trip per
+ * insert instead of two (PostgreSQL pays a round trip per statement). The insert is queued in the
+ * posting's statement batch (storage/statement-batch.ts): awaiting the result sends it, after
+ * every write queued before it.
+ */
+export function insertRecordsReturning(batch: StatementBatch, entityName: string, rows: ReadonlyArray<StorageRow>): Pending<PublishedRecord[]> {
+  const entity = entityOf(entityName, batch.trx);
+  const fields = Object.values(entity.fields);
+  const columns = [...new Set([...fields.map((f) => f.column), entity.keyColumn])];
+  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields);
+  return insertReturningRows(batch, entity.table, entity.keyColumn, columns, rows).map((stored) => stored.map(decode));
+}
+
+/**
+ * The lines of ONE parent record, inserted and returned as attachChildren reads them (every field
+ * of the collection, in the order column's order): the same argument as insertRecordsReturning.
+ * `keyColumn` is the child table's own key (`_idnum`), present in every row.
+ */
+export function insertChildrenReturning(batch: StatementBatch, entityName: string, collection: string, rows: ReadonlyArray<StorageRow>, keyColumn = '_idnum'): Pending<PublishedRecord[]> {
+  const entity = entityOf(entityName, batch.trx);
+  const child = Object.hasOwn(entity.children, collection) ? entity.children[collection] : undefined;
+  if (!child && entity.unavailable?.includes(collection)) throw columnsUnavailable([`${entityName}.${collection}`], 'this posting');
+  if (!child) throw new Error(`read-back: ${entityName} has no child collection ${collection}`);
+  const fields = Object.values(child.fields);
+  const columns = [...new Set([...fields.map((f) => f.column), child.parentColumn, child.orderColumn, keyColumn])];
+  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields);
+  // The read orders by (parent, order column); one parent here. Stable: ties keep insert order.
+  const order = (row: Row) => row[child.orderColumn] as number | string;
+  return insertReturningRows(batch, child.table, keyColumn, columns, rows).map((stored) => sortedByOrder(stored, order).map(decode));
+}
+
+function sortedByOrder(stored: Row[], order: (row: Row) => number | string): Row[] {
+  return [...stored].sort((a, b) => {
+    const x = order(a);
+    const y = order(b);
+    const nx = Number(x);
+    const ny = Number(y);
+    // Numbers (a bigint arrives as text from pg) compare as numbers, anything else as text.
+    if (x !== null && y !== null && x !== '' && y !== '' && Number.isFinite(nx) && Number.isFinite(ny)) return nx - ny;
+    return String(x) < String(y) ? -1 : String(x) > String(y) ? 1 : 0;
+  });
+}

@@ -1,0 +1,216 @@
+import type { Knex } from 'knex';
+import { Dec } from '../../../storage/decimal';
+import { toIsoDate } from '../../../storage/db-time';
+import type { Dialect } from '../../../storage/dialect';
+import type { FieldDef } from '../../../catalog/types';
+import type { PostingContext } from '../context';
+import { updateStamps } from './audit';
+import { PARENT_ID, fieldOf, shapeOf, type RecordShape } from './shapes';
+
+/**
+ * Reads and updates of stored records in PUBLISHED names (the catalog maps them: shapes.ts), for
+ * what a posting looks up (the order it receives, the records it posts, the setup it posts by)
+ * and the records it changes. A knex query underneath, statement for statement what a posting
+ * would write by hand, so a document never spells a table or a column:
+ *
+ *   records(ctx, 'purchase-orders.lines').ofParent(order.id).orderBy('lineNumber').all(['id', 'quantity'])
+ *   records(ctx, 'purchase-orders').where({ id }).update({ receivedTotal: increment(total), status })
+ *
+ * Values come back decoded by their field's kind: integers as numbers, decimals as Dec (at the
+ * column's scale), booleans as booleans, dates as YYYY-MM-DD, text as stored; null stays null.
+ * Condition and change values are encoded the same way (a Dec at its column's scale). Every
+ * update sets the audit stamps (audit.ts). A read or update runs at once (the posting's queued
+ * inserts wait in its statement batch; the cascades await each insert before the next read).
+ */
+
+/** A value a condition compares with, or a change stores. */
+export type RecordValue = string | number | boolean | Dec | null;
+
+/** A stored record's fields, decoded (see above). */
+export type StoredRecord = Record<string, any>;
+
+/** A change that computes the new value from the stored one (one statement, no read first). */
+export interface ComputedChange {
+  readonly computed: 'increment' | 'decrementToZero';
+  readonly by: Dec;
+}
+
+/** stored + by. */
+export function increment(by: Dec): ComputedChange {
+  return { computed: 'increment', by };
+}
+
+/** stored - by, but never below zero (what arrives is no longer on order, down to none). */
+export function decrementToZero(by: Dec): ComputedChange {
+  return { computed: 'decrementToZero', by };
+}
+
+type Change = RecordValue | ComputedChange;
+
+/** What a read needs (the transaction, the engine's decimals); an update also stamps who and when. */
+export type RecordsContext = Pick<PostingContext, 'trx' | 'dialect' | 'now' | 'user'>;
+
+const isComputed = (v: unknown): v is ComputedChange => typeof v === 'object' && v !== null && 'computed' in v;
+
+function encode(dialect: Dialect, shape: RecordShape, field: FieldDef, value: RecordValue): unknown {
+  if (field.kind !== 'decimal' || value === null) return value;
+  if (field.scale === undefined) throw new Error(`records: ${shape.name}.${field.name} is a decimal without a scale`);
+  if (value instanceof Dec) return dialect.encodeDecimal(value, field.scale);
+  if (typeof value === 'number') return dialect.encodeDecimal(new Dec(value), field.scale);
+  throw new Error(`records: ${shape.name}.${field.name} is a decimal, got ${typeof value}`);
+}
+
+function decode(dialect: Dialect, field: FieldDef, raw: unknown): unknown {
+  if (raw === null || raw === undefined) return null;
+  switch (field.kind) {
+    case 'integer':
+      return Number(raw);
+    case 'decimal':
+      return dialect.decodeDecimal(raw, field.scale ?? 0);
+    case 'boolean':
+      return raw === true || raw === 1 || raw === '1' || raw === 't' || raw === 'true';
+    case 'date':
+      return toIsoDate(raw);
+    case 'uuid':
+      return String(raw);
+    default:
+      return raw;
+  }
+}
+
+/** A stored row (storage columns) in published names, decoded; columns without a published name are left out. */
+function decodeRecord(dialect: Dialect, shape: RecordShape, row: Record<string, unknown>): StoredRecord {
+  const out: StoredRecord = {};
+  for (const [column, raw] of Object.entries(row)) {
+    const name = shape.nameOfColumn.get(column);
+    if (name !== undefined) out[name] = decode(dialect, shape.fields[name]!, raw);
+  }
+  return out;
+}
+
+/** A row of `set` as stored (storage columns, as another reader such as the reference cache holds it), in published names, decoded. */
+export function decodeStored(dialect: Dialect, set: string, row: Record<string, unknown>): StoredRecord {
+  return decodeRecord(dialect, shapeOf(set), row);
+}
+
+export class RecordQuery {
+  private readonly shape: RecordShape;
+  private readonly query: Knex.QueryBuilder;
+
+  constructor(
+    private readonly ctx: RecordsContext,
+    set: string,
+  ) {
+    this.shape = shapeOf(set);
+    this.query = ctx.trx(this.shape.table);
+  }
+
+  private column(field: string): string {
+    return fieldOf(this.shape, field).column;
+  }
+
+  private encoded(field: string, value: RecordValue): unknown {
+    return encode(this.ctx.dialect, this.shape, fieldOf(this.shape, field), value);
+  }
+
+  private columns(values: Readonly<Record<string, RecordValue>>): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [field, value] of Object.entries(values)) out[this.column(field)] = this.encoded(field, value);
+    return out;
+  }
+
+  /** Every field equal to its value. */
+  where(values: Readonly<Record<string, RecordValue>>): this {
+    this.query.where(this.columns(values));
+    return this;
+  }
+
+  /** Not every field equal to its value (one field: not equal). */
+  whereNot(values: Readonly<Record<string, RecordValue>>): this {
+    this.query.whereNot(this.columns(values));
+    return this;
+  }
+
+  whereIn(field: string, values: readonly RecordValue[]): this {
+    this.query.whereIn(this.column(field), values.map((v) => this.encoded(field, v)) as readonly any[]);
+    return this;
+  }
+
+  whereNull(field: string): this {
+    this.query.whereNull(this.column(field));
+    return this;
+  }
+
+  whereNotNull(field: string): this {
+    this.query.whereNotNull(this.column(field));
+    return this;
+  }
+
+  orderBy(field: string, direction: 'asc' | 'desc' = 'asc'): this {
+    this.query.orderBy(this.column(field), direction);
+    return this;
+  }
+
+  /** A child collection's records of one parent (`_idref`). */
+  ofParent(id: string): this {
+    return this.where({ [PARENT_ID]: id });
+  }
+
+  /** A child collection's records of these parents. */
+  ofParents(ids: readonly string[]): this {
+    return this.whereIn(PARENT_ID, ids);
+  }
+
+  limit(count: number): this {
+    this.query.limit(count);
+    return this;
+  }
+
+  private selected(fields: readonly string[] | undefined): string[] {
+    return fields === undefined ? [] : fields.map((f) => this.column(f));
+  }
+
+  /** The matching records with `fields` (every stored column that has a published name when absent). */
+  async all(fields?: readonly string[]): Promise<StoredRecord[]> {
+    const columns = this.selected(fields);
+    const rows = (await (columns.length > 0 ? this.query.select(columns) : this.query)) as Array<Record<string, unknown>>;
+    return rows.map((row) => decodeRecord(this.ctx.dialect, this.shape, row));
+  }
+
+  /** The first matching record with `fields` (every stored column that has a published name when absent), or undefined. */
+  async first(fields?: readonly string[]): Promise<StoredRecord | undefined> {
+    const columns = this.selected(fields);
+    const row = (await (columns.length > 0 ? this.query.first(columns) : this.query.first())) as Record<string, unknown> | undefined;
+    return row === undefined ? undefined : decodeRecord(this.ctx.dialect, this.shape, row);
+  }
+
+  /** Per value of `groupField`, the sum of `sumField` over the matching records (decoded as that field). */
+  async sums(groupField: string, sumField: string): Promise<Array<{ group: unknown; sum: any }>> {
+    const group = fieldOf(this.shape, groupField);
+    const summed = fieldOf(this.shape, sumField);
+    const rows = (await this.query.groupBy(group.column).select(group.column, this.ctx.trx.raw('sum(??) as v', [summed.column]))) as Array<Record<string, unknown>>;
+    return rows.map((row) => ({ group: decode(this.ctx.dialect, group, row[group.column]), sum: decode(this.ctx.dialect, summed, row.v) }));
+  }
+
+  /** Changes the matching records (and their audit stamps); returns how many rows changed. */
+  async update(changes: Readonly<Record<string, Change>>): Promise<number> {
+    const { trx } = this.ctx;
+    const row: Record<string, unknown> = {};
+    for (const [field, value] of Object.entries(changes)) {
+      const column = this.column(field);
+      if (!isComputed(value)) {
+        row[column] = this.encoded(field, value);
+        continue;
+      }
+      const by = this.encoded(field, value.by) as Knex.Value;
+      row[column] =
+        value.computed === 'increment' ? trx.raw('?? + ?', [column, by]) : trx.raw('CASE WHEN ?? > ? THEN ?? - ? ELSE 0 END', [column, by, column, by]);
+    }
+    return Number(await this.query.update({ ...row, ...updateStamps(this.ctx) }));
+  }
+}
+
+/** A read or update of the records of `set`: an entity (`purchase-orders`) or a child collection (`purchase-orders.lines`). */
+export function records(ctx: RecordsContext, set: string): RecordQuery {
+  return new RecordQuery(ctx, set);
+}
