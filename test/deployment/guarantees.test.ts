@@ -595,118 +595,142 @@ const unlockThrough = (inst: DeployedInstance, key: string, userName: string, ov
   exchange(() => inst.post('/api/v3/utility/un-lock', { userName, ...(override === undefined ? {} : { override }) }, key));
 const ms = (e: Exchange) => Math.round(e.answeredAt - e.sentAt);
 
+/**
+ * Each lock check ends with the database un-locked, passed or failed: a lock left behind would fail
+ * every later check for the wrong reason (and keys made while locked are unknown to the processes).
+ */
+async function withLockReleased(check: () => Promise<void>): Promise<void> {
+  try {
+    await check();
+  } finally {
+    if ((await countRows(top.knex, 'mntlck')) > 0) {
+      await top.whole();
+      const released = await top.instances[0]!.post('/api/v3/utility/un-lock', { userName: 'dp-cleanup', override: true }, top.adminKey);
+      assert.equal(released.status, 200, `the lock left behind is released: ${JSON.stringify(released.body)}`);
+    }
+  }
+}
+
 test('maintenance lock: after the lock through the first instance answers, the first read, match, write and dry run to every worker of every instance is 423 (Retry-After); after the un-lock through the last answers, every worker serves', { timeout: 120_000 }, async (t) => {
-  await top.whole();
-  const key = await top.newKey('dp lock');
-  const first = top.instances[0]!;
-  const last = top.instances.at(-1)!;
-  const tag = `DLS${Date.now() % 100_000}`;
-  await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-pre`));
+  await withLockReleased(async () => {
+    await top.whole();
+    const key = await top.newKey('dp lock');
+    const first = top.instances[0]!;
+    const last = top.instances.at(-1)!;
+    const tag = `DLS${Date.now() % 100_000}`;
+    await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-pre`));
 
-  const locked = await lockThrough(first, top.adminKey, 'dp-ops');
-  assert.equal(locked.status, 200, JSON.stringify(locked.body));
-  assert.equal(locked.body.status, 'locked');
-  const tokenLocked = await dataToken();
-  const whileLocked = await probeEveryWorker(key, `${tag}-L`);
-  await assertEveryWorkerLocked(whileLocked, 'dp-ops');
-  assert.equal(await dataToken(), tokenLocked, 'nothing was written while locked');
+    const locked = await lockThrough(first, top.adminKey, 'dp-ops');
+    assert.equal(locked.status, 200, JSON.stringify(locked.body));
+    assert.equal(locked.body.status, 'locked');
+    const tokenLocked = await dataToken();
+    const whileLocked = await probeEveryWorker(key, `${tag}-L`);
+    await assertEveryWorkerLocked(whileLocked, 'dp-ops');
+    assert.equal(await dataToken(), tokenLocked, 'nothing was written while locked');
 
-  const unlocked = await unlockThrough(last, top.adminKey, 'dp-ops');
-  assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
-  assert.equal(unlocked.body.status, 'unlocked');
-  await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-U`));
-  assert.equal(await countRows(top.knex, 'mntlck'), 0);
-  t.diagnostic(`lock through ${first.id} ${ms(locked)} ms, un-lock through ${last.id} ${ms(unlocked)} ms; ${whileLocked.length} requests while locked, all 423`);
-  await assertBooksInvariants(top.knex);
+    const unlocked = await unlockThrough(last, top.adminKey, 'dp-ops');
+    assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+    assert.equal(unlocked.body.status, 'unlocked');
+    await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-U`));
+    assert.equal(await countRows(top.knex, 'mntlck'), 0);
+    t.diagnostic(`lock through ${first.id} ${ms(locked)} ms, un-lock through ${last.id} ${ms(unlocked)} ms; ${whileLocked.length} requests while locked, all 423`);
+    await assertBooksInvariants(top.knex);
+  });
 });
 
 test('maintenance lock, no window: reads and writes to every process in a loop while locking through the first instance and un-locking through the last; nothing sent after the lock answered is served, nothing answers 5xx', { timeout: 120_000 }, async (t) => {
-  await top.whole();
-  const keys = await Promise.all(Array.from({ length: 4 }, (_, i) => top.newKey(`dp lock window ${i}`)));
-  const first = top.instances[0]!;
-  const last = top.instances.at(-1)!;
-  const reports: string[] = [];
-  for (let round = 0; round < 3; round += 1) {
-    const traffic = trafficLoop({ ports: top.everyProcess().map((i) => i.port), apiKeys: keys, concurrency: 8, tag: `DLW${Date.now() % 100_000}-${round}` });
-    let sent: Sent[];
-    let locked: Exchange;
-    let unlocked: Exchange;
-    let tokenLocked: string;
-    let tokenBeforeUnlock: string;
-    try {
-      await sleep(500);
-      locked = await lockThrough(first, top.adminKey, `dp-window-${round}`);
-      assert.equal(locked.status, 200, JSON.stringify(locked.body));
-      tokenLocked = await dataToken();
-      await sleep(500);
-      tokenBeforeUnlock = await dataToken();
-      unlocked = await unlockThrough(last, top.adminKey, `dp-window-${round}`);
-      assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
-      await sleep(500);
-    } finally {
-      sent = await traffic.stop();
+  await withLockReleased(async () => {
+    await top.whole();
+    const keys = await Promise.all(Array.from({ length: 4 }, (_, i) => top.newKey(`dp lock window ${i}`)));
+    const first = top.instances[0]!;
+    const last = top.instances.at(-1)!;
+    const reports: string[] = [];
+    for (let round = 0; round < 3; round += 1) {
+      const traffic = trafficLoop({ ports: top.everyProcess().map((i) => i.port), apiKeys: keys, concurrency: 8, tag: `DLW${Date.now() % 100_000}-${round}` });
+      let sent: Sent[];
+      let locked: Exchange;
+      let unlocked: Exchange;
+      let tokenLocked: string;
+      let tokenBeforeUnlock: string;
+      try {
+        await sleep(500);
+        locked = await lockThrough(first, top.adminKey, `dp-window-${round}`);
+        assert.equal(locked.status, 200, JSON.stringify(locked.body));
+        tokenLocked = await dataToken();
+        await sleep(500);
+        tokenBeforeUnlock = await dataToken();
+        unlocked = await unlockThrough(last, top.adminKey, `dp-window-${round}`);
+        assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+        await sleep(500);
+      } finally {
+        sent = await traffic.stop();
+      }
+      const report = assertNoWindow(sent, locked, unlocked);
+      assert.equal(tokenBeforeUnlock, tokenLocked, 'nothing was written while locked');
+      await assertWritesExact(top.knex, sent);
+      reports.push(`${sent.length} requests, ${report.before} served before, ${report.whileLocked} sent while locked (all 423), ${report.afterUnlock} after (all 200); lock ${ms(locked)} ms, un-lock ${ms(unlocked)} ms under load`);
     }
-    const report = assertNoWindow(sent, locked, unlocked);
-    assert.equal(tokenBeforeUnlock, tokenLocked, 'nothing was written while locked');
-    await assertWritesExact(top.knex, sent);
-    reports.push(`${sent.length} requests, ${report.before} served before, ${report.whileLocked} sent while locked (all 423), ${report.afterUnlock} after (all 200); lock ${ms(locked)} ms, un-lock ${ms(unlocked)} ms under load`);
-  }
-  t.diagnostic(reports.join(' | '));
-  await assertBooksInvariants(top.knex);
+    t.diagnostic(reports.join(' | '));
+    await assertBooksInvariants(top.knex);
+  });
 });
 
 test('maintenance lock, the holder rule across instances: key A locks through the first instance; key B un-locks through the last: 409 LOCK_HELD naming the holder without override, 200 with it', { timeout: 120_000 }, async () => {
-  await top.whole();
-  const keyA = await top.newKey('dp lock holder A');
-  const keyB = await top.newKey('dp lock holder B');
-  const reader = await top.newKey('dp lock holder reads');
-  const first = top.instances[0]!;
-  const last = top.instances.at(-1)!;
-  const locked = await lockThrough(first, keyA, 'holder-ops');
-  assert.equal(locked.status, 200, JSON.stringify(locked.body));
-  const tokenLocked = await dataToken();
-  // The same userName through another key is another holder: the holder is the API key and the userName.
-  for (const userName of ['holder-ops', 'other-ops']) {
-    const refused = await last.post('/api/v3/utility/un-lock', { userName }, keyB);
-    assert.equal(refused.status, 409, JSON.stringify(refused.body));
-    assert.equal(refused.headers['x-error-code'], 'LOCK_HELD');
-    assert.equal(refused.body.lockUser, 'holder-ops', 'the 409 names the holder');
-    const explicit = await unlockThrough(last, keyB, userName, false);
-    assert.equal(explicit.status, 409, JSON.stringify(explicit.body));
-  }
-  // Still locked on every worker after the refused un-locks.
-  await assertEveryWorkerLocked(await probeEveryWorker(reader, `DLH${Date.now() % 100_000}`), 'holder-ops');
-  assert.equal(await dataToken(), tokenLocked, 'nothing was written while locked');
-  const overridden = await unlockThrough(last, keyB, 'other-ops', true);
-  assert.equal(overridden.status, 200, JSON.stringify(overridden.body));
-  assert.equal(overridden.body.response.previousHolder, 'holder-ops');
-  await assertEveryWorkerServes(await probeEveryWorker(reader, `DLH${Date.now() % 100_000}-U`));
-  assert.equal(await countRows(top.knex, 'mntlck'), 0);
-  await assertBooksInvariants(top.knex);
+  await withLockReleased(async () => {
+    await top.whole();
+    const keyA = await top.newKey('dp lock holder A');
+    const keyB = await top.newKey('dp lock holder B');
+    const reader = await top.newKey('dp lock holder reads');
+    const first = top.instances[0]!;
+    const last = top.instances.at(-1)!;
+    const locked = await lockThrough(first, keyA, 'holder-ops');
+    assert.equal(locked.status, 200, JSON.stringify(locked.body));
+    const tokenLocked = await dataToken();
+    // The same userName through another key is another holder: the holder is the API key and the userName.
+    for (const userName of ['holder-ops', 'other-ops']) {
+      const refused = await last.post('/api/v3/utility/un-lock', { userName }, keyB);
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.equal(refused.headers['x-error-code'], 'LOCK_HELD');
+      assert.equal(refused.body.lockUser, 'holder-ops', 'the 409 names the holder');
+      const explicit = await unlockThrough(last, keyB, userName, false);
+      assert.equal(explicit.status, 409, JSON.stringify(explicit.body));
+    }
+    // Still locked on every worker after the refused un-locks.
+    await assertEveryWorkerLocked(await probeEveryWorker(reader, `DLH${Date.now() % 100_000}`), 'holder-ops');
+    assert.equal(await dataToken(), tokenLocked, 'nothing was written while locked');
+    const overridden = await unlockThrough(last, keyB, 'other-ops', true);
+    assert.equal(overridden.status, 200, JSON.stringify(overridden.body));
+    assert.equal(overridden.body.response.previousHolder, 'holder-ops');
+    await assertEveryWorkerServes(await probeEveryWorker(reader, `DLH${Date.now() % 100_000}-U`));
+    assert.equal(await countRows(top.knex, 'mntlck'), 0);
+    await assertBooksInvariants(top.knex);
+  });
 });
 
 test('maintenance lock survives a restart of every instance (SQLite: the whole cluster): every worker answers 423 after it; the un-lock frees them all', { timeout: 180_000 }, async (t) => {
-  await top.whole();
-  const key = await top.newKey('dp lock restart');
-  const first = top.instances[0]!;
-  const last = top.instances.at(-1)!;
-  const locked = await lockThrough(first, top.adminKey, 'restart-ops');
-  assert.equal(locked.status, 200, JSON.stringify(locked.body));
-  const tokenLocked = await dataToken();
-  const stoppedAt = performance.now();
-  const exits = await Promise.all(top.instances.map((i) => i.sigterm()));
-  assert.deepEqual(exits, top.instances.map(() => 0), 'every primary stops gracefully while locked');
-  await Promise.all(top.instances.map((i) => i.restart()));
-  await top.whole();
-  const restartedMs = performance.now() - stoppedAt;
-  const tag = `DLR${Date.now() % 100_000}`;
-  await assertEveryWorkerLocked(await probeEveryWorker(key, `${tag}-L`), 'restart-ops');
-  assert.equal(await dataToken(), tokenLocked, 'nothing was written while locked (restart included)');
-  const unlocked = await unlockThrough(last, top.adminKey, 'restart-ops');
-  assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
-  await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-U`));
-  t.diagnostic(`stopped and restarted every instance in ${restartedMs.toFixed(0)} ms; un-lock through ${last.id} ${ms(unlocked)} ms`);
-  await assertBooksInvariants(top.knex);
+  await withLockReleased(async () => {
+    await top.whole();
+    const key = await top.newKey('dp lock restart');
+    const first = top.instances[0]!;
+    const last = top.instances.at(-1)!;
+    const locked = await lockThrough(first, top.adminKey, 'restart-ops');
+    assert.equal(locked.status, 200, JSON.stringify(locked.body));
+    const tokenLocked = await dataToken();
+    const stoppedAt = performance.now();
+    const exits = await Promise.all(top.instances.map((i) => i.sigterm()));
+    assert.deepEqual(exits, top.instances.map(() => 0), 'every primary stops gracefully while locked');
+    await Promise.all(top.instances.map((i) => i.restart()));
+    await top.whole();
+    const restartedMs = performance.now() - stoppedAt;
+    const tag = `DLR${Date.now() % 100_000}`;
+    await assertEveryWorkerLocked(await probeEveryWorker(key, `${tag}-L`), 'restart-ops');
+    assert.equal(await dataToken(), tokenLocked, 'nothing was written while locked (restart included)');
+    const unlocked = await unlockThrough(last, top.adminKey, 'restart-ops');
+    assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+    await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-U`));
+    t.diagnostic(`stopped and restarted every instance in ${restartedMs.toFixed(0)} ms; un-lock through ${last.id} ${ms(unlocked)} ms`);
+    await assertBooksInvariants(top.knex);
+  });
 });
 
 function tally(values: string[]): Record<string, number> {
