@@ -20,10 +20,12 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
-import { startTopology, RATE_PER_MINUTE, DETECTION_INTERVAL_SECONDS, DETECTION_LAG_SECONDS, type DeployedInstance, type Topology } from './topology';
+import { startTopology, WORKERS, RATE_PER_MINUTE, DETECTION_INTERVAL_SECONDS, DETECTION_LAG_SECONDS, type DeployedInstance, type Topology } from './topology';
 import type { HttpResult } from '../support/server-process';
 import { apInvoice, countRows, FX, journal } from '../support/posting-fixture';
-import { assertBooksInvariants } from '../support/invariants';
+import { assertBooksInvariants, queryRows } from '../support/invariants';
+import { assertNoWindow, assertWritesExact, exchange, trafficLoop, type Exchange, type Sent } from '../support/lock-window';
+import { DATA_TOKEN_SQL } from '../../src/storage/data-change-log';
 import { ApiKeyRepository } from '../../src/storage/api-keys';
 import { loadConfig } from '../../src/config';
 
@@ -499,6 +501,236 @@ test('SIGTERM to one instance under load (SQLite: to a worker): the process that
     assert.equal(count, 1, `${a.idem.number} posted exactly once`);
   }
   await assertBooksInvariants(top.knex);
+});
+
+// ---------------------------------------------------------------------------------------------
+// The maintenance lock (docs/decisions/0200-lock-takes-effect-before-it-answers.md): once the lock
+// has answered 200, every process of every instance answers 423; once the un-lock has answered
+// 200, every process serves. The lock goes through the first instance, the un-lock through the
+// last (PostgreSQL: the other instance; SQLite: whichever worker the connection lands on).
+
+const LOCK_KINDS = ['read', 'match', 'write', 'dry run'] as const;
+type LockKind = (typeof LOCK_KINDS)[number];
+
+/** One request of a kind to `inst` (a fresh connection); writes and dry runs are journals numbered `number`. */
+function lockProbe(inst: DeployedInstance, kind: LockKind, key: string, number: string): Promise<HttpResult> {
+  switch (kind) {
+    case 'read':
+      return inst.post('/api/v3/ap-invoices/query', { select: ['recordNumber'], page: { pageNumber: 1, pageSize: 1 } }, key);
+    case 'match':
+      return inst.post('/api/v3/parts/match', { matchString: 'Pump', matchFields: ['partName'], select: ['recordNumber'], maxDistance: 1 }, key);
+    case 'write':
+      return inst.post('/api/v3/ledger-transactions', journal(number), key, { 'Idempotency-Key': number });
+    case 'dry run':
+      return inst.post('/api/v3/ledger-transactions?dryRun=true', journal(number), key);
+  }
+}
+
+/** The worker (pid) that answered: its request log line carries the answer's X-Correlation-Id. */
+async function answeringPid(inst: DeployedInstance, r: HttpResult): Promise<number> {
+  const id = r.headers['x-correlation-id'];
+  assert.ok(id, 'every answer carries X-Correlation-Id');
+  return waitFor(`the request log line of ${id}`, 5000, async () => inst.cluster.logLines().find((l) => l.msg === 'request' && l.correlationId === id)?.pid as number | undefined, 10);
+}
+
+interface ProbeAnswer {
+  inst: DeployedInstance;
+  pid: number;
+  kind: LockKind;
+  number: string;
+  r: HttpResult;
+}
+
+/**
+ * Reads, matches, writes and dry runs sent at once to every process (each instance's port WORKERS
+ * times per kind, fresh connections: round-robin spreads them over the workers), round after round
+ * until every live worker of every instance has answered every kind (at most 10 rounds). Returns
+ * every answer with the worker that gave it.
+ */
+async function probeEveryWorker(key: string, tag: string): Promise<ProbeAnswer[]> {
+  const answers: ProbeAnswer[] = [];
+  const workers = top.instances.flatMap((inst) => [...inst.workerPids().values()].map((pid) => ({ inst, pid })));
+  assert.equal(workers.length, top.instances.length * WORKERS, 'every worker of every instance is up');
+  const missing = () => workers.flatMap((w) => LOCK_KINDS.filter((kind) => !answers.some((a) => a.inst === w.inst && a.pid === w.pid && a.kind === kind)).map((kind) => `${w.inst.id}:${w.pid}:${kind}`));
+  for (let round = 0; missing().length > 0; round += 1) {
+    assert.ok(round < 10, `every worker answered every kind within 10 rounds (missing ${missing().join(', ')})`);
+    const batch = top.everyProcess().flatMap((inst, slot) => LOCK_KINDS.map((kind, k) => ({ inst, kind, number: `${tag}-${round}-${slot}-${k}` })));
+    const answered = await Promise.all(batch.map(async (b) => ({ ...b, r: await lockProbe(b.inst, b.kind, key, b.number) })));
+    for (const a of answered) answers.push({ ...a, pid: await answeringPid(a.inst, a.r) });
+  }
+  return answers;
+}
+
+/** Every probe answered 423 MAINTENANCE_LOCK with Retry-After, naming the holder; nothing it sent was written. */
+async function assertEveryWorkerLocked(answers: ProbeAnswer[], holder: string): Promise<void> {
+  for (const a of answers) {
+    const where = `${a.kind} to ${a.inst.id} (pid ${a.pid})`;
+    assert.equal(a.r.status, 423, `${where}: ${JSON.stringify(a.r.body)}`);
+    assert.equal(a.r.headers['x-error-code'], 'MAINTENANCE_LOCK', where);
+    assert.ok(Number(a.r.headers['retry-after']) > 0, `${where}: Retry-After ${a.r.headers['retry-after']}`);
+    assert.equal(a.r.body.lockUser, holder, `${where} names the holder`);
+  }
+  for (const a of answers.filter((x) => x.kind === 'write' || x.kind === 'dry run')) {
+    assert.equal(await countRows(top.knex, 'lgrtrn', { trnnum: a.number }), 0, `${a.number} (${a.kind}, 423): nothing posted`);
+    assert.equal(await countRows(top.knex, 'idmkey', { idem_key: a.number }), 0, `${a.number} (${a.kind}, 423): no Idempotency-Key claim`);
+  }
+}
+
+/** Every probe served (200); each write posted once, each dry run nothing. */
+async function assertEveryWorkerServes(answers: ProbeAnswer[]): Promise<void> {
+  for (const a of answers) assert.equal(a.r.status, 200, `${a.kind} to ${a.inst.id} (pid ${a.pid}): ${JSON.stringify(a.r.body)}`);
+  for (const a of answers.filter((x) => x.kind === 'write' || x.kind === 'dry run')) {
+    assert.equal(await countRows(top.knex, 'lgrtrn', { trnnum: a.number }), a.kind === 'write' ? 1 : 0, `${a.number} (${a.kind})`);
+  }
+}
+
+/** The data change token (every committed change of book data moves it): equal tokens, nothing written between. */
+async function dataToken(): Promise<string> {
+  const rows = await queryRows<{ n: unknown }>(top.knex, DATA_TOKEN_SQL);
+  return String(rows[0]!.n);
+}
+
+const lockThrough = (inst: DeployedInstance, key: string, userName: string) => exchange(() => inst.post('/api/v3/utility/lock', { userName }, key));
+const unlockThrough = (inst: DeployedInstance, key: string, userName: string, override?: boolean) =>
+  exchange(() => inst.post('/api/v3/utility/un-lock', { userName, ...(override === undefined ? {} : { override }) }, key));
+const ms = (e: Exchange) => Math.round(e.answeredAt - e.sentAt);
+
+/**
+ * Each lock check ends with the database un-locked, passed or failed: a lock left behind would fail
+ * every later check for the wrong reason (and keys made while locked are unknown to the processes).
+ */
+async function withLockReleased(check: () => Promise<void>): Promise<void> {
+  try {
+    await check();
+  } finally {
+    if ((await countRows(top.knex, 'mntlck')) > 0) {
+      await top.whole();
+      const released = await top.instances[0]!.post('/api/v3/utility/un-lock', { userName: 'dp-cleanup', override: true }, top.adminKey);
+      assert.equal(released.status, 200, `the lock left behind is released: ${JSON.stringify(released.body)}`);
+    }
+  }
+}
+
+test('maintenance lock: after the lock through the first instance answers, the first read, match, write and dry run to every worker of every instance is 423 (Retry-After); after the un-lock through the last answers, every worker serves', { timeout: 120_000 }, async (t) => {
+  await withLockReleased(async () => {
+    await top.whole();
+    const key = await top.newKey('dp lock');
+    const first = top.instances[0]!;
+    const last = top.instances.at(-1)!;
+    const tag = `DLS${Date.now() % 100_000}`;
+    await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-pre`));
+
+    const locked = await lockThrough(first, top.adminKey, 'dp-ops');
+    assert.equal(locked.status, 200, JSON.stringify(locked.body));
+    assert.equal(locked.body.status, 'locked');
+    const tokenLocked = await dataToken();
+    const whileLocked = await probeEveryWorker(key, `${tag}-L`);
+    await assertEveryWorkerLocked(whileLocked, 'dp-ops');
+    assert.equal(await dataToken(), tokenLocked, 'nothing was written while locked');
+
+    const unlocked = await unlockThrough(last, top.adminKey, 'dp-ops');
+    assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+    assert.equal(unlocked.body.status, 'unlocked');
+    await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-U`));
+    assert.equal(await countRows(top.knex, 'mntlck'), 0);
+    t.diagnostic(`lock through ${first.id} ${ms(locked)} ms, un-lock through ${last.id} ${ms(unlocked)} ms; ${whileLocked.length} requests while locked, all 423`);
+    await assertBooksInvariants(top.knex);
+  });
+});
+
+test('maintenance lock, no window: reads and writes to every process in a loop while locking through the first instance and un-locking through the last; nothing sent after the lock answered is served, nothing answers 5xx', { timeout: 120_000 }, async (t) => {
+  await withLockReleased(async () => {
+    await top.whole();
+    const keys = await Promise.all(Array.from({ length: 4 }, (_, i) => top.newKey(`dp lock window ${i}`)));
+    const first = top.instances[0]!;
+    const last = top.instances.at(-1)!;
+    const reports: string[] = [];
+    for (let round = 0; round < 3; round += 1) {
+      const traffic = trafficLoop({ ports: top.everyProcess().map((i) => i.port), apiKeys: keys, concurrency: 8, tag: `DLW${Date.now() % 100_000}-${round}` });
+      let sent: Sent[];
+      let locked: Exchange;
+      let unlocked: Exchange;
+      let tokenLocked: string;
+      let tokenBeforeUnlock: string;
+      try {
+        await sleep(500);
+        locked = await lockThrough(first, top.adminKey, `dp-window-${round}`);
+        assert.equal(locked.status, 200, JSON.stringify(locked.body));
+        tokenLocked = await dataToken();
+        await sleep(500);
+        tokenBeforeUnlock = await dataToken();
+        unlocked = await unlockThrough(last, top.adminKey, `dp-window-${round}`);
+        assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+        await sleep(500);
+      } finally {
+        sent = await traffic.stop();
+      }
+      const report = assertNoWindow(sent, locked, unlocked);
+      assert.equal(tokenBeforeUnlock, tokenLocked, 'nothing was written while locked');
+      await assertWritesExact(top.knex, sent);
+      reports.push(`${sent.length} requests, ${report.before} served before, ${report.whileLocked} sent while locked (all 423), ${report.afterUnlock} after (all 200); lock ${ms(locked)} ms, un-lock ${ms(unlocked)} ms under load`);
+    }
+    t.diagnostic(reports.join(' | '));
+    await assertBooksInvariants(top.knex);
+  });
+});
+
+test('maintenance lock, the holder rule across instances: key A locks through the first instance; key B un-locks through the last: 409 LOCK_HELD naming the holder without override, 200 with it', { timeout: 120_000 }, async () => {
+  await withLockReleased(async () => {
+    await top.whole();
+    const keyA = await top.newKey('dp lock holder A');
+    const keyB = await top.newKey('dp lock holder B');
+    const reader = await top.newKey('dp lock holder reads');
+    const first = top.instances[0]!;
+    const last = top.instances.at(-1)!;
+    const locked = await lockThrough(first, keyA, 'holder-ops');
+    assert.equal(locked.status, 200, JSON.stringify(locked.body));
+    const tokenLocked = await dataToken();
+    // The same userName through another key is another holder: the holder is the API key and the userName.
+    for (const userName of ['holder-ops', 'other-ops']) {
+      const refused = await last.post('/api/v3/utility/un-lock', { userName }, keyB);
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.equal(refused.headers['x-error-code'], 'LOCK_HELD');
+      assert.equal(refused.body.lockUser, 'holder-ops', 'the 409 names the holder');
+      const explicit = await unlockThrough(last, keyB, userName, false);
+      assert.equal(explicit.status, 409, JSON.stringify(explicit.body));
+    }
+    // Still locked on every worker after the refused un-locks.
+    await assertEveryWorkerLocked(await probeEveryWorker(reader, `DLH${Date.now() % 100_000}`), 'holder-ops');
+    assert.equal(await dataToken(), tokenLocked, 'nothing was written while locked');
+    const overridden = await unlockThrough(last, keyB, 'other-ops', true);
+    assert.equal(overridden.status, 200, JSON.stringify(overridden.body));
+    assert.equal(overridden.body.response.previousHolder, 'holder-ops');
+    await assertEveryWorkerServes(await probeEveryWorker(reader, `DLH${Date.now() % 100_000}-U`));
+    assert.equal(await countRows(top.knex, 'mntlck'), 0);
+    await assertBooksInvariants(top.knex);
+  });
+});
+
+test('maintenance lock survives a restart of every instance (SQLite: the whole cluster): every worker answers 423 after it; the un-lock frees them all', { timeout: 180_000 }, async (t) => {
+  await withLockReleased(async () => {
+    await top.whole();
+    const key = await top.newKey('dp lock restart');
+    const first = top.instances[0]!;
+    const last = top.instances.at(-1)!;
+    const locked = await lockThrough(first, top.adminKey, 'restart-ops');
+    assert.equal(locked.status, 200, JSON.stringify(locked.body));
+    const tokenLocked = await dataToken();
+    const stoppedAt = performance.now();
+    const exits = await Promise.all(top.instances.map((i) => i.sigterm()));
+    assert.deepEqual(exits, top.instances.map(() => 0), 'every primary stops gracefully while locked');
+    await Promise.all(top.instances.map((i) => i.restart()));
+    await top.whole();
+    const restartedMs = performance.now() - stoppedAt;
+    const tag = `DLR${Date.now() % 100_000}`;
+    await assertEveryWorkerLocked(await probeEveryWorker(key, `${tag}-L`), 'restart-ops');
+    assert.equal(await dataToken(), tokenLocked, 'nothing was written while locked (restart included)');
+    const unlocked = await unlockThrough(last, top.adminKey, 'restart-ops');
+    assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+    await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-U`));
+    t.diagnostic(`stopped and restarted every instance in ${restartedMs.toFixed(0)} ms; un-lock through ${last.id} ${ms(unlocked)} ms`);
+    await assertBooksInvariants(top.knex);
+  });
 });
 
 function tally(values: string[]): Record<string, number> {
