@@ -14,6 +14,7 @@ import { ConfigError, loadConfig } from '../src/config';
 import { startServer, slowClientLimits, type RunningServer } from '../src/server';
 import { createTestDatabase } from './support/app';
 import { spawnCluster } from './support/cluster-process';
+import { secretsEnv } from './support/secrets';
 
 const HEADERS_TIMEOUT_MS = 2_000;
 const REQUEST_TIMEOUT_MS = 3_000;
@@ -27,7 +28,8 @@ let running: RunningServer;
 before(async () => {
   db = await createTestDatabase();
   const config = {
-    ...loadConfig({ DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'warn', SEED_ON_START: 'false', DB_DEADLINE_MS: '1000', HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) }),
+    // PostgreSQL refuses to start without SECRETS_KEY (the test key; SQLite makes its key file).
+    ...loadConfig({ ...secretsEnv(db.engine), DATABASE_URL: db.url, PORT: '0', LOG_LEVEL: 'warn', SEED_ON_START: 'false', DB_DEADLINE_MS: '1000', HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS), REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) }),
     demoApiKey: '5b0e7d8c-3f7c-4c8e-9a49-1d2f3e4a5b6c',
   };
   const logger = pino({ level: 'warn' }, new Writable({ write: (_c, _e, cb) => cb() }));
