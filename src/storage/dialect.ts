@@ -89,6 +89,11 @@ export interface ListColumn {
 export interface QueryDialect {
   readonly engine: Engine;
   /**
+   * Field kinds whose values the driver returns as JavaScript numbers that compare exactly as the
+   * database compares them (the count index keeps such a column's values in memory: count-index.ts).
+   */
+  readonly exactNumberKinds: ReadonlySet<ValueKind>;
+  /**
    * Encodes a checked filter value for the driver: `value` is a Dec for decimals, a Date for
    * datetimes, `YYYY-MM-DD` for dates, lower-case text for uuids.
    */
@@ -341,6 +346,8 @@ function jsonScalar(v: unknown): unknown {
 
 const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
   engine: 'sqlite',
+  // Integers, and decimals as scaled integers (INTEGER storage): better-sqlite3 returns numbers.
+  exactNumberKinds: new Set(['integer', 'decimal']),
   encodeValue(kind, value, scale) {
     switch (kind) {
       case 'decimal':
@@ -425,6 +432,8 @@ const PG_TYPE: Record<ValueKind, (scale?: number) => string> = {
 
 const postgresQueryDialect = (base: Dialect): QueryDialect => ({
   engine: 'postgres',
+  // node-postgres returns int4 as a number (int8 and NUMERIC as text, which the count index refuses).
+  exactNumberKinds: new Set(['integer']),
   encodeValue(kind, value, scale) {
     switch (kind) {
       case 'decimal':
@@ -476,6 +485,8 @@ const MSSQL_TYPE: Record<ValueKind, (scale?: number) => string> = {
 
 const mssqlQueryDialect = (base: Dialect): QueryDialect => ({
   engine: 'mssql',
+  // tedious returns int as a number; DECIMAL as a rounded double, never compared here.
+  exactNumberKinds: new Set(['integer']),
   encodeValue(kind, value, scale) {
     switch (kind) {
       case 'decimal':

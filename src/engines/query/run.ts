@@ -11,19 +11,49 @@ import type { EntityDef } from '../../catalog/types';
 import { planQuery, type PlanOptions } from './plan';
 import { countQuery, pageQuery } from './sql';
 import { cachedCount, countKey, rememberCount } from './count-cache';
+import { countSpent, indexableCount, indexedCount, readColumnValues } from './count-index';
 import type { QueryPlan, QueryRequest } from './types';
+
+/** Where the totalCounts of a database's reads came from (the `query_counts_total` metric). */
+export interface CountSources {
+  /** The same query's count, reused (count-cache.ts). */
+  cache: number;
+  /** The column's sorted values (count-index.ts). */
+  index: number;
+  /** A count statement. */
+  database: number;
+}
+
+const sources = new WeakMap<Knex, CountSources>();
+
+export function countSourcesOf(knex: Knex): CountSources {
+  let s = sources.get(knex);
+  if (!s) {
+    s = { cache: 0, index: 0, database: 0 };
+    sources.set(knex, s);
+  }
+  return s;
+}
 
 export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
   const decode = recordDecoder(qd, plan.fields);
+  const counted = countSourcesOf(knex);
   return qd.readSnapshot(knex, async (reader) => {
     const count = countQuery(reader.db, qd, plan);
     const token = await reader.changeToken();
     const key = token === undefined ? undefined : countKey(count);
+    const indexable = token === undefined ? undefined : indexableCount(qd, plan);
     let totalCount = cachedCount(knex, key, token);
+    if (totalCount !== undefined) counted.cache += 1;
+    else if (indexable && (totalCount = indexedCount(knex, indexable, token)) !== undefined) counted.index += 1;
     if (totalCount === undefined) {
+      const started = performance.now();
       const countRows = await reader.all(count);
       totalCount = Number(countRows[0]?.n ?? 0);
+      counted.database += 1;
       rememberCount(knex, key, token, totalCount);
+      // The count statement this column's index would have spared: read its values once that pays.
+      if (indexable && countSpent(knex, indexable, token, performance.now() - started)) await readColumnValues(knex, reader, indexable, token!);
     }
     // Past the last row there is nothing to read.
     const rows: Row[] = plan.offset < totalCount ? await reader.all(pageQuery(reader.db, qd, plan)) : [];
