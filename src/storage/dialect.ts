@@ -121,6 +121,8 @@ export interface SnapshotReader {
   readonly db: Knex;
   /** Runs a built SELECT inside the snapshot. */
   all(query: Knex.QueryBuilder): Promise<Row[]>;
+  /** Runs a built SELECT of one column inside the snapshot: its values, without a row object each. */
+  column(query: Knex.QueryBuilder): Promise<unknown[]>;
   /**
    * A token equal for two snapshots only when no book data (entity and line tables) can differ
    * between them (keeps reused counts and in-memory match indexes exact): the data change
@@ -136,6 +138,7 @@ interface SqliteStatement {
   all(bindings: unknown[]): unknown[];
   get(bindings?: unknown[]): unknown;
   raw(on: boolean): SqliteStatement;
+  pluck(on: boolean): SqliteStatement;
   columns(): Array<{ name: string }>;
   readonly reader: boolean;
 }
@@ -150,6 +153,8 @@ interface SqliteConnection {
 interface PreparedRead {
   all(bindings: unknown[]): Row[];
   get(bindings?: unknown[]): Row | undefined;
+  /** The first column of every row. */
+  column(bindings: unknown[]): unknown[];
 }
 
 /** Prepared statements per SQLite connection (parsing is a large share of a small query). */
@@ -188,7 +193,15 @@ function rowFactory(names: readonly string[]): ((values: unknown[]) => Row) | un
  */
 function preparedRead(stmt: SqliteStatement): PreparedRead {
   const build = stmt.reader ? rowFactory(stmt.columns().map((c) => c.name)) : undefined;
-  if (!build) return stmt as unknown as PreparedRead;
+  const column = (bindings: unknown[]): unknown[] => {
+    stmt.pluck(true);
+    try {
+      return stmt.all(bindings);
+    } finally {
+      stmt.pluck(false);
+    }
+  };
+  if (!build) return { all: (bindings) => stmt.all(bindings) as Row[], get: (bindings) => stmt.get(bindings ?? []) as Row | undefined, column };
   const asArrays = <T>(run: () => T): T => {
     stmt.raw(true);
     try {
@@ -207,6 +220,7 @@ function preparedRead(stmt: SqliteStatement): PreparedRead {
       const values = asArrays(() => stmt.get(bindings ?? [])) as unknown[] | undefined;
       return values === undefined ? undefined : build(values);
     },
+    column,
   };
 }
 
@@ -237,6 +251,7 @@ function transactionReader(trx: Knex.Transaction, token: (trx: Knex.Transaction)
   return {
     db: trx,
     all: async (query) => (await query) as Row[],
+    column: async (query) => ((await query) as Row[]).map((row) => Object.values(row)[0]),
     changeToken: () => token(trx),
   };
 }
@@ -398,6 +413,10 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
         async all(query) {
           const { sql, bindings } = query.toSQL();
           return prepared(conn, sql).all(bindings.map(sqliteBinding));
+        },
+        async column(query) {
+          const { sql, bindings } = query.toSQL();
+          return prepared(conn, sql).column(bindings.map(sqliteBinding));
         },
         async changeToken() {
           return tokenOf(prepared(conn, DATA_TOKEN_SQL).get([]));

@@ -49,7 +49,7 @@ function entityOf(entityName: string, db: Knex | Knex.Transaction) {
 
 /** Reads inside the posting transaction (its uncommitted rows are what is read back). */
 function transactionReader(trx: Knex | Knex.Transaction): SnapshotReader {
-  return { db: trx as Knex, all: async (query) => (await query) as Row[], changeToken: async () => undefined };
+  return { db: trx as Knex, all: async (query) => (await query) as Row[], column: async (query) => ((await query) as Row[]).map((row) => Object.values(row)[0]), changeToken: async () => undefined };
 }
 
 /** One page of the records matching `filters`, in `orderBy` order (then key order). */

@@ -200,7 +200,8 @@ export async function readColumnValues(knex: Knex, reader: SnapshotReader, c: In
   if (!entry || entry.token !== token) return;
   const started = performance.now();
   const column = col(BASE, c.field.column);
-  const rows = await reader.all(
+  // The values alone (no row object each: 100,000 parts' row objects were 24 MB of transient heap).
+  const read = await reader.column(
     reader
       .db({ [BASE]: c.table })
       .select({ v: column })
@@ -208,13 +209,13 @@ export async function readColumnValues(knex: Knex, reader: SnapshotReader, c: In
       .limit(COUNT_INDEX_MAX_ROWS + 1),
   );
   entry.lastReadMs = performance.now() - started;
-  if (rows.length > COUNT_INDEX_MAX_ROWS) {
+  if (read.length > COUNT_INDEX_MAX_ROWS) {
     entry.refused = 'too large';
     return;
   }
-  const values = new Float64Array(rows.length);
-  for (let i = 0; i < rows.length; i += 1) {
-    const v = rows[i]!.v;
+  const values = new Float64Array(read.length);
+  for (let i = 0; i < read.length; i += 1) {
+    const v = read[i];
     if (typeof v !== 'number' || !Number.isFinite(v) || (Number.isInteger(v) && !Number.isSafeInteger(v))) {
       entry.refused = 'not numbers';
       return;
