@@ -145,3 +145,26 @@ test('a column whose values are not exact numbers is never indexed, and is still
     await other('tkfprt').where({ recnum: part.recnum }).update({ prtcls: part.prtcls });
   }
 });
+
+test('PostgreSQL: a read without children is ONE statement (token, count and page in one snapshot); a repeated one too', async () => {
+  const statements: string[] = [];
+  const listen = (q: { sql?: string }) => statements.push(String(q.sql));
+  const query = { filters: { match: { field: 'vendorNumber', operator: '>=', value: 1 } }, orderBy: ['partCode DESC'], select: ['partCode'], page: { pageNumber: 2, pageSize: 3 } };
+  const first = await t.post('/api/v3/parts/query', query);
+  assert.equal(first.status, 200, first.text);
+  t.services.knex.on('query', listen);
+  try {
+    const again = await t.post('/api/v3/parts/query', query);
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.body.data, first.body.data, 'the same page');
+    assert.equal(again.body.page.totalCount, first.body.page.totalCount);
+    const another = await t.post('/api/v3/parts/query', { ...query, filters: { match: { field: 'vendorNumber', operator: '>=', value: 2 } } });
+    assert.equal(another.status, 200, another.text);
+    assert.equal(another.body.page.totalCount, await databaseCount('vndnum', '>=', 2), 'counted in the same statement');
+  } finally {
+    t.services.knex.off('query', listen);
+  }
+  const reads = statements.filter((s) => !/apikey|mntlck|instnc/i.test(s));
+  if (t.engine === 'postgres') assert.equal(reads.length, 2, `one statement a read:\n${reads.join('\n')}`);
+  else assert.equal(reads.length, 0, 'SQLite reads run on the connection itself, outside knex');
+});

@@ -111,6 +111,28 @@ export interface QueryDialect {
   like(column: string, pattern: string, negate: boolean): SqlFragment;
   /** Runs `fn` in one read-only snapshot: every statement read through the reader sees the same data. */
   readSnapshot<T>(knex: Knex, fn: (reader: SnapshotReader) => Promise<T>): Promise<T>;
+  /**
+   * Where the engine can: the change token, the count (when given) and a page in ONE statement, so
+   * one snapshot and one round trip instead of a transaction's four (BEGIN, token, page, COMMIT).
+   * `order` and `key` name the page's output columns holding its order values and its key
+   * (sql.ts, pageMarks), `directions` are its order terms' directions.
+   */
+  readPageAtOnce?(knex: Knex, read: PageAtOnce): Promise<PageRead>;
+}
+
+export interface PageAtOnce {
+  page: Knex.QueryBuilder;
+  order: readonly string[];
+  directions: ReadonlyArray<'asc' | 'desc'>;
+  key: string;
+  count?: Knex.QueryBuilder;
+}
+
+export interface PageRead {
+  token: string | undefined;
+  /** The count, when asked for. */
+  count?: number;
+  rows: Row[];
 }
 
 export type Row = Record<string, unknown>;
@@ -489,6 +511,28 @@ const postgresQueryDialect = (base: Dialect): QueryDialect => ({
   },
   readSnapshot(knex, fn) {
     return knex.transaction((trx) => fn(transactionReader(trx, counterToken)), { isolationLevel: 'repeatable read', readOnly: true });
+  },
+  async readPageAtOnce(knex, { page, order: names, directions, key, count }) {
+    // One SELECT sees one snapshot (READ COMMITTED takes it per statement): the token, the count
+    // and the page agree as they do in a repeatable-read transaction. The page is a LATERAL
+    // subquery of the one-row token, so an empty page still answers the token (one row of NULLs,
+    // told apart by its key); the order is applied again outside, on the page's order values.
+    const inner = page.toSQL();
+    const counted = count?.toSQL();
+    // Output names come from the catalog's storage columns or are ours (`__o0`, `__k`): identifiers, quoted.
+    const quoted = (name: string) => `p."${name.replace(/"/g, '""')}"`;
+    const order = names.map((n, i) => `${quoted(n)} ${directions[i] === 'desc' ? 'desc' : 'asc'}`).join(', ');
+    const sql =
+      `select t.n as "__token"${counted ? ', c.n as "__count"' : ''}, p.* from (${DATA_TOKEN_SQL}) as t` +
+      (counted ? ` cross join (${counted.sql}) as c` : '') +
+      ` left join lateral (${inner.sql}) as p on true order by ${order}`;
+    const result = (await knex.raw(sql, [...(counted?.bindings ?? []), ...inner.bindings] as Knex.RawBinding[])) as { rows: Row[] };
+    const first = result.rows[0];
+    return {
+      token: tokenOf(first === undefined ? undefined : { n: first.__token }),
+      ...(counted ? { count: Number(first?.__count ?? 0) } : {}),
+      rows: result.rows.filter((r) => r[key] !== null && r[key] !== undefined),
+    };
   },
 });
 

@@ -153,6 +153,11 @@ function entryKey(c: IndexableCount): string {
   return `${c.table}\u0000${c.field.column}`;
 }
 
+/** Whether the column's values are held under some token (the next read may count from them). */
+export function holdsValues(knex: Knex, c: IndexableCount): boolean {
+  return indexes.get(knex)?.get(entryKey(c))?.values !== undefined;
+}
+
 /** The count from the column's index, when it holds the values of this token; else undefined. */
 export function indexedCount(knex: Knex, c: IndexableCount, token: string | undefined): number | undefined {
   if (token === undefined) return undefined;

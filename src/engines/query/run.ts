@@ -4,14 +4,14 @@
  * reused count is one computed in a snapshot with the same change token: count-cache.ts).
  */
 import type { Knex } from 'knex';
-import type { QueryDialect } from '../../storage/dialect';
+import type { PageRead, QueryDialect } from '../../storage/dialect';
 import { attachChildren } from './children';
 import { readEnvelope, recordDecoder, type ReadEnvelope, type Row } from './envelope';
 import type { EntityDef } from '../../catalog/types';
 import { planQuery, type PlanOptions } from './plan';
-import { countQuery, pageQuery } from './sql';
-import { cachedCount, countKey, rememberCount } from './count-cache';
-import { countSpent, indexableCount, indexedCount, readColumnValues } from './count-index';
+import { countQuery, pageMarks, pageQuery } from './sql';
+import { cachedCount, countKey, holdsCount, rememberCount } from './count-cache';
+import { countSpent, holdsValues, indexableCount, indexedCount, readColumnValues, type IndexableCount } from './count-index';
 import type { QueryPlan, QueryRequest } from './types';
 
 /** Where the totalCounts of a database's reads came from (the `query_counts_total` metric). */
@@ -36,6 +36,7 @@ export function countSourcesOf(knex: Knex): CountSources {
 }
 
 export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
+  if (qd.readPageAtOnce && plan.children.length === 0) return executeAtOnce(knex, qd, plan);
   const decode = recordDecoder(qd, plan.fields);
   const counted = countSourcesOf(knex);
   return qd.readSnapshot(knex, async (reader) => {
@@ -63,6 +64,47 @@ export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan)
     rows.length = 0;
     if (plan.children.length > 0) await attachChildren(reader, qd, plan.children, keys, records);
     return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, records);
+  });
+}
+
+/**
+ * A read without children where the dialect reads the token, the count and the page in one
+ * statement (QueryDialect.readPageAtOnce: one snapshot, one round trip). When this process holds
+ * a count that may still be good (the same query's, or the column's values), the token and the page
+ * come first and the count only if the token moved; otherwise all three at once.
+ */
+async function executeAtOnce(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
+  const readPageAtOnce = qd.readPageAtOnce!.bind(qd);
+  const counted = countSourcesOf(knex);
+  const count = countQuery(knex, qd, plan);
+  const key = countKey(count);
+  const indexable = indexableCount(qd, plan);
+  const page = pageQuery(knex, qd, plan, { marks: true });
+  const marks = pageMarks(plan);
+  const shape = { page, order: marks.order, key: marks.key, directions: plan.order.map((t) => t.direction) };
+  let read: PageRead | undefined;
+  let totalCount: number | undefined;
+  if (holdsCount(knex, key) || (indexable && holdsValues(knex, indexable))) {
+    read = await readPageAtOnce(knex, shape);
+    totalCount = cachedCount(knex, key, read.token);
+    if (totalCount !== undefined) counted.cache += 1;
+    else if (indexable && (totalCount = indexedCount(knex, indexable, read.token)) !== undefined) counted.index += 1;
+  }
+  if (totalCount === undefined) {
+    const started = performance.now();
+    read = await readPageAtOnce(knex, { ...shape, count });
+    totalCount = read.count ?? 0;
+    counted.database += 1;
+    rememberCount(knex, key, read.token, totalCount);
+    if (indexable && countSpent(knex, indexable, read.token, performance.now() - started)) await readValuesAt(knex, qd, indexable, read.token!);
+  }
+  return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, read!.rows.map(recordDecoder(qd, plan.fields)));
+}
+
+/** The column's values for the count index, in a snapshot of the same token (else not now). */
+async function readValuesAt(knex: Knex, qd: QueryDialect, c: IndexableCount, token: string): Promise<void> {
+  await qd.readSnapshot(knex, async (reader) => {
+    if ((await reader.changeToken()) === token) await readColumnValues(knex, reader, c, token);
   });
 }
 
