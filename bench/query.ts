@@ -23,8 +23,8 @@
  * each process's peak printed beside it), autocannon in this one. Usage:
  *   npx tsx bench/query.ts [--duration S] [--connections N] [--only A,C] [--no-write]
  *                          [--node-flags "..."] [--also-flags "--optimize-for-size"] [--engine-tsx]
- *                          [--engine sqlite|postgres]
- * Writes the table to bench/README.md, section "Query engine" (SQLite) or "Query engine on
+ *                          [--engine sqlite|postgres] [--data-only]
+ * BENCH_SCALE=n seeds (and names) a data set at another scale than 250 (a smaller one builds faster). * Writes the table to bench/README.md, section "Query engine" (SQLite) or "Query engine on
  * PostgreSQL".
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
@@ -43,9 +43,11 @@ const autocannon = require('autocannon') as (opts: Record<string, unknown>) => P
 const ROOT = path.resolve(__dirname, '..');
 const DATA_DIR = path.join(ROOT, 'bench', '.data');
 const DATA_VERSION = 'v2';
-const DATA_FILE = path.join(DATA_DIR, `query-${DATA_VERSION}.sqlite`);
-/** Scale at which the demo company has 100,000 parts. */
-const SEED_SCALE = 250;
+/** Scale at which the demo company has 100,000 parts (BENCH_SCALE: another, smaller data set for a loaded machine). */
+const SEED_SCALE = Number(process.env.BENCH_SCALE ?? 250);
+/** The data set's name: the default scale keeps the name it always had. */
+const DATA_NAME = SEED_SCALE === 250 ? DATA_VERSION : `${DATA_VERSION}_s${SEED_SCALE}`;
+const DATA_FILE = path.join(DATA_DIR, `query-${DATA_NAME}.sqlite`);
 const BENCH_KEY = '8c1d2a4e-6f3b-4c5d-9e7f-a1b2c3d4e5f6';
 
 // ------------------------------------------------------------------ scenarios
@@ -60,7 +62,7 @@ const B = {
   children: ['lines'],
   page: { pageNumber: 1, pageSize: 100 },
 };
-const SCENARIOS = [
+const SCENARIOS: Scenario[] = [
   { id: 'A', title: 'page 1 of 100, partCost > 50, by partCode, totalCount', path: '/api/v3/parts/query', body: A },
   { id: 'B', title: 'A with children (service invoices + lines)', path: '/api/v3/service-invoices/query', body: B },
   { id: 'C', title: 'A at page 500', path: '/api/v3/parts/query', body: { ...A, page: { pageNumber: 500, pageSize: 100 } } },
@@ -73,9 +75,22 @@ const SCENARIOS = [
   { id: 'E', title: 'pageSize 1000 with children', path: '/api/v3/service-invoices/query', body: { ...B, page: { pageNumber: 1, pageSize: 1000 } } },
   // Filled in by main() with the (job, cost code) pair that has the most job costs.
   { id: 'F', title: 'job costs: jobNumber and costCode, by transactionDate, page 1 of 100, totalCount', path: '/api/v3/job-costs/query', body: {} as Record<string, unknown> },
+  // Varied-filter twins: the same query with a different filter value in every request (the same
+  // sequence for every server), so no count computed for one request serves another. Filled in by
+  // main() from the data (variedSequences).
+  { id: 'Av', title: 'A, partCost > a different value each request', path: '/api/v3/parts/query', body: A as Record<string, unknown> },
+  { id: 'Bv', title: 'B, invoiceTotal > a different value each request', path: '/api/v3/service-invoices/query', body: B as Record<string, unknown> },
+  { id: 'Fv', title: 'F, a different (jobNumber, costCode) pair each request', path: '/api/v3/job-costs/query', body: {} as Record<string, unknown> },
 ];
 
-type Scenario = (typeof SCENARIOS)[number];
+interface Scenario {
+  id: string;
+  title: string;
+  path: string;
+  body: Record<string, unknown>;
+  /** Varied scenarios: the request bodies, in the order every server gets them (cycled if a run sends more). */
+  sequence?: string[];
+}
 
 /** The job-cost query of scenario F for job `job` and cost code `code`. */
 function jobCostBody(job: number, code: number): Record<string, unknown> {
@@ -87,7 +102,7 @@ function jobCostBody(job: number, code: number): Record<string, unknown> {
 }
 
 const ENGINE = arg('engine', 'sqlite') === 'postgres' ? 'postgres' : 'sqlite';
-const PG_DATABASE = `ais_bench_query_${DATA_VERSION}`;
+const PG_DATABASE = `ais_bench_query_${DATA_NAME}`;
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -283,6 +298,143 @@ async function serveBaseline(url: string): Promise<number> {
   return listen(app);
 }
 
+/**
+ * The strongest one-process handler a user could write: node:http and the driver's prepared
+ * statements (better-sqlite3 statements prepared once; pg named statements, parsed once per
+ * connection), the same SQL as the Express baseline and the same JSON, no framework, no knex.
+ */
+async function serveRaw(url: string): Promise<number> {
+  const { CATALOG } = await import('../generated/catalog');
+  const pg = url.startsWith('postgres');
+  type Rows = Array<Record<string, any>>;
+  let run: (sql: string, values: unknown[]) => Promise<Rows>;
+  if (pg) {
+    const { Pool } = await import('pg');
+    const pool = new Pool({ connectionString: url, max: 10 });
+    const names = new Map<string, { name: string; text: string }>();
+    run = async (sql, values) => {
+      let statement = names.get(sql);
+      if (!statement) {
+        let i = 0;
+        statement = { name: `raw${names.size}`, text: sql.replace(/\?/g, () => `$${(i += 1)}`) };
+        names.set(sql, statement);
+      }
+      return (await pool.query({ ...statement, values })).rows as Rows;
+    };
+  } else {
+    const Database = (await import('better-sqlite3')).default;
+    const db = new Database(url.replace(/^sqlite:\/\//, ''), { fileMustExist: true });
+    const statements = new Map<string, ReturnType<typeof db.prepare>>();
+    run = async (sql, values) => {
+      let statement = statements.get(sql);
+      if (!statement) {
+        statement = db.prepare(sql);
+        statements.set(sql, statement);
+      }
+      return statement.all(values) as Rows;
+    };
+  }
+  const toDb = (value: number, scale: number) => (pg ? value : Math.round(value * 10 ** scale));
+  type Fields = Record<string, { name: string; column: string; kind: string; scale?: number }>;
+  const mapper = (fields: Fields) => {
+    const list = Object.values(fields);
+    return (row: Record<string, any>) => {
+      const out: Record<string, unknown> = {};
+      for (const f of list) {
+        const v = row[f.column];
+        out[f.name] = v === null ? null : f.kind === 'decimal' ? (pg ? Number(v) : v / 10 ** (f.scale ?? 2)) : f.kind === 'boolean' ? v === 1 || v === true : v;
+      }
+      return out;
+    };
+  };
+  const columns = (fields: Fields, extra: string[] = []) => [...Object.values(fields).map((f) => f.column), ...extra].join(', ');
+  const parts = CATALOG.parts!;
+  const invoices = CATALOG['service-invoices']!;
+  const jobCosts = CATALOG['job-costs']!;
+  const partRow = mapper(parts.fields);
+  const invoiceRow = mapper(invoices.fields);
+  const lineRow = mapper(invoices.children.lines!.fields);
+  const jobCostRow = mapper(jobCosts.fields);
+  const envelope = (pageNumber: number, pageSize: number, n: unknown, data: unknown[]) => ({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data });
+  type Handler = (body: any) => Promise<unknown>;
+  const routes = new Map<string, Handler>();
+  routes.set('/api/v3/parts/query', async (body) => {
+    const { pageNumber = 1, pageSize = 100 } = body.page ?? {};
+    const min = toDb(body.filters.match.value, 4);
+    const [{ n }] = (await run('select count(*) as n from tkfprt where prtcst > ?', [min])) as [{ n: number }];
+    const rows = await run(`select ${columns(parts.fields)} from tkfprt where prtcst > ? order by prtcde, _idnum limit ? offset ?`, [min, pageSize, (pageNumber - 1) * pageSize]);
+    return envelope(pageNumber, pageSize, n, rows.map(partRow));
+  });
+  routes.set('/api/v3/service-invoices/query', async (body) => {
+    const { pageNumber = 1, pageSize = 100 } = body.page ?? {};
+    const min = toDb(body.filters.match.value, 2);
+    const [{ n }] = (await run('select count(*) as n from srvinv where invttl > ?', [min])) as [{ n: number }];
+    const rows = await run(`select ${columns(invoices.fields)} from srvinv where invttl > ? order by invnum, _idnum limit ? offset ?`, [min, pageSize, (pageNumber - 1) * pageSize]);
+    const keys = rows.map((r) => r._idnum);
+    const lines = keys.length ? await run(`select ${columns(invoices.children.lines!.fields, ['_idref'])} from srvlin where _idref in (${keys.map(() => '?').join(', ')}) order by _idref, linnum`, keys) : [];
+    const byParent = new Map<string, unknown[]>(keys.map((k) => [k, []]));
+    for (const l of lines) byParent.get(l._idref)!.push(lineRow(l));
+    return envelope(pageNumber, pageSize, n, rows.map((r) => ({ ...invoiceRow(r), lines: byParent.get(r._idnum) })));
+  });
+  routes.set('/api/v3/job-costs/query', async (body) => {
+    const { pageNumber = 1, pageSize = 100 } = body.page ?? {};
+    const [job, code] = body.filters.and.map((x: any) => x.match.value) as [number, number];
+    const values = [job, toDb(code, 3)];
+    const [{ n }] = (await run('select count(*) as n from jobcst where jobnum = ? and cstcde = ?', values)) as [{ n: number }];
+    const rows = await run(`select ${columns(jobCosts.fields)} from jobcst where jobnum = ? and cstcde = ? order by trndte, _idnum limit ? offset ?`, [...values, pageSize, (pageNumber - 1) * pageSize]);
+    return envelope(pageNumber, pageSize, n, rows.map(jobCostRow));
+  });
+  const norm = (x: string) =>
+    x
+      .normalize('NFKD')
+      .toLowerCase()
+      .replace(/\p{M}+/gu, '')
+      .replace(/[^\p{L}\p{N}\s]+/gu, '')
+      .replace(/\s+/g, ' ')
+      .trim();
+  const lev = (a: string, b: string) => {
+    let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const cur = [i];
+      for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+    return prev[b.length]!;
+  };
+  routes.set('/api/v3/parts/match', async (body) => {
+    const target = norm(body.matchString);
+    const hits: Array<{ id: string; partCode: string; partName: string; distance: number }> = [];
+    for (const r of await run('select _idnum, prtcde, prtnme from tkfprt', [])) {
+      const d = lev(target, norm(r.prtnme));
+      if (d <= body.maxDistance) hits.push({ id: r._idnum, partCode: r.prtcde, partName: r.prtnme, distance: d });
+    }
+    hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : 1));
+    return { asOf: new Date().toISOString(), data: hits.slice(0, 100).map(({ id: _id, ...rest }) => rest) };
+  });
+  return listen((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const handler = routes.get(req.url ?? '');
+      if (!handler) {
+        res.writeHead(404).end();
+        return;
+      }
+      handler(JSON.parse(Buffer.concat(chunks).toString('utf8'))).then(
+        (out) => {
+          const text = JSON.stringify(out);
+          res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+          res.end(text);
+        },
+        (err: unknown) => {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(String(err));
+        },
+      );
+    });
+  });
+}
+
 function listen(handler: http.RequestListener): Promise<number> {
   return new Promise((resolve) => {
     const server = http.createServer(handler);
@@ -299,8 +451,16 @@ interface Measured {
   total: number;
 }
 
-async function load(url: string, body: string, seconds: number, connections: number): Promise<Measured> {
-  const common = { url, method: 'POST', connections, headers: { 'x-api-key': BENCH_KEY, 'content-type': 'application/json' }, body, timeout: 300 };
+/** Where a server is in a varied sequence: each server starts at 0 and never gets a body twice (unless a run outlasts the list). */
+interface Cursor {
+  next: number;
+}
+
+async function load(url: string, body: string, seconds: number, connections: number, sequence?: string[], cursor: Cursor = { next: 0 }): Promise<Measured> {
+  // A varied scenario sends sequence[cursor.next], then the next ... (cycled): the warm-up run and
+  // the measured run of one server continue the same list, so no count of the warm-up is reused.
+  const varied = sequence ? { requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: sequence[cursor.next++ % sequence.length] }) }] } : {};
+  const common = { url, method: 'POST', connections, headers: { 'x-api-key': BENCH_KEY, 'content-type': 'application/json' }, body, timeout: 300, ...varied };
   const started = Date.now();
   let result = await autocannon({ ...common, duration: seconds });
   let elapsed = (Date.now() - started) / 1000;
@@ -314,6 +474,7 @@ async function load(url: string, body: string, seconds: number, connections: num
   }
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) throw new Error(`${url}: ${failed} failed requests of ${result.requests.total}`);
+  if (sequence && cursor.next > sequence.length) process.stdout.write(`  note: ${cursor.next} requests cycled a sequence of ${sequence.length} bodies (repeats)\n`);
   return { rps: result.requests.total / elapsed, p50: result.latency.p50, p99: result.latency.p99, total: result.requests.total };
 }
 
@@ -395,7 +556,7 @@ async function startProduction(url: string, nodeFlags: string[]): Promise<{ chil
   throw new Error('server not ready after 60 s');
 }
 
-function start(kind: 'full' | 'baseline', url: string): Promise<{ child: ChildProcess; port: number }> {
+function start(kind: 'full' | 'baseline' | 'raw', url: string): Promise<{ child: ChildProcess; port: number }> {
   const child = fork(__filename, ['--serve', kind, url], { execArgv: ['--import', 'tsx'], cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     child.once('message', (m) => resolve({ child, port: (m as Ready).port }));
@@ -418,35 +579,51 @@ async function main(): Promise<void> {
   // A second engine configuration measured against the same baseline (e.g. "--optimize-for-size").
   const alsoFlags = arg('also-flags', '').split(' ').filter(Boolean);
   const file = await ensureData();
+  if (process.argv.includes('--data-only')) return;
   await pickJobCostPair(file);
+  await variedSequences(file);
   process.stdout.write('building dist/ (the server runs as production runs it) ...\n');
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
-  const rows: Array<{ s: Scenario; full: Measured; base: Measured; fullPeak: number; fullEach: string; basePeak: number; fullBoot: number; also?: { m: Measured; peak: number; boot: number } }> = [];
+  const rows: Array<{ s: Scenario; full: Measured; base: Measured; raw: Measured; fullPeak: number; fullEach: string; basePeak: number; rawPeak: number; fullBoot: number; also?: { m: Measured; peak: number; boot: number } }> = [];
   for (const s of SCENARIOS.filter((x) => only.includes(x.id))) {
     // Fresh servers per scenario: no backlog or cache of one scenario leaks into the next.
     const full = process.argv.includes('--engine-tsx') ? await start('full', file) : await startProduction(file, nodeFlags);
     const base = await start('baseline', file);
+    const raw = await start('raw', file);
     try {
       const fullBoot = serverMemory(full.child.pid!).rss;
-      // Same answer from both (asOf aside; the baseline's match answer has no ids to compare).
-      const [a, b] = [await post(full.port, s.path, s.body), await post(base.port, s.path, s.body)];
-      if (a.page) {
-        if (a.page.totalCount !== b.page.totalCount || JSON.stringify(a.data.map((r: any) => r.id)) !== JSON.stringify(b.data.map((r: any) => r.id))) {
-          throw new Error(`${s.id}: the baseline answers differently`);
+      // Same answer from all three (asOf aside; the baselines' match answer has no ids to compare),
+      // for the fixed body or the first bodies of a varied sequence.
+      for (const text of s.sequence ? s.sequence.slice(0, 5) : [JSON.stringify(s.body)]) {
+        const body = JSON.parse(text);
+        const [a, b, c] = [await post(full.port, s.path, body), await post(base.port, s.path, body), await post(raw.port, s.path, body)];
+        for (const [name, other] of [['Express', b], ['raw', c]] as const) {
+          if (a.page) {
+            if (a.page.totalCount !== other.page.totalCount || JSON.stringify(a.data.map((r: any) => r.id)) !== JSON.stringify(other.data.map((r: any) => r.id))) {
+              throw new Error(`${s.id}: the ${name} baseline answers differently for ${text}`);
+            }
+          } else if (JSON.stringify(a.data.map((r: any) => r.partCode)) !== JSON.stringify(other.data.map((r: any) => r.partCode))) {
+            throw new Error(`${s.id}: the ${name} baseline matches differently`);
+          }
         }
-      } else if (JSON.stringify(a.data.map((r: any) => r.partCode)) !== JSON.stringify(b.data.map((r: any) => r.partCode))) {
-        throw new Error(`${s.id}: the baseline matches differently`);
       }
       // Peak RSS from here on: the load, not the boot (the full app compiles its contract validator at boot).
       for (const pid of serverPids(full.child.pid!)) resetPeak(pid);
       resetPeak(base.child.pid!);
+      resetPeak(raw.child.pid!);
       const body = JSON.stringify(s.body);
-      await load(`http://127.0.0.1:${base.port}${s.path}`, body, 2, connections);
-      await load(`http://127.0.0.1:${full.port}${s.path}`, body, 2, connections);
-      const bm = await load(`http://127.0.0.1:${base.port}${s.path}`, body, seconds, connections);
-      const fm = await load(`http://127.0.0.1:${full.port}${s.path}`, body, seconds, connections);
+      const url = (port: number) => `http://127.0.0.1:${port}${s.path}`;
+      // Each server's place in a varied sequence (past the bodies of the answer check above).
+      const checked = s.sequence ? 5 : 0;
+      const [bc, rc, fc] = [{ next: checked }, { next: checked }, { next: checked }];
+      await load(url(base.port), body, 2, connections, s.sequence, bc);
+      await load(url(raw.port), body, 2, connections, s.sequence, rc);
+      await load(url(full.port), body, 2, connections, s.sequence, fc);
+      const bm = await load(url(base.port), body, seconds, connections, s.sequence, bc);
+      const rm = await load(url(raw.port), body, seconds, connections, s.sequence, rc);
+      const fm = await load(url(full.port), body, seconds, connections, s.sequence, fc);
       const fullMemory = serverMemory(full.child.pid!);
-      const row: (typeof rows)[number] = { s, full: fm, base: bm, fullPeak: fullMemory.peak, fullEach: fullMemory.each, basePeak: memory(base.child.pid!).peak, fullBoot };
+      const row: (typeof rows)[number] = { s, full: fm, base: bm, raw: rm, fullPeak: fullMemory.peak, fullEach: fullMemory.each, basePeak: memory(base.child.pid!).peak, rawPeak: memory(raw.child.pid!).peak, fullBoot };
       if (alsoFlags.length > 0) {
         full.child.kill('SIGTERM');
         const other = await startProduction(file, alsoFlags);
@@ -454,32 +631,34 @@ async function main(): Promise<void> {
           const boot = serverMemory(other.child.pid!).rss;
           await post(other.port, s.path, s.body);
           for (const pid of serverPids(other.child.pid!)) resetPeak(pid);
-          await load(`http://127.0.0.1:${other.port}${s.path}`, body, 2, connections);
-          const m = await load(`http://127.0.0.1:${other.port}${s.path}`, body, seconds, connections);
+          const oc = { next: 0 };
+          await load(url(other.port), body, 2, connections, s.sequence, oc);
+          const m = await load(url(other.port), body, seconds, connections, s.sequence, oc);
           row.also = { m, peak: serverMemory(other.child.pid!).peak, boot };
-          process.stdout.write(`${s.id} with node ${alsoFlags.join(' ')}: ${m.rps.toFixed(1)} req/s (p50 ${m.p50} / p99 ${m.p99} ms), ratio ${(m.rps / bm.rps).toFixed(2)}, peak RSS ${row.also.peak.toFixed(0)} MB (after boot ${boot.toFixed(0)} MB)\n`);
+          process.stdout.write(`${s.id} with node ${alsoFlags.join(' ')}: ${m.rps.toFixed(1)} req/s (p50 ${m.p50} / p99 ${m.p99} ms), ratio to raw ${(m.rps / rm.rps).toFixed(2)}, peak RSS ${row.also.peak.toFixed(0)} MB (after boot ${boot.toFixed(0)} MB)\n`);
         } finally {
           other.child.kill('SIGTERM');
         }
       }
       rows.push(row);
       process.stdout.write(
-        `${s.id} ${s.title}: engine ${fm.rps.toFixed(1)} req/s (p50 ${fm.p50} / p99 ${fm.p99} ms), baseline ${bm.rps.toFixed(1)} req/s (p50 ${bm.p50} / p99 ${bm.p99} ms), ratio ${(fm.rps / bm.rps).toFixed(2)}, peak RSS under load ${row.fullPeak.toFixed(0)} / ${row.basePeak.toFixed(0)} MB (engine per process ${row.fullEach}; after boot ${fullBoot.toFixed(0)} MB)\n`,
+        `${s.id} ${s.title}: engine ${fm.rps.toFixed(1)} req/s (p50 ${fm.p50} / p99 ${fm.p99} ms), Express baseline ${bm.rps.toFixed(1)} req/s (p50 ${bm.p50} / p99 ${bm.p99} ms), raw baseline ${rm.rps.toFixed(1)} req/s (p50 ${rm.p50} / p99 ${rm.p99} ms), engine ÷ Express ${(fm.rps / bm.rps).toFixed(2)}, engine ÷ raw ${(fm.rps / rm.rps).toFixed(2)}, peak RSS under load ${row.fullPeak.toFixed(0)} / ${row.basePeak.toFixed(0)} / ${row.rawPeak.toFixed(0)} MB (engine per process ${row.fullEach}; after boot ${fullBoot.toFixed(0)} MB)\n`,
       );
     } finally {
       full.child.kill('SIGTERM');
       base.child.kill('SIGTERM');
+      raw.child.kill('SIGTERM');
     }
   }
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   const also = alsoFlags.join(' ');
   const table = [
-    `| scenario | engine req/s | engine p50 / p99 ms | baseline req/s | baseline p50 / p99 ms | engine / baseline | peak RSS under load, engine / baseline MB |${also ? ` engine with \`${also}\`: req/s, p50 / p99 ms, ratio, peak RSS MB |` : ''}`,
-    `|---|---|---|---|---|---|---|${also ? '---|' : ''}`,
+    `| scenario | engine req/s | engine p50 / p99 ms | Express baseline req/s | raw baseline req/s | raw p50 / p99 ms | engine ÷ Express | engine ÷ raw | peak RSS under load, engine / Express / raw MB |${also ? ` engine with \`${also}\`: req/s, p50 / p99 ms, ÷ raw, peak RSS MB |` : ''}`,
+    `|---|---|---|---|---|---|---|---|---|${also ? '---|' : ''}`,
     ...rows.map(
       (r) =>
-        `| ${r.s.id}: ${r.s.title} | ${r.full.rps.toFixed(1)} | ${r.full.p50} / ${r.full.p99} | ${r.base.rps.toFixed(1)} | ${r.base.p50} / ${r.base.p99} | **${(r.full.rps / r.base.rps).toFixed(2)}** | ${r.fullPeak.toFixed(0)} / ${r.basePeak.toFixed(0)} |` +
-        (r.also ? ` ${r.also.m.rps.toFixed(1)}, ${r.also.m.p50} / ${r.also.m.p99}, **${(r.also.m.rps / r.base.rps).toFixed(2)}**, ${r.also.peak.toFixed(0)} |` : ''),
+        `| ${r.s.id}: ${r.s.title} | ${r.full.rps.toFixed(1)} | ${r.full.p50} / ${r.full.p99} | ${r.base.rps.toFixed(1)} | ${r.raw.rps.toFixed(1)} | ${r.raw.p50} / ${r.raw.p99} | ${(r.full.rps / r.base.rps).toFixed(2)} | **${(r.full.rps / r.raw.rps).toFixed(2)}** | ${r.fullPeak.toFixed(0)} / ${r.basePeak.toFixed(0)} / ${r.rawPeak.toFixed(0)} |` +
+        (r.also ? ` ${r.also.m.rps.toFixed(1)}, ${r.also.m.p50} / ${r.also.m.p99}, **${(r.also.m.rps / r.raw.rps).toFixed(2)}**, ${r.also.peak.toFixed(0)} |` : ''),
     ),
   ].join('\n');
   process.stdout.write(`\n${table}\n`);
@@ -523,6 +702,39 @@ async function main(): Promise<void> {
   }
 }
 
+/** Bodies of a varied scenario: 50,000 of them, the same list in every run. */
+const VARIED_LENGTH = 50_000;
+/** A permutation of 0 .. period - 1 (period not a multiple of the step), so neighbours differ. */
+const spread = (i: number, period: number) => (i * 7919) % period;
+
+/**
+ * The varied twins' request sequences. A and B: the threshold of A and B moved by a different
+ * amount each request (A: partCost > 25.0000 .. 74.9999, 500,000 values, about as many parts as
+ * A's 50; B: invoiceTotal > 0.00 .. 149.99, below every invoice, so every request counts them
+ * all, as B does). F: the (job, cost code) pairs with at least a page of job costs, most rows
+ * first, in turn (a pair comes back only after all the others).
+ */
+async function variedSequences(url: string): Promise<void> {
+  const { openDatabase, parseDatabaseUrl } = await import('../src/storage/database');
+  const { dialectFor } = await import('../src/storage/dialect');
+  const set = (id: string, make: (i: number) => Record<string, unknown>) => {
+    const scenario = SCENARIOS.find((x) => x.id === id)!;
+    scenario.sequence = Array.from({ length: VARIED_LENGTH }, (_, i) => JSON.stringify(make(i)));
+    scenario.body = JSON.parse(scenario.sequence[0]!);
+  };
+  set('Av', (i) => ({ ...A, filters: { match: { field: 'partCost', operator: '>', value: (250_000 + spread(i, 500_000)) / 10_000 } } }));
+  set('Bv', (i) => ({ ...B, filters: { match: { field: 'invoiceTotal', operator: '>', value: spread(i, 15_000) / 100 } } }));
+  const knex = openDatabase(parseDatabaseUrl(url, { min: 0, max: 1 }));
+  try {
+    const pairs = (await knex('jobcst').select('jobnum', 'cstcde').count({ n: '*' }).whereNotNull('cstcde').groupBy('jobnum', 'cstcde').having(knex.raw('count(*) >= ?', [100])).orderBy('n', 'desc')) as Array<{ jobnum: number; cstcde: unknown }>;
+    const decoded = pairs.map((p) => [Number(p.jobnum), Number(dialectFor(ENGINE).decodeDecimal(p.cstcde as any, 3)!.toFixed(3))] as const);
+    set('Fv', (i) => jobCostBody(...decoded[i % decoded.length]!));
+    process.stdout.write(`Fv: ${decoded.length} (job, cost code) pairs with at least 100 job costs, in turn\n`);
+  } finally {
+    await knex.destroy();
+  }
+}
+
 /** Scenario F's body: the (job, cost code) pair with the most job costs in the bench data. */
 async function pickJobCostPair(url: string): Promise<void> {
   const { openDatabase, parseDatabaseUrl } = await import('../src/storage/database');
@@ -544,7 +756,7 @@ if (process.argv.includes('--serve')) {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => process.exit(0));
   const kind = process.argv[process.argv.indexOf('--serve') + 1];
   const file = process.argv[process.argv.indexOf('--serve') + 2]!; // database URL
-  (kind === 'full' ? serveFull(file) : serveBaseline(file))
+  (kind === 'full' ? serveFull(file) : kind === 'raw' ? serveRaw(file) : serveBaseline(file))
     .then((port) => (process.send ? process.send({ port } satisfies Ready) : process.stdout.write(`${kind} listening on ${port}\n`)))
     .catch((err) => {
       process.stderr.write(`bench server failed: ${err instanceof Error ? err.stack : String(err)}\n`);

@@ -504,6 +504,9 @@ test('SQL Server: the page and count statements compile to T-SQL (TOP, no LIMIT)
         sql.push(q.toSQL().toNative().sql);
         return sql.length === 1 ? [{ seq: '10', purged_through: '2' }] : sql.length === 2 ? [{ seq: '4', event_id: 'evt_x', document: '{}' }, { seq: '6', event_id: 'evt_y', document: '{}' }] : [{ n: 5 }];
       },
+      async column() {
+        return [];
+      },
       async changeToken() {
         return undefined;
       },

@@ -3,6 +3,7 @@ import client from 'prom-client';
 import type { RequestHandler } from 'express';
 import type { Knex } from 'knex';
 import { UNMATCHED } from './operations';
+import { countSourcesOf } from '../engines/query/run';
 
 export interface HttpMetrics {
   registry: client.Registry;
@@ -30,6 +31,8 @@ function poolOf(knex: Knex | undefined): TarnPool | undefined {
  *   http_request_duration_seconds{operation,status}     histogram
  *   db_pool_connections_used / _free, db_pool_pending_acquires / _creates, db_pool_max   gauges
  *   nodejs_heap_size_limit_bytes                        gauge
+ *   query_counts_total{source}                          counter: where read totalCounts came from,
+ *                                                       cache (the same query), index (count-index.ts), database
  * plus prom-client's default process metrics. `operation` is the operationId of openapi.yaml
  * (or the name of a route outside the contract, or `unmatched`), so label sets stay bounded.
  *
@@ -76,6 +79,20 @@ export function createMetrics(knex: () => Knex | undefined): HttpMetrics {
     registers: [registry],
     collect() {
       this.set(v8.getHeapStatistics().heap_size_limit);
+    },
+  });
+
+  new client.Counter({
+    name: 'query_counts_total',
+    help: 'totalCount of reads by source: cache (the same query reused), index (a column in memory), database (a count statement)',
+    labelNames: ['source'] as const,
+    registers: [registry],
+    collect() {
+      const db = knex();
+      if (!db) return;
+      const counted = countSourcesOf(db);
+      this.reset();
+      for (const source of ['cache', 'index', 'database'] as const) this.inc({ source }, counted[source]);
     },
   });
 

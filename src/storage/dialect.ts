@@ -89,6 +89,11 @@ export interface ListColumn {
 export interface QueryDialect {
   readonly engine: Engine;
   /**
+   * Field kinds whose values the driver returns as JavaScript numbers that compare exactly as the
+   * database compares them (the count index keeps such a column's values in memory: count-index.ts).
+   */
+  readonly exactNumberKinds: ReadonlySet<ValueKind>;
+  /**
    * Encodes a checked filter value for the driver: `value` is a Dec for decimals, a Date for
    * datetimes, `YYYY-MM-DD` for dates, lower-case text for uuids.
    */
@@ -106,6 +111,28 @@ export interface QueryDialect {
   like(column: string, pattern: string, negate: boolean): SqlFragment;
   /** Runs `fn` in one read-only snapshot: every statement read through the reader sees the same data. */
   readSnapshot<T>(knex: Knex, fn: (reader: SnapshotReader) => Promise<T>): Promise<T>;
+  /**
+   * Where the engine can: the change token, the count (when given) and a page in ONE statement, so
+   * one snapshot and one round trip instead of a transaction's four (BEGIN, token, page, COMMIT).
+   * `order` and `key` name the page's output columns holding its order values and its key
+   * (sql.ts, pageMarks), `directions` are its order terms' directions.
+   */
+  readPageAtOnce?(knex: Knex, read: PageAtOnce): Promise<PageRead>;
+}
+
+export interface PageAtOnce {
+  page: Knex.QueryBuilder;
+  order: readonly string[];
+  directions: ReadonlyArray<'asc' | 'desc'>;
+  key: string;
+  count?: Knex.QueryBuilder;
+}
+
+export interface PageRead {
+  token: string | undefined;
+  /** The count, when asked for. */
+  count?: number;
+  rows: Row[];
 }
 
 export type Row = Record<string, unknown>;
@@ -116,6 +143,8 @@ export interface SnapshotReader {
   readonly db: Knex;
   /** Runs a built SELECT inside the snapshot. */
   all(query: Knex.QueryBuilder): Promise<Row[]>;
+  /** Runs a built SELECT of one column inside the snapshot: its values, without a row object each. */
+  column(query: Knex.QueryBuilder): Promise<unknown[]>;
   /**
    * A token equal for two snapshots only when no book data (entity and line tables) can differ
    * between them (keeps reused counts and in-memory match indexes exact): the data change
@@ -131,6 +160,7 @@ interface SqliteStatement {
   all(bindings: unknown[]): unknown[];
   get(bindings?: unknown[]): unknown;
   raw(on: boolean): SqliteStatement;
+  pluck(on: boolean): SqliteStatement;
   columns(): Array<{ name: string }>;
   readonly reader: boolean;
 }
@@ -145,6 +175,8 @@ interface SqliteConnection {
 interface PreparedRead {
   all(bindings: unknown[]): Row[];
   get(bindings?: unknown[]): Row | undefined;
+  /** The first column of every row. */
+  column(bindings: unknown[]): unknown[];
 }
 
 /** Prepared statements per SQLite connection (parsing is a large share of a small query). */
@@ -183,7 +215,15 @@ function rowFactory(names: readonly string[]): ((values: unknown[]) => Row) | un
  */
 function preparedRead(stmt: SqliteStatement): PreparedRead {
   const build = stmt.reader ? rowFactory(stmt.columns().map((c) => c.name)) : undefined;
-  if (!build) return stmt as unknown as PreparedRead;
+  const column = (bindings: unknown[]): unknown[] => {
+    stmt.pluck(true);
+    try {
+      return stmt.all(bindings);
+    } finally {
+      stmt.pluck(false);
+    }
+  };
+  if (!build) return { all: (bindings) => stmt.all(bindings) as Row[], get: (bindings) => stmt.get(bindings ?? []) as Row | undefined, column };
   const asArrays = <T>(run: () => T): T => {
     stmt.raw(true);
     try {
@@ -202,6 +242,7 @@ function preparedRead(stmt: SqliteStatement): PreparedRead {
       const values = asArrays(() => stmt.get(bindings ?? [])) as unknown[] | undefined;
       return values === undefined ? undefined : build(values);
     },
+    column,
   };
 }
 
@@ -232,6 +273,7 @@ function transactionReader(trx: Knex.Transaction, token: (trx: Knex.Transaction)
   return {
     db: trx,
     all: async (query) => (await query) as Row[],
+    column: async (query) => ((await query) as Row[]).map((row) => Object.values(row)[0]),
     changeToken: () => token(trx),
   };
 }
@@ -346,6 +388,8 @@ function jsonScalar(v: unknown): unknown {
 
 const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
   engine: 'sqlite',
+  // Integers, and decimals as scaled integers (INTEGER storage): better-sqlite3 returns numbers.
+  exactNumberKinds: new Set(['integer', 'decimal']),
   encodeValue(kind, value, scale) {
     switch (kind) {
       case 'decimal':
@@ -401,6 +445,10 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
           const { sql, bindings } = query.toSQL();
           return prepared(conn, sql).all(bindings.map(sqliteBinding));
         },
+        async column(query) {
+          const { sql, bindings } = query.toSQL();
+          return prepared(conn, sql).column(bindings.map(sqliteBinding));
+        },
         async changeToken() {
           return tokenOf(prepared(conn, DATA_TOKEN_SQL).get([]));
         },
@@ -434,6 +482,8 @@ const PG_TYPE: Record<ValueKind, (scale?: number) => string> = {
 
 const postgresQueryDialect = (base: Dialect): QueryDialect => ({
   engine: 'postgres',
+  // node-postgres returns int4 as a number (int8 and NUMERIC as text, which the count index refuses).
+  exactNumberKinds: new Set(['integer']),
   encodeValue(kind, value, scale) {
     switch (kind) {
       case 'decimal':
@@ -471,6 +521,28 @@ const postgresQueryDialect = (base: Dialect): QueryDialect => ({
   readSnapshot(knex, fn) {
     return knex.transaction((trx) => fn(transactionReader(trx, counterToken)), { isolationLevel: 'repeatable read', readOnly: true });
   },
+  async readPageAtOnce(knex, { page, order: names, directions, key, count }) {
+    // One SELECT sees one snapshot (READ COMMITTED takes it per statement): the token, the count
+    // and the page agree as they do in a repeatable-read transaction. The page is a LATERAL
+    // subquery of the one-row token, so an empty page still answers the token (one row of NULLs,
+    // told apart by its key); the order is applied again outside, on the page's order values.
+    const inner = page.toSQL();
+    const counted = count?.toSQL();
+    // Output names come from the catalog's storage columns or are ours (`__o0`, `__k`): identifiers, quoted.
+    const quoted = (name: string) => `p."${name.replace(/"/g, '""')}"`;
+    const order = names.map((n, i) => `${quoted(n)} ${directions[i] === 'desc' ? 'desc' : 'asc'}`).join(', ');
+    const sql =
+      `select t.n as "__token"${counted ? ', c.n as "__count"' : ''}, p.* from (${DATA_TOKEN_SQL}) as t` +
+      (counted ? ` cross join (${counted.sql}) as c` : '') +
+      ` left join lateral (${inner.sql}) as p on true order by ${order}`;
+    const result = (await knex.raw(sql, [...(counted?.bindings ?? []), ...inner.bindings] as Knex.RawBinding[])) as { rows: Row[] };
+    const first = result.rows[0];
+    return {
+      token: tokenOf(first === undefined ? undefined : { n: first.__token }),
+      ...(counted ? { count: Number(first?.__count ?? 0) } : {}),
+      rows: result.rows.filter((r) => r[key] !== null && r[key] !== undefined),
+    };
+  },
 });
 
 const MSSQL_TYPE: Record<ValueKind, (scale?: number) => string> = {
@@ -485,6 +557,8 @@ const MSSQL_TYPE: Record<ValueKind, (scale?: number) => string> = {
 
 const mssqlQueryDialect = (base: Dialect): QueryDialect => ({
   engine: 'mssql',
+  // tedious returns int as a number; DECIMAL as a rounded double, never compared here.
+  exactNumberKinds: new Set(['integer']),
   encodeValue(kind, value, scale) {
     switch (kind) {
       case 'decimal':

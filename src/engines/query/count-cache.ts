@@ -39,3 +39,8 @@ export function rememberCount(knex: Knex, key: string | undefined, token: string
   if (cache.size >= MAX_ENTRIES && !cache.has(key)) cache.clear();
   cache.set(key, { token, count });
 }
+
+/** Whether a count of this query is held under some token (the next read may reuse it). */
+export function holdsCount(knex: Knex, key: string | undefined): boolean {
+  return key !== undefined && caches.get(knex)?.has(key) === true;
+}

@@ -47,7 +47,7 @@ function entityOf(entityName: string, db: Knex | Knex.Transaction) {
 
 /** Reads on the caller's connection or transaction (inside a transaction, its uncommitted rows are read). */
 function transactionReader(trx: Knex | Knex.Transaction): SnapshotReader {
-  return { db: trx as Knex, all: async (query) => (await query) as Row[], changeToken: async () => undefined };
+  return { db: trx as Knex, all: async (query) => (await query) as Row[], column: async (query) => ((await query) as Row[]).map((row) => Object.values(row)[0]), changeToken: async () => undefined };
 }
 
 /** One page of the records matching `filters`, in `orderBy` order (then key order). */

@@ -4,24 +4,55 @@
  * reused count is one computed in a snapshot with the same change token: count-cache.ts).
  */
 import type { Knex } from 'knex';
-import type { QueryDialect } from '../../storage/dialect';
+import type { PageRead, QueryDialect } from '../../storage/dialect';
 import { attachChildren } from './children';
 import { readEnvelope, recordDecoder, type ReadEnvelope, type Row } from './envelope';
-import { countQuery, pageQuery } from './sql';
-import { cachedCount, countKey, rememberCount } from './count-cache';
+import { countQuery, pageMarks, pageQuery } from './sql';
+import { cachedCount, countKey, holdsCount, rememberCount } from './count-cache';
+import { countSpent, holdsValues, indexableCount, indexedCount, readColumnValues, type IndexableCount } from './count-index';
 import type { QueryPlan } from './types';
 
+/** Where the totalCounts of a database's reads came from (the `query_counts_total` metric). */
+export interface CountSources {
+  /** The same query's count, reused (count-cache.ts). */
+  cache: number;
+  /** The column's sorted values (count-index.ts). */
+  index: number;
+  /** A count statement. */
+  database: number;
+}
+
+const sources = new WeakMap<Knex, CountSources>();
+
+export function countSourcesOf(knex: Knex): CountSources {
+  let s = sources.get(knex);
+  if (!s) {
+    s = { cache: 0, index: 0, database: 0 };
+    sources.set(knex, s);
+  }
+  return s;
+}
+
 export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
+  if (qd.readPageAtOnce && plan.children.length === 0) return executeAtOnce(knex, qd, plan);
   const decode = recordDecoder(qd, plan.fields);
+  const counted = countSourcesOf(knex);
   return qd.readSnapshot(knex, async (reader) => {
     const count = countQuery(reader.db, qd, plan);
     const token = await reader.changeToken();
     const key = token === undefined ? undefined : countKey(count);
+    const indexable = token === undefined ? undefined : indexableCount(qd, plan);
     let totalCount = cachedCount(knex, key, token);
+    if (totalCount !== undefined) counted.cache += 1;
+    else if (indexable && (totalCount = indexedCount(knex, indexable, token)) !== undefined) counted.index += 1;
     if (totalCount === undefined) {
+      const started = performance.now();
       const countRows = await reader.all(count);
       totalCount = Number(countRows[0]?.n ?? 0);
+      counted.database += 1;
       rememberCount(knex, key, token, totalCount);
+      // The count statement this column's index would have spared: read its values once that pays.
+      if (indexable && countSpent(knex, indexable, token, performance.now() - started)) await readColumnValues(knex, reader, indexable, token!);
     }
     // Past the last row there is nothing to read.
     const rows: Row[] = plan.offset < totalCount ? await reader.all(pageQuery(reader.db, qd, plan)) : [];
@@ -31,5 +62,46 @@ export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan)
     rows.length = 0;
     if (plan.children.length > 0) await attachChildren(reader, qd, plan.children, keys, records);
     return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, records);
+  });
+}
+
+/**
+ * A read without children where the dialect reads the token, the count and the page in one
+ * statement (QueryDialect.readPageAtOnce: one snapshot, one round trip). When this process holds
+ * a count that may still be good (the same query's, or the column's values), the token and the page
+ * come first and the count only if the token moved; otherwise all three at once.
+ */
+async function executeAtOnce(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
+  const readPageAtOnce = qd.readPageAtOnce!.bind(qd);
+  const counted = countSourcesOf(knex);
+  const count = countQuery(knex, qd, plan);
+  const key = countKey(count);
+  const indexable = indexableCount(qd, plan);
+  const page = pageQuery(knex, qd, plan, { marks: true });
+  const marks = pageMarks(plan);
+  const shape = { page, order: marks.order, key: marks.key, directions: plan.order.map((t) => t.direction) };
+  let read: PageRead | undefined;
+  let totalCount: number | undefined;
+  if (holdsCount(knex, key) || (indexable && holdsValues(knex, indexable))) {
+    read = await readPageAtOnce(knex, shape);
+    totalCount = cachedCount(knex, key, read.token);
+    if (totalCount !== undefined) counted.cache += 1;
+    else if (indexable && (totalCount = indexedCount(knex, indexable, read.token)) !== undefined) counted.index += 1;
+  }
+  if (totalCount === undefined) {
+    const started = performance.now();
+    read = await readPageAtOnce(knex, { ...shape, count });
+    totalCount = read.count ?? 0;
+    counted.database += 1;
+    rememberCount(knex, key, read.token, totalCount);
+    if (indexable && countSpent(knex, indexable, read.token, performance.now() - started)) await readValuesAt(knex, qd, indexable, read.token!);
+  }
+  return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, read!.rows.map(recordDecoder(qd, plan.fields)));
+}
+
+/** The column's values for the count index, in a snapshot of the same token (else not now). */
+async function readValuesAt(knex: Knex, qd: QueryDialect, c: IndexableCount, token: string): Promise<void> {
+  await qd.readSnapshot(knex, async (reader) => {
+    if ((await reader.changeToken()) === token) await readColumnValues(knex, reader, c, token);
   });
 }
