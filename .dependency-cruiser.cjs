@@ -15,7 +15,7 @@
  * points and services.ts import it, and the seed only lazily at start.
  *
  * `make check-layers` runs this (and `make test` runs that); a violation fails the build and
- * names its rule. test/layers.test.ts proves each rule fails on a known-bad import.
+ * names its rule. test/architecture/layers.test.ts proves each rule fails on a known-bad import.
  * Type-only imports count (tsPreCompilationDeps): a type is an arrow too.
  */
 
@@ -56,7 +56,7 @@ module.exports = {
     {
       name: 'seed-only-lazily-at-start',
       comment:
-        'boot.ts seeds an empty embedded database (SEED_ON_START) through import() only, so a start on a seeded database never loads the seed (test/startup-imports.test.ts).',
+        'boot.ts seeds an empty embedded database (SEED_ON_START) through import() only, so a start on a seeded database never loads the seed (test/architecture/startup-imports.test.ts).',
       severity: 'error',
       from: { path: '^src/boot\\.ts$' },
       to: { path: '^db/seed/', dependencyTypesNot: ['dynamic-import'] },

@@ -1,5 +1,5 @@
 /**
- * Bad-value fuzz, the long run of test/bad-values-property.test.ts (same generator,
+ * Bad-value fuzz, the long run of test/http/bad-values-property.test.ts (same generator,
  * test/support/bad-values.ts): requests with a value outside its rule for every operation with a
  * body, through the app on a copy of the seeded demo company, counted by status and error code.
  * Any 5xx is listed with its request. Not a test: it prints, and exits 1 when a 5xx was seen.

@@ -5,7 +5,7 @@
  * migrations stay out of the import graph of an ordinary start.
  *
  * Keep in step with MIGRATIONS in db/migrate.ts (append the same name to both);
- * test/startup-imports.test.ts fails when they differ.
+ * test/architecture/startup-imports.test.ts fails when they differ.
  */
 export const MIGRATION_NAMES: readonly string[] = [
   '20261122000001_infrastructure',

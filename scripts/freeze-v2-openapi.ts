@@ -1,7 +1,7 @@
 /**
  * ONE-OFF: wrote openapi-v2.yaml, the frozen v2 compatibility document, on 2026-11-23. It is kept
  * as the record of how the document was made, not as a generator: the document is frozen and
- * test/v2-openapi-golden.test.ts fails when its bytes change. Do not re-run it to "refresh" v2.
+ * test/v2/v2-openapi-golden.test.ts fails when its bytes change. Do not re-run it to "refresh" v2.
  *
  * Write bodies are the v3 input documents as published that day (generated/openapi.public.yaml,
  * value bounds included), copied with every schema they reference.

@@ -13,7 +13,7 @@ import { OPERATIONS } from '../generated/operations';
  * first insert / update / returning statements and the driver preparing them. The warm-up runs
  * each posting engine once, on its first contract example, through `WriteRunner.rehearse`: one
  * transaction that is always rolled back, numbers included (nothing is written to the books, no
- * record number is burnt, no idempotency record or event is made: test/warm-up.test.ts checks it
+ * record number is burnt, no idempotency record or event is made: test/deployment/warm-up.test.ts checks it
  * through the database).
  *
  * The postings that share most of the path run before the process reports ready (src/server.ts,

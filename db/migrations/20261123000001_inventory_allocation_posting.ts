@@ -7,7 +7,7 @@
  * revaluations post against (`lgrstp.invadj`).
  *
  * Columns added to existing tables: `steps` is empty; `alterations` are compiled into the SQL
- * Server DDL snapshot (test/mssql-compile.test.ts) after the tables.
+ * Server DDL snapshot (test/storage/mssql-compile.test.ts) after the tables.
  */
 import type { Knex } from 'knex';
 import type { AlterStep, TableStep } from './support/schema';

@@ -4,7 +4,7 @@
  * an unscoped key: everything the spec grants, employee PII included (the spec's behaviour).
  *
  * Columns added to an existing table: `steps` is empty; `alterations` are compiled into the SQL
- * Server DDL snapshot (test/mssql-compile.test.ts) after the tables.
+ * Server DDL snapshot (test/storage/mssql-compile.test.ts) after the tables.
  */
 import type { Knex } from 'knex';
 import type { AlterStep, TableStep } from './support/schema';

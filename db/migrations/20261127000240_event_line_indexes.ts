@@ -9,7 +9,7 @@
 import type { Knex } from 'knex';
 import type { AlterStep, TableStep } from './support/schema';
 
-/** Line tables of the document kinds events are detected on (test/events-detection.test.ts checks them against the catalog). */
+/** Line tables of the document kinds events are detected on (test/events/events-detection.test.ts checks them against the catalog). */
 export const EVENT_LINE_TABLES = ['apivln', 'pcorln', 'lgtnln', 'srvlin', 'invaln'] as const;
 
 export const steps: TableStep[] = [];

@@ -2,7 +2,7 @@
  * The bookkeeping core of the seed. Every ledger effect goes through `journal()`, which refuses
  * an unbalanced entry and accumulates the period balances written at the end, and every job
  * cost through `jobCost()`. Documents call these with the same amounts they store on their own
- * lines, so the books agree by construction; test/seed-invariants.test.ts checks it from SQL.
+ * lines, so the books agree by construction; test/db/seed-invariants.test.ts checks it from SQL.
  */
 import { Dec } from '../../src/storage/decimal';
 import type { Prng } from './prng';

@@ -9,7 +9,7 @@
  * The year is simulated day by day: documents post through one bookkeeping core (books.ts) so
  * that journals balance, balances equal the journal lines, job costs equal the job-coded
  * direct-expense lines, stock equals its movements, and invoices and orders agree with their
- * payments and receipts. test/seed-invariants.test.ts checks all of it from SQL.
+ * payments and receipts. test/db/seed-invariants.test.ts checks all of it from SQL.
  *
  * Conventions of the seeded data (where the schema leaves a choice):
  * - Ledger setup: fiscal year 2026 ending in December, current period 11 (November), period

@@ -17,7 +17,7 @@
  * - an operation, or a response status, that only the current document has: the ruleset's rules
  *   skip new operations ("rule doesn't apply for new operations") and check responses only when
  *   they change or go. They stay in the report as added.
- * test/breaking-change-gate.test.ts runs every case with and without pruning and expects the same
+ * test/contract/breaking-change-gate.test.ts runs every case with and without pruning and expects the same
  * verdicts, so a future ruleset that looks at more fails that test instead of passing silently.
  */
 import { createRequire } from 'node:module';

@@ -1,7 +1,7 @@
 /**
  * The one registry of problem codes. Append-only: a code, once published, keeps its
  * status and meaning forever and is never reused (spec, Errors). docs/errors.md is kept
- * equal to this table by test/errors-registry.test.ts.
+ * equal to this table by test/contract/errors-registry.test.ts.
  */
 export const PROBLEM_TYPE_BASE = 'https://accounting-integration.example/problems/';
 

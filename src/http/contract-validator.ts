@@ -139,7 +139,7 @@ export function onlyLocalRefs(node: unknown): boolean {
  * The validator hands the document object to json-schema-ref-parser's `bundle` at every load,
  * which crawls and re-points every `$ref` (~150 ms of each start). Ours are self-contained: every
  * ref is already a local `#/components/...` pointer, and bundling them changes nothing
- * (test/contract-validator-load.test.ts proves it for the v3 and v2 documents). Such a document is
+ * (test/contract/contract-validator-load.test.ts proves it for the v3 and v2 documents). Such a document is
  * used as it is; any other goes through the parser as before.
  */
 function skipBundlingSelfContainedDocuments(): void {

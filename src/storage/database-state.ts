@@ -5,7 +5,7 @@ import { CATALOG } from '../../generated/catalog';
  * What a start (src/boot.ts) and readiness (/readyz) ask of the database before it serves: is it
  * reachable, are this build's migrations applied, does it hold a company yet. The one home of
  * these questions; the migrations and the demo seed themselves are loaded only when they have
- * something to do (start-up time and resident memory: test/startup-imports.test.ts).
+ * something to do (start-up time and resident memory: test/architecture/startup-imports.test.ts).
  */
 
 /**

@@ -52,7 +52,7 @@ function noteIgnored(res: Response, ignored: string[]): void {
 }
 
 /**
- * GET /v2/openapi.yaml: the frozen v2 document beside v3's (test/v2-openapi-golden.test.ts).
+ * GET /v2/openapi.yaml: the frozen v2 document beside v3's (test/v2/v2-openapi-golden.test.ts).
  * Outside /api/v2 and without an API key, like the ops routes (src/http/routes/ops.ts).
  */
 export function v2DocumentRoute(operations?: OperationMap): Router {

@@ -39,7 +39,7 @@ export const INSTANCE_ENV: Record<string, string> = {
   // Two instances x two workers x 5 = 20 connections: room for the other suites on the same server.
   DB_POOL_MAX: '5',
   // The checks send refused keys from loopback on purpose (a disabled key, until it is refused
-  // everywhere); the failed-authentication throttle has tests of its own (test/auth-throttle.test.ts).
+  // everywhere); the failed-authentication throttle has tests of its own (test/http/auth-throttle.test.ts).
   AUTH_FAILURES_PER_MINUTE: '0',
 };
 

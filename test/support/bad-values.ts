@@ -3,7 +3,7 @@
  * the validator loads) for every operation: a valid base body, then one slot of it (a property at
  * any depth, present or not, or the body itself) replaced by a value outside that slot's schema,
  * or, for queries, a filter whose value falls outside the column of the field it compares
- * against. Used by test/bad-values-property.test.ts (bounded) and bench/fuzz.ts (long run).
+ * against. Used by test/http/bad-values-property.test.ts (bounded) and bench/fuzz.ts (long run).
  *
  * Each case says whether it must fail (`mustFail`: the value breaks the schema or the column
  * rule) or may legitimately succeed (a control character is storable text).

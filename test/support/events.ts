@@ -70,7 +70,7 @@ export const EXAMPLE_IDS = {
 
 /**
  * Webhook endpoints are not part of the demo company (they belong to the installation, not to
- * the books): test/contract-examples.test.ts creates the ones its examples name, owned by the
+ * the books): test/contract/contract-examples.test.ts creates the ones its examples name, owned by the
  * admin key: a paused endpoint with a failed delivery, and one to delete.
  */
 export async function seedEventExamples(t: TestApp): Promise<void> {

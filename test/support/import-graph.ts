@@ -3,7 +3,7 @@
  * prints `MODULES <json>`: the project's own modules in the require cache, i.e. the import graph
  * the start loaded, and exits; then `PACKAGES <json>`, the npm packages loaded, and `UNDICI <bool>`,
  * whether Node's bundled fetch client was loaded (polled here through node:http, so that only the
- * server can have loaded it). Used by test/startup-imports.test.ts.
+ * server can have loaded it). Used by test/architecture/startup-imports.test.ts.
  */
 
 function readyzStatus(port: number): Promise<number> {

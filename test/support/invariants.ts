@@ -6,7 +6,7 @@
  * rows. assertBooksInvariants runs them all and reports every failing check at once.
  *
  * Checks that only hold for the seed as generated (every document posted, control accounts
- * equal to the open balances) stay in test/seed-invariants.test.ts.
+ * equal to the open balances) stay in test/db/seed-invariants.test.ts.
  */
 import assert from 'node:assert/strict';
 import type { Knex } from 'knex';

@@ -1,6 +1,6 @@
 /**
  * The maintenance lock's strict rule, checked through real sockets against real processes
- * (test/cluster.test.ts: the workers of one instance; test/instances.test.ts: two instances):
+ * (test/deployment/cluster.test.ts: the workers of one instance; test/deployment/instances.test.ts: two instances):
  * reads and keyed writes are sent to every process in a loop while the lock is taken and released,
  * and each answer is kept with when its request was sent and when it was answered (the test
  * process's clock), so that "nothing sent after the lock's 200 is served" can be checked.

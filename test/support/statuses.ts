@@ -7,7 +7,7 @@
  *   request, so 401/405/413/415/423/429/503 answers are counted against their operation).
  * - `undeclared`: the pairs whose status openapi.yaml does not declare on that operation.
  *   scripts/check-statuses.ts runs it over the log after the suite (`make test`), and
- *   test/declared-statuses.test.ts over a representative set of pre-routing refusals.
+ *   test/contract/declared-statuses.test.ts over a representative set of pre-routing refusals.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -10,7 +10,7 @@ import { payrollPostWrite } from './documents/payroll-records';
 /**
  * The table of writes: one line per write operation of openapi.yaml. A write is one folder under
  * documents/ and one line here. A route listed with `null` is in the contract but not wired up
- * yet: it answers 501 NOT_IMPLEMENTED (spec, Writes). test/write-table.test.ts holds this table
+ * yet: it answers 501 NOT_IMPLEMENTED (spec, Writes). test/engines/posting/write-table.test.ts holds this table
  * against the contract.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

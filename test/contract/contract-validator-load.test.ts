@@ -1,0 +1,81 @@
+/**
+ * What the contract validator's load skips (src/http/contract-validator.ts) is safe to skip:
+ * - json-schema-ref-parser's bundle of the v3 and v2 documents changes nothing (every ref is
+ *   already local), so such a document is used as it is; a document with an outside ref still
+ *   goes through the parser;
+ * - the OpenAPI meta-schema is compiled only when `validateApiSpec` is on, and then still
+ *   refuses a broken document.
+ * And the background compile after readiness (warm) waits while the server has requests in flight.
+ */
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import $RefParser from '@apidevtools/json-schema-ref-parser';
+import { onlyLocalRefs } from '../../src/http/contract-validator';
+import { contractDocument } from '../../src/http/openapi-document';
+import { v2Document } from '../../src/v2/document';
+import { OPERATIONS } from '../../generated/operations';
+
+const EOV = path.dirname(require.resolve('express-openapi-validator'));
+
+for (const [name, load] of [
+  ['v3 (generated/openapi.public.json)', contractDocument],
+  ['v2 (generated/openapi-v2.json)', v2Document],
+] as const) {
+  test(`the ${name} document has only local refs, and bundling it is the identity`, async () => {
+    const doc = load();
+    assert.equal(onlyLocalRefs(doc), true);
+    const bundled = await $RefParser.bundle(structuredClone(doc) as any);
+    assert.deepEqual(bundled, doc);
+  });
+}
+
+test('onlyLocalRefs: an outside ref (file or URL) is not local', () => {
+  assert.equal(onlyLocalRefs({ a: [{ $ref: '#/components/schemas/X' }] }), true);
+  assert.equal(onlyLocalRefs({ a: [{ b: { $ref: 'other.yaml#/X' } }] }), false);
+  assert.equal(onlyLocalRefs({ $ref: 'https://example.com/s.json' }), false);
+});
+
+test('the framework uses a self-contained document as it is and sends any other through the ref parser', async () => {
+  const { OpenAPIFramework } = require(path.join(EOV, 'framework', 'index.js'));
+  // The framework calls the parser through its module object: count the calls there.
+  const parser = require('@apidevtools/json-schema-ref-parser') as { bundle: (...a: unknown[]) => unknown };
+  const bundle = parser.bundle;
+  let calls = 0;
+  parser.bundle = function (this: unknown, ...a: unknown[]) {
+    calls += 1;
+    return bundle.apply(this, a);
+  };
+  try {
+    const local = { openapi: '3.1.0', info: { title: 't', version: '1' }, paths: {}, components: { schemas: { A: { type: 'string' }, B: { $ref: '#/components/schemas/A' } } } };
+    assert.equal(await OpenAPIFramework.prototype.loadSpec(local, { mode: 'bundle' }), local, 'the same object');
+    assert.equal(calls, 0, 'not bundled');
+    const outside = { ...local, components: { schemas: { B: { $ref: 'missing-file.yaml#/A' } } } };
+    await assert.rejects(async () => OpenAPIFramework.prototype.loadSpec(outside, { mode: 'bundle' }), 'the parser tried to resolve the outside ref');
+    assert.equal(calls, 1, 'bundled');
+  } finally {
+    parser.bundle = bundle;
+  }
+});
+
+test('the OpenAPI meta-schema is compiled only when validateApiSpec is on, and then refuses a broken document', () => {
+  const { OpenAPISchemaValidator } = require(path.join(EOV, 'framework', 'openapi.schema.validator.js'));
+  const broken = { openapi: '3.1.0', info: { title: 't' }, paths: 5 };
+  assert.deepEqual(new OpenAPISchemaValidator({ version: '3.1.0', validateApiSpec: false }).validate(broken).errors, []);
+  assert.ok(new OpenAPISchemaValidator({ version: '3.1.0', validateApiSpec: true }).validate(broken).errors.length > 0);
+});
+
+test('the background compile (warm) compiles nothing while the server has requests in flight, and finishes once idle', async () => {
+  const { contractValidator } = await import('../../src/http/contract-validator');
+  const validator = contractValidator({ base: '/api/v3', validateResponses: false });
+  let idle = false;
+  let asked = 0;
+  let settled: { operations: number } | undefined;
+  const warming = validator.warm({ idle: () => (asked++, idle) }).then((r) => (settled = r));
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(settled, undefined, 'no progress while busy');
+  assert.ok(asked > 1, 'it keeps asking');
+  idle = true;
+  await warming;
+  assert.equal(settled!.operations, OPERATIONS.length, 'every operation compiled once idle');
+});

@@ -1,0 +1,44 @@
+/**
+ * Configuration: LOCK_ADMIN_ONLY (operator opt-in to admin-only maintenance locking) defaults to
+ * false, as the spec's guard "any" says, and a bad value stops the start naming the variable.
+ */
+import os from 'node:os';
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, loadConfig } from '../../src/config';
+import { workerExecArgv } from '../../src/heap-limit';
+
+test('LOCK_ADMIN_ONLY: off by default, true/false accepted, anything else names the variable', () => {
+  assert.equal(loadConfig({}).lockAdminOnly, false);
+  assert.equal(loadConfig({ LOCK_ADMIN_ONLY: 'true' }).lockAdminOnly, true);
+  assert.equal(loadConfig({ LOCK_ADMIN_ONLY: 'false' }).lockAdminOnly, false);
+  assert.throws(() => loadConfig({ LOCK_ADMIN_ONLY: 'admins' }), (err: unknown) => err instanceof ConfigError && /LOCK_ADMIN_ONLY/.test(err.message));
+});
+
+test('WORKERS, INSTANCE_ID, LOCK_POLL_MS, HEARTBEAT_MS: defaults, bounds, and a message naming the variable', () => {
+  const defaults = loadConfig({});
+  assert.ok(defaults.workers >= 1, 'WORKERS defaults to the number of cores');
+  assert.equal(defaults.instanceId, `${os.hostname()}:8080`, 'INSTANCE_ID defaults to host name and port');
+  assert.equal(loadConfig({ PORT: '9000' }).instanceId, `${os.hostname()}:9000`);
+  assert.equal(defaults.lockPollMs, 250);
+  assert.equal(defaults.heartbeatMs, 1000);
+  assert.equal(loadConfig({ WORKERS: '3' }).workers, 3);
+  assert.equal(loadConfig({ INSTANCE_ID: 'api-2.eu' }).instanceId, 'api-2.eu');
+  assert.throws(() => loadConfig({ WORKERS: '0' }), /WORKERS/);
+  assert.throws(() => loadConfig({ INSTANCE_ID: 'has space' }), /INSTANCE_ID/);
+  assert.throws(() => loadConfig({ LOCK_POLL_MS: '1000' }), /LOCK_POLL_MS/, 'a poll of 1 s or more could not keep the 1 s bound');
+  assert.throws(() => loadConfig({ HEARTBEAT_MS: '2000' }), /HEARTBEAT_MS/, '3 missed beats must stay within 5 s');
+});
+
+test('HEAP_LIMIT_MB: 1024 by default, 0 for V8’s own sizing, under 256 refused; an operator’s own flag wins', () => {
+  assert.equal(loadConfig({}).heapLimitMb, 1024);
+  assert.equal(loadConfig({ HEAP_LIMIT_MB: '1024' }).heapLimitMb, 1024);
+  assert.equal(loadConfig({ HEAP_LIMIT_MB: '0' }).heapLimitMb, 0);
+  assert.equal(loadConfig({ HEAP_LIMIT_MB: '2048' }).heapLimitMb, 2048);
+  assert.throws(() => loadConfig({ HEAP_LIMIT_MB: '100' }), /HEAP_LIMIT_MB/);
+  assert.throws(() => loadConfig({ HEAP_LIMIT_MB: 'lots' }), /HEAP_LIMIT_MB/);
+  assert.deepEqual(workerExecArgv(['--enable-source-maps'], undefined, 1024), ['--enable-source-maps', '--max-old-space-size=1024']);
+  assert.deepEqual(workerExecArgv([], undefined, 0), [], '0: no flag');
+  assert.deepEqual(workerExecArgv(['--max-old-space-size=300'], undefined, 1024), ['--max-old-space-size=300'], 'command line wins');
+  assert.deepEqual(workerExecArgv([], '--max-old-space-size=512 --trace-warnings', 1024), [], 'NODE_OPTIONS wins (workers inherit it)');
+});

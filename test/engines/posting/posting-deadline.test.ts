@@ -1,0 +1,160 @@
+/**
+ * The on-premise boundary deadline (config.dbDeadlineMs): a write that misses it answers 504
+ * UPSTREAM_TIMEOUT and its key is stored as unknown; retries are answered as unknown until the
+ * late posting finishes, then the real recorded result is returned. A late failure is recorded too.
+ * The same boundary for a payroll posting (a Computed record of the seed): posted exactly once.
+ */
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { startTestApp, type TestApp } from '../../support/app';
+import { assertProblem } from '../../support/http';
+import { countRows, installPostingFixture, journal } from '../../support/posting-fixture';
+
+let t: TestApp;
+const PATH = '/api/v3/ledger-transactions';
+const DEADLINE_MS = 800;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+before(async () => {
+  t = await startTestApp({ config: { dbDeadlineMs: DEADLINE_MS } });
+  await installPostingFixture(t.knex);
+});
+after(async () => {
+  delete t.services.writes.hooks.beforeCommit;
+  await sleep(200);
+  await t?.close();
+});
+
+function keyed(body: unknown, key: string, path = PATH) {
+  return t.http.post(path).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body as object);
+}
+
+/** Makes the next posting of `trnnum` slow (and optionally fail after the delay). */
+function slowOnce(ms: number, fail?: Error): Promise<void> {
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  let used = false;
+  t.services.writes.hooks.beforeCommit = async () => {
+    if (used) return;
+    used = true;
+    await sleep(ms);
+    done();
+    if (fail) throw fail;
+  };
+  return finished;
+}
+
+test('a posting that misses the deadline answers 504; retries see unknown until it commits, then the real result', async () => {
+  const key = `k-${randomUUID()}`;
+  const finished = slowOnce(DEADLINE_MS * 3);
+  const first = await keyed(journal('DL-1'), key);
+  const problem = assertProblem(first, 'UPSTREAM_TIMEOUT');
+  assert.equal(first.headers['idempotency-status'], 'applied');
+  assert.match(problem.detail, /unknown/);
+
+  if (t.engine === 'postgres') {
+    // The record says unknown while the late posting runs (another connection of the pool).
+    await sleep(50);
+    const record = await t.knex('idmkey').where({ idem_key: key }).first();
+    assert.equal(record.state, 'unknown');
+    assert.equal(Number(record.status_code), 504);
+  }
+  const during = await keyed(journal('DL-1'), key);
+  if (during.status === 504) {
+    assert.equal(during.headers['idempotency-status'], 'replayed', 'answered as unknown');
+    assertProblem(during, 'UPSTREAM_TIMEOUT');
+  } else {
+    // SQLite: one connection, so the retry's key lookup waits for the late commit.
+    assert.equal(during.status, 200, during.text);
+    assert.equal(during.headers['idempotency-status'], 'replayed');
+  }
+  // Another body under the same key is still refused.
+  assertProblem(await keyed(journal('DL-1', { description: 'other' }), key), 'IDEMPOTENCY_KEY_REUSED');
+
+  await finished;
+  await sleep(150);
+  const afterwards = await keyed(journal('DL-1'), key);
+  assert.equal(afterwards.status, 200, afterwards.text);
+  assert.equal(afterwards.headers['idempotency-status'], 'replayed');
+  assert.equal(afterwards.body.document.transactionNumber, 'DL-1');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-1' }), 1);
+  const record = await t.knex('idmkey').where({ idem_key: key }).first();
+  assert.equal(record.state, 'completed');
+  assert.equal(Number(record.status_code), 200);
+});
+
+test('a late posting that fails is recorded: the retry gets the 502, nothing was posted', async () => {
+  const key = `k-${randomUUID()}`;
+  const refusal = Object.assign(new Error('simulated deadlock'), { code: t.engine === 'postgres' ? '40P01' : 'SQLITE_BUSY' });
+  const finished = slowOnce(DEADLINE_MS * 2, refusal);
+  assertProblem(await keyed(journal('DL-2'), key), 'UPSTREAM_TIMEOUT');
+  await finished;
+  await sleep(200);
+  const retry = await keyed(journal('DL-2'), key);
+  assertProblem(retry, 'DATABASE_REFUSED');
+  assert.equal(retry.headers['idempotency-status'], 'replayed');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-2' }), 0);
+});
+
+test('without a key a late posting still commits (its outcome was unknown to the client); a dry run that misses the deadline leaves nothing', async () => {
+  let finished = slowOnce(DEADLINE_MS * 2);
+  assertProblem(await t.post(PATH, journal('DL-3')), 'UPSTREAM_TIMEOUT');
+  await finished;
+  await sleep(150);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-3' }), 1);
+
+  finished = slowOnce(DEADLINE_MS * 2);
+  const dry = await t.post(`${PATH}?dryRun=true`, journal('DL-4'));
+  const body = assertProblem(dry, 'UPSTREAM_TIMEOUT');
+  assert.doesNotMatch(body.detail, /Idempotency-Key/);
+  await finished;
+  await sleep(150);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-4' }), 0);
+});
+
+test('a late posting that loses its connection before COMMIT gives the key back: the retry posts once', async () => {
+  const key = `k-${randomUUID()}`;
+  const lost = new Error('Connection terminated unexpectedly');
+  const finished = slowOnce(DEADLINE_MS * 2, lost);
+  assertProblem(await keyed(journal('DL-5'), key), 'UPSTREAM_TIMEOUT');
+  await finished;
+  await sleep(200);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-5' }), 0, 'nothing committed');
+  assert.equal(await countRows(t.knex, 'idmkey', { idem_key: key }), 0, 'the key was released, not stored as a 502');
+  const retry = await keyed(journal('DL-5'), key);
+  assert.equal(retry.status, 200, retry.text);
+  assert.equal(retry.headers['idempotency-status'], 'applied');
+  assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-5' }), 1);
+});
+
+test('a payroll posting that misses the deadline: 504, then the key replays the late result; the record posts once', async () => {
+  const PAYROLL = '/api/v3/payroll-records/post';
+  const record = await t.knex('payrec').where({ prdend: '2026-11-22', status: 2 }).orderBy('recnum', 'desc').first('recnum');
+  assert.ok(record, 'the seed leaves a Computed payroll record');
+  const recnum = Number(record.recnum);
+  const body = { recordNumbers: [recnum] };
+  const key = `k-${randomUUID()}`;
+  const finished = slowOnce(DEADLINE_MS * 2);
+  const first = await keyed(body, key, PAYROLL);
+  assertProblem(first, 'UPSTREAM_TIMEOUT');
+  assert.equal(first.headers['idempotency-status'], 'applied');
+  // A retry while the late posting runs must not post it again (504 unknown, or on SQLite the replay).
+  const during = await keyed(body, key, PAYROLL);
+  assert.ok(during.status === 504 || during.status === 200, during.text);
+  assert.equal(during.headers['idempotency-status'], 'replayed');
+
+  await finished;
+  await sleep(150);
+  const afterwards = await keyed(body, key, PAYROLL);
+  assert.equal(afterwards.status, 200, afterwards.text);
+  assert.equal(afterwards.headers['idempotency-status'], 'replayed');
+  assert.deepEqual(afterwards.body.document.records.map((r: any) => [r.recordNumber, r.status]), [[recnum, 3]]);
+  const posted = await t.knex('payrec').where({ recnum }).first('status', 'lgrrec');
+  assert.equal(Number(posted.status), 3);
+  assert.equal(Number(posted.lgrrec), afterwards.body.ledgerTransaction.recordNumber);
+  assert.equal(await countRows(t.knex, 'lgrtrn', { srcnum: 16, recnum: posted.lgrrec }), 1);
+  const stored = await t.knex('idmkey').where({ idem_key: key }).first();
+  assert.equal(stored.state, 'completed');
+  assert.equal(Number(stored.status_code), 200);
+});

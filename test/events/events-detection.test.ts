@@ -1,0 +1,160 @@
+/**
+ * What change detection finds and what it leaves out (the spec's Events table and rules 1 and 5):
+ * a payroll batch sends nothing, a line changed in the accounting system counts for its document.
+ * Each test runs on a database of its own (a copy of the seeded demo company), so the changes of one
+ * test never fall in another's detection window; detection and delivery are driven cycle by cycle
+ * under a settable clock, deliveries go to a stub sender.
+ */
+import test, { after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { startTestApp, type TestApp } from '../support/app';
+import { installEvents, type EventsHarness } from '../support/events';
+import { EVENT_TYPES } from '../../src/events';
+import { EVENT_KINDS, type EventKind } from '../../src/events/kinds';
+import { CATALOG } from '../../generated/catalog';
+import { EVENT_LINE_TABLES } from '../../db/migrations/20261127000240_event_line_indexes';
+
+const DOC = YAML.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'generated', 'openapi.public.yaml'), 'utf8'));
+
+function exampleBody(operationId: string): any {
+  for (const item of Object.values<any>(DOC.paths)) {
+    const op = item.post;
+    if (op?.operationId === operationId) return Object.values<any>(op.requestBody.content['application/json'].examples)[0].value;
+  }
+  throw new Error(operationId);
+}
+
+interface Fresh {
+  t: TestApp;
+  h: EventsHarness;
+  /** Bodies the stub sender was given, parsed. */
+  sent: any[];
+}
+
+const apps: TestApp[] = [];
+after(async () => {
+  for (const t of apps) await t.close();
+});
+
+async function fresh(): Promise<Fresh> {
+  const t = await startTestApp();
+  apps.push(t);
+  const sent: any[] = [];
+  const h = installEvents(t, {
+    start: new Date(Date.now() - 5_000),
+    sender: async (_url, _headers, body) => {
+      sent.push(JSON.parse(body));
+      return { status: 204, headers: {} };
+    },
+  });
+  h.dns.set('hooks.example.com', ['93.184.215.14']);
+  return { t, h, sent };
+}
+
+async function subscribe(f: Fresh, eventTypes: readonly string[]): Promise<void> {
+  const res = await f.t.post('/api/v3/webhook-endpoints', { url: 'https://hooks.example.com/accounting', eventTypes }, f.t.adminKey);
+  assert.equal(res.status, 200, res.text);
+}
+
+/** Moves the clock past now, so detection's window covers what was just written. */
+function catchUp(f: Fresh): void {
+  f.h.clock.set(new Date(Date.now() + 2_000));
+}
+
+const outbox = async (f: Fresh) => (await f.t.knex('whkdlv').orderBy('created_at').select('event_type', 'payload')).map((r: any) => ({ type: r.event_type as string, body: JSON.parse(r.payload) }));
+
+test('payroll is never sent: a posted payroll batch queues no event of any type, its journal neither created nor updated', async () => {
+  const f = await fresh();
+  await subscribe(f, EVENT_TYPES);
+  const payroll = await f.t.post('/api/v3/payroll-records/post', exampleBody('postPayrollBatch'));
+  assert.equal(payroll.status, 200, payroll.text);
+  assert.equal(payroll.body.ledgerTransaction.sourceNumber, 16);
+  // A journal of another source in the same window is sent: detection did read the payroll's window.
+  const journal = await f.t.post('/api/v3/ledger-transactions', exampleBody('postLedgerTransaction'));
+  assert.equal(journal.status, 200, journal.text);
+  catchUp(f);
+  const d = await f.h.events.detectNow();
+  assert.ok(d.kinds.includes('ledger_transaction'));
+  assert.equal(d.queued, 1, 'the journal, nothing of the payroll batch');
+  const queued = await outbox(f);
+  assert.deepEqual(queued.map((e) => e.type), ['ledger_transaction.created']);
+  assert.equal(queued[0]!.body.data.record.recordNumber, journal.body.ledgerTransaction.recordNumber);
+
+  // The payroll journal and one of its lines changed in the accounting system afterwards: still nothing.
+  const payrollJournal = await f.t.knex('lgrtrn').where({ recnum: payroll.body.ledgerTransaction.recordNumber }).first();
+  const later = f.h.events.store.t(new Date(f.h.clock.now.getTime() + 500));
+  await f.t.knex('lgrtrn').where({ _idnum: payrollJournal._idnum }).update({ dscrpt: 'payroll edited', updusr: 'JSMITH', upddte: later });
+  await f.t.knex('lgtnln').where({ _idref: payrollJournal._idnum, linnum: 1 }).update({ dscrpt: 'line edited', updusr: 'JSMITH', upddte: later });
+  f.h.clock.advance(1_000);
+  assert.equal((await f.h.events.detectNow()).queued, 0);
+  assert.equal((await outbox(f)).length, 1, 'nothing more in the outbox');
+  await f.h.events.deliverNow();
+  assert.deepEqual(f.sent.map((b) => b.type), ['ledger_transaction.created']);
+  assert.notEqual(f.sent[0].data.record.sourceNumber, 16);
+});
+
+test('an AP invoice line re-coded in the accounting system sends payable_invoice.updated for its invoice, once', async () => {
+  const f = await fresh();
+  await subscribe(f, ['payable_invoice.created', 'payable_invoice.updated']);
+  const line = await f.t.knex('apivln').orderBy('_idnum').first();
+  const account = await f.t.knex('lgract').whereNot({ recnum: line.lgract }).orderBy('recnum').first();
+  const before = await f.t.knex('acpinv').where({ _idnum: line._idref }).first();
+  // An outside UPDATE of the line only: the trigger moves the line's upddte, the header is untouched.
+  await f.t.knex('apivln').where({ _idnum: line._idnum }).update({ lgract: account.recnum, updusr: 'JSMITH' });
+  const changed = await f.t.knex('apivln').where({ _idnum: line._idnum }).first();
+  assert.notEqual(String(changed.upddte), String(line.upddte), 'the trigger moved the line stamp');
+  assert.equal(String((await f.t.knex('acpinv').where({ _idnum: line._idref }).first()).upddte), String(before.upddte), 'the header stamp did not move');
+  catchUp(f);
+  const d = await f.h.events.detectNow();
+  assert.equal(d.queued, 1);
+  const [event] = await outbox(f);
+  assert.equal(event!.type, 'payable_invoice.updated');
+  assert.equal(event!.body.data.record.id, String(line._idref).toLowerCase());
+  assert.equal(event!.body.data.changedBy, 'JSMITH');
+  assert.equal(event!.body.data.source, 'accounting_system');
+  // Not again on the next cycle.
+  f.h.clock.advance(300_000);
+  assert.equal((await f.h.events.detectNow()).queued, 0);
+  await f.h.events.deliverNow();
+  assert.deepEqual(f.sent.map((b) => [b.type, b.data.record.id]), [['payable_invoice.updated', String(line._idref).toLowerCase()]]);
+});
+
+test('for every kind with lines: a changed line counts for its document; the header and a line changed together send one event', async () => {
+  const f = await fresh();
+  await subscribe(f, EVENT_TYPES);
+  const expected: string[] = [];
+  for (const [kind, def] of Object.entries(EVENT_KINDS) as Array<[EventKind, (typeof EVENT_KINDS)[EventKind]]>) {
+    const entity = CATALOG[def.entity]!;
+    const children = Object.values(entity.children);
+    assert.ok(children.length > 0, `${kind} has lines`);
+    for (const child of children) {
+      // Documents of this kind that are sent (not payroll journals), the first two with lines.
+      const headers = f.t.knex(entity.table).select('_idnum').orderBy('_idnum');
+      if (def.never) headers.whereNotIn(entity.fields[def.never.field]!.column, def.never.values);
+      const parents = await f.t.knex(child.table).distinct(child.parentColumn).whereIn(child.parentColumn, headers).orderBy(child.parentColumn).limit(2);
+      assert.equal(parents.length, 2, `${kind}: two documents with ${child.name}`);
+      const [lineOnly, both] = parents.map((p: any) => String(p[child.parentColumn]));
+      // A line only.
+      await f.t.knex(child.table).where({ [child.parentColumn]: lineOnly, [child.orderColumn]: f.t.knex(child.table).min(child.orderColumn).where({ [child.parentColumn]: lineOnly }) }).update({ updusr: 'JSMITH' });
+      // The header and a line of another document.
+      await f.t.knex(entity.table).where({ _idnum: both }).update({ updusr: 'MARY' });
+      await f.t.knex(child.table).where({ [child.parentColumn]: both }).update({ updusr: 'MARY' });
+      expected.push(`${kind}.updated ${lineOnly!.toLowerCase()}`, `${kind}.updated ${both!.toLowerCase()}`);
+    }
+  }
+  catchUp(f);
+  const d = await f.h.events.detectNow();
+  const queued = await outbox(f);
+  assert.deepEqual(queued.map((e) => `${e.type} ${e.body.data.record.id}`).sort(), expected.sort());
+  assert.equal(d.queued, expected.length);
+  f.h.clock.advance(300_000);
+  assert.equal((await f.h.events.detectNow()).queued, 0, 'not again on the next cycle');
+});
+
+test('every line table detection reads has its (upddte, _idref) index', async () => {
+  const tables = Object.values(EVENT_KINDS).flatMap((k) => Object.values(CATALOG[k.entity]!.children).map((c) => c.table));
+  assert.deepEqual([...EVENT_LINE_TABLES].sort(), [...new Set(tables)].sort());
+});
