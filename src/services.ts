@@ -7,7 +7,8 @@ import { dialectFor, queryDialectFor, type Dialect, type QueryDialect } from './
 import { ApiKeyRepository } from './storage/api-keys';
 import { Boundary } from './storage/boundary';
 import { NumberAllocator } from './storage/numbers';
-import { LockAwareApiKeys, MaintenanceLock } from './storage/lock-store';
+import { MaintenanceLock } from './storage/lock-store';
+import { LockAwareApiKeys } from './storage/lock-aware-api-keys';
 import { KnexIdempotencyStore } from './engines/idempotency/store';
 import { WriteRunner } from './engines/posting/runner';
 import { Events } from './events';

@@ -5,7 +5,8 @@ import type { Engine } from './database';
 import { publishedFieldOf } from './column-fields';
 import { currentTraceId, inSpan } from '../telemetry/tracing';
 import { traceSessionStatement } from './trace-session';
-import { LOCK_RETRY_AFTER_SECONDS, PoolClosedForLock } from './pool-drain';
+import { PoolClosedForLock } from './pool-drain';
+import { lockedProblem } from './lock-problems';
 
 /**
  * The on-premise boundary: every read and write of the books reaches the database through
@@ -522,7 +523,7 @@ export class Boundary {
    */
   problemFor(err: unknown, options: { fieldOf?: FieldOfColumn; what?: string; write?: boolean } = {}): ApiProblem | undefined {
     // Refused a connection because the maintenance lock closes the pool: nothing of it was sent.
-    if (err instanceof PoolClosedForLock) return this.deps.lockedProblem?.() ?? new ApiProblem('MAINTENANCE_LOCK', 'The accounting database is locked for maintenance.', { headers: { 'Retry-After': String(LOCK_RETRY_AFTER_SECONDS) } });
+    if (err instanceof PoolClosedForLock) return this.deps.lockedProblem?.() ?? lockedProblem(null);
     const problem = toDatabaseProblem(err, this.deps.engine, options);
     // Outside `within` (no wait here): the schema is still read again for the next request.
     if (problem?.code === 'COLUMN_UNAVAILABLE' && !(err instanceof ApiProblem)) void this.mapMissing(err);

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { ApiProblem } from '../errors/problem';
+import type { ApiProblem } from '../errors/problem';
 import { ApiKeyRepository, hashApiKey, scopesFromColumn, type ApiKeyRecord, type KeyRole, type KeyState } from './api-keys';
 import { openOwnConnection, type Engine } from './database';
 import { toDatabaseProblem } from './boundary';
 import type { Scope } from '../auth/scopes';
 import { fromDbTime, toDbTime } from './db-time';
 import { LOCK_RETRY_AFTER_SECONDS, PoolDrain } from './pool-drain';
+import { lockedProblem, lockHeldProblem, notConfirmedProblem } from './lock-problems';
 import { lockTableExclusive, readLockShared } from './lock-fence';
 import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity } from './instance-heartbeat';
 
@@ -42,6 +43,12 @@ import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity 
  * right after (`openOwnConnection`): it never waits in a busy pool's queue, and it needs no pool
  * while the pool is closed. While locked, each re-read also records the heartbeat (`whileLocked`):
  * a locked process is alive, and the un-lock waits for it.
+ *
+ * Why one file of ~500 lines: the lock's states, their transitions and the acknowledgement wait
+ * are one state machine over the same fields (holder, applied, acknowledged, the queue); split,
+ * each part would need the others' private state. What stands apart lives beside it: the problems
+ * it answers (lock-problems.ts), the fence (lock-fence.ts), the pool drain (pool-drain.ts) and the
+ * key repository that answers while locked (lock-aware-api-keys.ts).
  */
 export interface LockHolder {
   userName: string;
@@ -258,7 +265,7 @@ export class MaintenanceLock {
       const current = targetOf(await db('mntlck').where({ id: 1 }).first());
       let recorded: { target: Locked; already: boolean };
       if (current.locked) {
-        if (!isHolder(current.holder, apiKeyId, userName)) throw this.heldBy(current.holder, 'lock');
+        if (!isHolder(current.holder, apiKeyId, userName)) throw lockHeldProblem(current.holder, 'lock');
         recorded = { target: current, already: true };
       } else {
         const lockedAt = new Date();
@@ -275,7 +282,7 @@ export class MaintenanceLock {
               // Locked through another process meanwhile.
               const target = targetOf(row) as Locked;
               if (isHolder(target.holder, apiKeyId, userName)) return { target, already: true };
-              throw this.heldBy(target.holder, 'lock');
+              throw lockHeldProblem(target.holder, 'lock');
             }
             await trx('mntlck').insert({ id: 1, user_name: userName, api_key_id: apiKeyId, locked_at: toDbTime(this.engine, lockedAt), lock_id: intended.id });
             return { target: intended, already: false };
@@ -346,7 +353,7 @@ export class MaintenanceLock {
         const row = await trx('mntlck').where({ id: 1 }).first();
         if (!row) return null;
         const holder = holderOf(row);
-        if (!isHolder(holder, apiKeyId, userName) && !override) throw this.heldBy(holder, 'un-lock');
+        if (!isHolder(holder, apiKeyId, userName) && !override) throw lockHeldProblem(holder, 'un-lock');
         await trx('mntlck').where({ id: 1 }).del();
         return holder;
       });
@@ -489,31 +496,12 @@ export class MaintenanceLock {
   }
 
   lockedProblem(holder: LockHolder | null = this.holder): ApiProblem {
-    return new ApiProblem(
-      'MAINTENANCE_LOCK',
-      holder ? `The accounting database is locked for maintenance by ${holder.userName} since ${holder.lockedAt}.` : 'The accounting database is locked for maintenance.',
-      { headers: { 'Retry-After': String(LOCK_RETRY_AFTER_SECONDS) }, extensions: holder ? { lockUser: holder.userName, lockedAt: holder.lockedAt } : {} },
-    );
-  }
-
-  private heldBy(holder: LockHolder, action: 'lock' | 'un-lock'): ApiProblem {
-    return new ApiProblem(
-      'LOCK_HELD',
-      action === 'lock'
-        ? `The database is already locked for maintenance by ${holder.userName}.`
-        : `The maintenance lock is held by ${holder.userName}; only the holder may release it, or send override: true.`,
-      { extensions: { lockUser: holder.userName } },
-    );
+    return lockedProblem(holder);
   }
 
   private notConfirmed(target: LockTarget, waiting: string[]): ApiProblem {
     this.logger.warn({ lock: stateOf(target), waitingFor: waiting, ackTimeoutMs: this.ackTimeoutMs }, 'maintenance lock: not every live process acknowledged in time');
-    const change = target.locked ? 'The lock is recorded' : 'The release is recorded';
-    return new ApiProblem(
-      'LOCK_NOT_CONFIRMED',
-      `${change}, but ${waiting.length} live process(es) of the service did not confirm it within ${this.ackTimeoutMs} ms. Send the same request again: it waits again and changes nothing else.`,
-      target.locked ? { extensions: { lockUser: target.holder.userName } } : {},
-    );
+    return notConfirmedProblem(target.locked ? target.holder : null, waiting.length, this.ackTimeoutMs);
   }
 
   private async takeSnapshot(db: Knex): Promise<void> {
@@ -537,104 +525,5 @@ export class MaintenanceLock {
     const run = this.queue.then(fn, fn);
     this.queue = run.catch(() => undefined);
     return run;
-  }
-}
-
-/** Keys remembered at most this many at once (a full cache is emptied: unknown keys are never remembered). */
-const KEY_CACHE_CAPACITY = 10_000;
-
-/**
- * The API key repository the service uses: while the database is locked it answers from the
- * lock's snapshot instead of the (dropped) pool. Loading the lock state happens on the first
- * lookup, so a service restarted while locked drops its pool before serving anything.
- *
- * Authentication (`findForRequest`) reuses a key read from `apikey` for `cacheMs` (API_KEY_CACHE_MS,
- * default 250 ms, at most 1 s: the bound the maintenance lock keeps across processes). The indexed
- * SELECT per request was most of the surface's fixed cost (bench/README.md, Posting). A key disabled,
- * revoked or enabled through another process (the keys CLI, another instance) is therefore answered
- * from the new state at most `cacheMs` later; through this process, at once (every change here
- * empties the cache). Unknown keys are not remembered: a key created anywhere works on its first
- * request, and random keys cannot fill memory.
- */
-export class LockAwareApiKeys extends ApiKeyRepository {
-  private readonly cache = new Map<string, { record: ApiKeyRecord; readAt: number }>();
-
-  constructor(
-    knex: Knex,
-    private readonly lock: MaintenanceLock,
-    private readonly cacheMs = 0,
-  ) {
-    super(knex);
-  }
-
-  override async findByKey(key: string): Promise<ApiKeyRecord | undefined> {
-    await this.lock.ensureLoaded();
-    if (this.lock.isLocked()) return this.lock.findKeyWhileLocked(key);
-    return super.findByKey(key);
-  }
-
-  override async findForRequest(key: string, options: { outsidePool?: boolean } = {}): Promise<ApiKeyRecord | undefined> {
-    const read = (): Promise<ApiKeyRecord | undefined> =>
-      // The lock and un-lock requests read the key through the lock's own connection: a lock must not
-      // wait in the pool's queue behind the load it is about to turn away.
-      options.outsidePool && this.lock.loaded && !this.lock.isLocked() ? this.lock.ownConnection((db) => new ApiKeyRepository(db).findByKey(key)) : this.findByKey(key);
-    if (this.cacheMs <= 0 || !this.lock.loaded || this.lock.isLocked()) return read();
-    const id = key.trim().toLowerCase();
-    const now = performance.now();
-    const hit = this.cache.get(id);
-    if (hit && now - hit.readAt < this.cacheMs) return hit.record;
-    // readAt is taken before the read: the answer is never older than cacheMs when reused.
-    const record = await read();
-    if (!record || this.lock.isLocked()) {
-      this.cache.delete(id);
-      return record;
-    }
-    if (this.cache.size >= KEY_CACHE_CAPACITY) this.cache.clear();
-    this.cache.set(id, { record, readAt: now });
-    return record;
-  }
-
-  override async activeKeyHashes(): Promise<Set<string>> {
-    await this.lock.ensureLoaded();
-    if (this.lock.isLocked()) return this.lock.activeKeyHashesWhileLocked();
-    return super.activeKeyHashes();
-  }
-
-  /** Forgets every remembered key (a change made through this process is answered at once). */
-  forget(): void {
-    this.cache.clear();
-    this.forgetActiveKeys();
-  }
-
-  override async create(name: string, role: KeyRole, key?: string, scopes?: readonly Scope[] | null): Promise<{ key: string; record: ApiKeyRecord }> {
-    try {
-      return await super.create(name, role, key, scopes);
-    } finally {
-      this.forget();
-    }
-  }
-
-  override async ensure(key: string, name: string, role: KeyRole): Promise<ApiKeyRecord> {
-    try {
-      return await super.ensure(key, name, role);
-    } finally {
-      this.forget();
-    }
-  }
-
-  override async setStateById(id: string, state: KeyState, reason: string | null): Promise<ApiKeyRecord | undefined> {
-    try {
-      return await super.setStateById(id, state, reason);
-    } finally {
-      this.forget();
-    }
-  }
-
-  override async setState(key: string, state: KeyState, reason: string | null): Promise<ApiKeyRecord | undefined> {
-    try {
-      return await super.setState(key, state, reason);
-    } finally {
-      this.forget();
-    }
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The API-key cache (src/storage/lock-store.ts, LockAwareApiKeys; API_KEY_CACHE_MS): a key
+ * The API-key cache (src/storage/lock-aware-api-keys.ts; API_KEY_CACHE_MS): a key
  * disabled, revoked or enabled again through ANOTHER connection (the keys CLI, another instance)
  * is answered from its new state within the cache bound (at most 1 s); a change made through this
  * process is answered at once; unknown keys are never remembered (a key created elsewhere works on
