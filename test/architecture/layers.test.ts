@@ -29,38 +29,38 @@ const TREE: Record<string, string> = {
   'src/v2/fields.ts': 'export const fields = 1;\n',
   'src/app.ts': 'export const app = 1;\n',
   'src/server.ts': 'export const server = 1;\n',
-  'src/services.ts': "import { h } from '../http/handler';\nexport const services = h;\n",
+  'src/services.ts': "import { h } from './http/handler';\nexport const services = h;\n",
   'src/http/handler.ts': 'export const h = 1;\n',
   'db/seed/index.ts': 'export const seed = 1;\n',
   'db/migration-names.ts': 'export const names = [];\n',
   'bench/query.ts': 'export const bench = 1;\n',
 
   // One bad import per rule.
-  'src/engines/posting/a.ts': "import { b } from '../b';\nexport const a = b;\n", // no-circular
-  'src/engines/posting/b.ts': "import { a } from '../a';\nexport const b = a;\n",
-  'src/engines/query/bench-user.ts': "import { bench } from '../../../../bench/query';\nexport const x = bench;\n", // no-bench-in-src
-  'src/engines/query/migrations-user.ts': "import { names } from '../../../../db/migration-names';\nexport const x = names;\n", // db-only-from-start-and-services
-  'src/http/seed-user.ts': "import { seed } from '../../../db/seed/index';\nexport const x = seed;\n", // no-seed-in-src (and db-only-...)
-  'src/boot.ts': "import { seed } from '../../db/seed/index';\nexport const x = seed;\nexport const later = () => import('../../db/seed/index');\n", // seed-only-lazily-at-start
-  'src/http/entry-user.ts': "import { server } from '../../server';\nexport const x = server;\n", // surface-not-up
-  'src/v2/app-user.ts': "import { app } from '../../app';\nexport const x = app;\n", // v2-not-up
-  'src/http/v2-user.ts': "import { fields } from '../../v2/fields';\nexport const x = fields;\n", // http-not-up
-  'src/http/sql-user.ts': "import { dialect } from '../../storage/dialect';\nexport const x = dialect;\n", // surface-talks-no-sql
+  'src/engines/posting/a.ts': "import { b } from './b';\nexport const a = b;\n", // no-circular
+  'src/engines/posting/b.ts': "import { a } from './a';\nexport const b = a;\n",
+  'src/engines/query/bench-user.ts': "import { bench } from '../../../bench/query';\nexport const x = bench;\n", // no-bench-in-src
+  'src/engines/query/migrations-user.ts': "import { names } from '../../../db/migration-names';\nexport const x = names;\n", // db-only-from-start-and-services
+  'src/http/seed-user.ts': "import { seed } from '../../db/seed/index';\nexport const x = seed;\n", // no-seed-in-src (and db-only-...)
+  'src/boot.ts': "import { seed } from '../db/seed/index';\nexport const x = seed;\nexport const later = () => import('../db/seed/index');\n", // seed-only-lazily-at-start
+  'src/http/entry-user.ts': "import { server } from '../server';\nexport const x = server;\n", // surface-not-up
+  'src/v2/app-user.ts': "import { app } from '../app';\nexport const x = app;\n", // v2-not-up
+  'src/http/v2-user.ts': "import { fields } from '../v2/fields';\nexport const x = fields;\n", // http-not-up
+  'src/http/sql-user.ts': "import { dialect } from '../storage/dialect';\nexport const x = dialect;\n", // surface-talks-no-sql
   // services.ts -> http/handler.ts above: services-not-up
-  'src/engines/match/services-user.ts': "import { services } from '../../../services';\nexport const x = services;\n", // engines-not-up
-  'src/engines/posting/events-user.ts': "import { store } from '../../../events/store';\nexport const x = store;\n", // engines-never-call-events
-  'src/events/lists.ts': "import { runner } from '../../engines/posting/runner';\nexport const x = runner;\n", // events-read-through-query
-  'src/events/detector.ts': "import { other } from '../../engines/posting/other';\nexport const x = other;\n", // events-read-through-query (the detector too)
-  'src/engines/query/match-user.ts': "import { match } from '../../match/run';\nexport const x = match;\n", // query-is-the-engines-floor
-  'src/engines/idempotency/protocol.ts': "import { runner } from '../../posting/runner';\nexport const x = runner;\n", // idempotency-below-posting
-  'src/storage/engine-user.ts': "import { plan } from '../../engines/query/plan';\nexport const x = plan;\n", // storage-not-up
-  'src/catalog/engine-user.ts': "import { plan } from '../../engines/query/plan';\nexport const x = plan;\n", // ground-not-up
-  'src/errors/catalog-user.ts': "import { types } from '../../catalog/types';\nexport const x = types;\n", // errors-at-the-bottom
+  'src/engines/match/services-user.ts': "import { services } from '../../services';\nexport const x = services;\n", // engines-not-up
+  'src/engines/posting/events-user.ts': "import { store } from '../../events/store';\nexport const x = store;\n", // engines-never-call-events
+  'src/events/lists.ts': "import { runner } from '../engines/posting/runner';\nexport const x = runner;\n", // events-read-through-query
+  'src/events/detector.ts': "import { other } from '../engines/posting/other';\nexport const x = other;\n", // events-read-through-query (the detector too)
+  'src/engines/query/match-user.ts': "import { match } from '../match/run';\nexport const x = match;\n", // query-is-the-engines-floor
+  'src/engines/idempotency/protocol.ts': "import { runner } from '../posting/runner';\nexport const x = runner;\n", // idempotency-below-posting
+  'src/storage/engine-user.ts': "import { plan } from '../engines/query/plan';\nexport const x = plan;\n", // storage-not-up
+  'src/catalog/engine-user.ts': "import { plan } from '../engines/query/plan';\nexport const x = plan;\n", // ground-not-up
+  'src/errors/catalog-user.ts': "import { types } from '../catalog/types';\nexport const x = types;\n", // errors-at-the-bottom
 
   // Allowed: a type from storage on the surface; v2 over http; events through engines/query.
-  'src/http/type-user.ts': "import type { Dialect } from '../../storage/dialect';\nexport const x = (d: Dialect) => d.engine;\n",
-  'src/v2/http-user.ts': "import { h } from '../../http/handler';\nexport const x = h;\n",
-  'src/events/query-user.ts': "import { plan } from '../../engines/query/plan';\nexport const x = plan;\n",
+  'src/http/type-user.ts': "import type { Dialect } from '../storage/dialect';\nexport const x = (d: Dialect) => d.engine;\n",
+  'src/v2/http-user.ts': "import { h } from '../http/handler';\nexport const x = h;\n",
+  'src/events/query-user.ts': "import { plan } from '../engines/query/plan';\nexport const x = plan;\n",
 };
 
 /** rule -> the one violation (`from -> to`) it must report. */
