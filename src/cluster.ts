@@ -56,7 +56,7 @@ export const LEAVE_WAIT_MS = 1000;
  * The workers open together: a worker that listens while its sibling still compiles serves the
  * first requests next to that compile (two cores, one of them busy) and, on SQLite, next to the
  * sibling's rehearsal holding the write lock: a first posting took 40 to 95 ms instead of 15 to
- * 25 (decision 0043). On an idle machine the last worker is
+ * 25 (bench/README.md, "First request", sixth pass). On an idle machine the last worker is
  * prepared 50 to 150 ms after the first; the bound keeps one stuck worker from holding the
  * service closed.
  */
