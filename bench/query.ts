@@ -24,8 +24,9 @@
  *   npx tsx bench/query.ts [--duration S] [--connections N] [--only A,C] [--no-write]
  *                          [--node-flags "..."] [--also-flags "--optimize-for-size"] [--engine-tsx]
  *                          [--engine sqlite|postgres] [--data-only]
- * BENCH_SCALE=n seeds (and names) a data set at another scale than 250 (a smaller one builds faster). * Writes the table to bench/README.md, section "Query engine" (SQLite) or "Query engine on
- * PostgreSQL".
+ * BENCH_SCALE=n seeds (and names) a data set at another scale than 250 (a smaller one builds faster).
+ * With every scenario (no --only) and without --no-write, writes the table to bench/README.md, section
+ * "Query engine" (SQLite) or "Query engine on PostgreSQL".
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';

@@ -281,7 +281,7 @@ function instanceId(env: NodeJS.ProcessEnv, port: number): string {
 
 /**
  * HEAP_LIMIT_MB: 1024 by default; 0 (V8's own sizing) or 256 to 65536. Below 256 a worker would run out of heap
- * under load. Why 1024 by default: src/heap-limit.ts (bench/README.md, "fifth pass").
+ * under load. Why 1024 by default: src/heap-limit.ts (decision 0042).
  */
 function heapLimit(env: NodeJS.ProcessEnv): number {
   const value = int(env, 'HEAP_LIMIT_MB', 1024, 0, 65_536);

@@ -10,10 +10,11 @@
  * 25 to 30 MB alive, so under load a worker peaks at 160 to 235 MB on the heaviest scenarios with
  * V8's sizing and near 135 MB with 1024 MB, at the price of more full collections: over 8 interleaved pairs on
  * the match scenario, a median of 15 % more CPU per request and 24 % fewer requests a second, 6 % and
- * 11 % on scenario B (bench/README.md, "fourth pass"; noisy on a shared machine, but not free).
+ * 11 % on scenario B (decision 0039; noisy on a shared machine, but not free).
  * On a quiet machine V8's sizing let the workers reach 197 to 336 MB (every bench/query.ts
  * scenario, SQLite; PostgreSQL 191 to 328 MB), twice what the limit allows (144 to 186 MB), while
- * requests a second moved both ways (−20 % to +35 % by scenario; "fifth pass"). A service that runs
+ * requests a second moved both ways (−20 % to +35 % by scenario; decision 0042; the current A/B:
+ * bench/heap-limit-ab.ts, bench/README.md "Heap limit A/B"). A service that runs
  * beside a company's books should have a footprint its operator can plan for, so the limit is the
  * default; HEAP_LIMIT_MB=0 gives V8's sizing back to a deployment that is saturated for long.
  *

@@ -19,7 +19,7 @@ import { BEFORE_READY, BEFORE_READY_OPERATIONS, warmUp, writeExamples } from './
  * validator's compile) waits before it goes on. Not 25 ms: with WORKERS > 1 the primary hands
  * connections round-robin, so a client's sequential requests alternate between the workers and
  * each worker saw 25 ms of quiet between two of its own requests (while the other one served):
- * its next request then waited for a background step (bench/README.md, fourth pass).
+ * its next request then waited for a background step (decision 0040).
  */
 const QUIET_MS = 250;
 
@@ -127,7 +127,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // does not queue behind compiles between its requests. The quiet is counted from when the port
   // opens, not from the epoch: a cluster worker that opens while its sibling is already serving
   // the first requests would otherwise start its rehearsals at once, and on SQLite each holds the
-  // write lock the sibling's first postings wait for (bench/README.md, "First request", sixth pass).
+  // write lock the sibling's first postings wait for (decision 0043).
   let inFlight = 0;
   let lastEnded = Number.POSITIVE_INFINITY;
   // While draining, answer the request in flight on each connection with Connection: close.
@@ -163,7 +163,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // /readyz turns 200 (well under a second); every other operation compiles on its first request
   // (a few milliseconds), or, with CONTRACT_PRECOMPILE, in the background while the server is
   // idle. Not by default: compiled validators stay resident, and a worker that never serves most
-  // operations carried all of them (bench/README.md, "Ninth pass"). A document that does not
+  // operations carried all of them (decision 0046). A document that does not
   // compile turns readiness 503 (warmError).
   opsState.warming = true;
   const prepare = app.locals.prepareContract as (also?: readonly string[]) => Promise<{ operations: number; ms: number }>;

@@ -237,7 +237,7 @@ export interface ContractValidator {
 /**
  * One request to the warm-up's loopback server through node:http. Not the global fetch: that is
  * undici, which nothing else in the service loads; its first use cost every worker about 20 MB
- * resident for good (its module graph and compiled code; bench/README.md, "fourth pass").
+ * resident for good (its module graph and compiled code; decision 0039).
  */
 function loopbackRequest(port: number, method: string, route: string, body: string | undefined): Promise<{ status: number; pid: string | undefined; text: string }> {
   return new Promise((resolve, reject) => {

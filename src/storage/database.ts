@@ -85,7 +85,7 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
               // better-sqlite3 builds SQLite with a 16 MB page cache per connection (SQLite's own
               // default is 2 MB): a scan of a large table (the match index of 100,000 parts) filled
               // it and held 16 MB more per process for good. The OS page cache still holds the
-              // file; 4 MB keeps the hot index pages (bench/README.md, "Peak RSS under load").
+              // file; 4 MB keeps the hot index pages (decision 0035).
               conn.pragma(`cache_size = -${SQLITE_PAGE_CACHE_KB}`);
               if (options.checkpointsElsewhere) conn.pragma(`wal_autocheckpoint = ${WAL_BACKSTOP_PAGES}`);
               reusePreparedStatements(conn);
@@ -203,8 +203,8 @@ interface BetterSqliteConnection {
  * wait is its busy handler: it sleeps 1, 2, 5, 10, ... 100 ms between tries, and better-sqlite3
  * runs it on the event loop, so a worker waiting for its sibling's commit served nothing else
  * meanwhile (with WORKERS=2 each worker slept a third of the time there, and a late comer could
- * sleep 100 ms while the lock was free: posting p99 88 to 500 ms; bench/README.md, "Eighth
- * pass"). Here each try fails at once (busy_timeout 0 for this statement only) and the next comes
+ * sleep 100 ms while the lock was free: posting p99 88 to 500 ms; decision 0045). Here each try
+ * fails at once (busy_timeout 0 for this statement only) and the next comes
  * SQLITE_WRITE_LOCK_POLL_MS later on a timer, up to SQLITE_BUSY_TIMEOUT_MS; then the last
  * SQLITE_BUSY fails the transaction as the busy handler's would. Within one process the pool's
  * single connection already orders the writers, so a wait only happens beside another process.

@@ -187,7 +187,7 @@ const STATEMENT_CACHE_SIZE = 256;
  * Row constructors by column list. better-sqlite3 builds each row object property by property in
  * C++ (one dictionary-mode object per row: about 2.2 KB for a 26-column row), and the driver's
  * rows were the largest allocation of a read (a third of the bytes of scenario B, 3.4 of the 7.9 MB
- * of a 1,000-invoice page; bench/README.md, "fourth pass"). Read as arrays (`raw`, 0.8 KB) and
+ * of a 1,000-invoice page; decision 0039). Read as arrays (`raw`, 0.8 KB) and
  * turned into objects by an object literal with every column name (one shape, allocated at its
  * final size, ~0.25 KB), a row costs about half, and callers still get the same plain objects
  * (a repeated column name: the last one wins, as in the driver's own rows).
@@ -372,7 +372,7 @@ const POWERS_OF_TEN = Array.from({ length: 23 }, (_, i) => 10 ** i);
  * For a safe integer n and 10^scale exact (scale <= 22), IEEE division is correctly rounded: n / 10^scale
  * is the double nearest to the exact decimal, i.e. the very number Number("<digits>.<digits>") parses, without
  * the four strings per value that building that text cost (a read's largest garbage after the JSON;
- * bench/README.md, "fourth pass"). `+ 0` turns -0 into 0, as the text form gives.
+ * decision 0039). `+ 0` turns -0 into 0, as the text form gives.
  */
 export function scaledToNumber(n: number, scale: number): number {
   if (scale <= 0) return n;

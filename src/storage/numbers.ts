@@ -17,8 +17,8 @@ import { toDbTime } from './db-time';
  * Reserved blocks (`blockSize` > 1, NUMBER_BLOCK_SIZE): a committed allocation takes at least
  * `blockSize` numbers of a counter at once and hands the rest out from memory to this process's
  * next postings, as SQL Server's identity cache does. A posting then pays no statement and no
- * commit of its own for its numbers most of the time (bench/README.md, Posting: the numseq UPDATE
- * and its commit were the costliest statement of a journal). Numbers are still never reused: a
+ * commit of its own for its numbers most of the time (decision 0033: the numseq UPDATE and its
+ * commit were the costliest statement of a journal). Numbers are still never reused: a
  * block is committed before any of it is handed out and every number is handed out once. What
  * changes: the numbers left in a block when the process stops are permanent gaps (the spec allows
  * gaps: dry runs and rollbacks leave them already), and with several processes on one database

@@ -18,7 +18,7 @@ import { engineOf } from './dialect';
  * for separate statements; a failure fails the statement, and with it the posting's transaction.
  *
  * Tried and dropped: every queued write in ONE statement, each RETURNING read back through a LEFT
- * JOIN of the CTEs (bench/README.md, "Seventh pass"). It saved round trips with one connection,
+ * JOIN of the CTEs (decision 0044). It saved round trips with one connection,
  * but the wide, mostly-null result rows and the larger statement cost more CPU than the round
  * trips saved, and with 8 connections throughput fell.
  *

@@ -56,7 +56,7 @@ test('a start on an existing database loads neither the demo seed nor the migrat
 
     const inspected = await startAndInspect(file);
     const second = inspected.modules;
-    // Memory (bench/README.md, "fourth pass"): the validator's warm-up talks node:http, not fetch
+    // Memory (decision 0039): the validator's warm-up talks node:http, not fetch
     // (undici, ~20 MB resident per process), and /openapi.json is the generated JSON twin, so the
     // YAML parser is not loaded either. Packages the service does load are listed, so the check can fail.
     assert.equal(inspected.undici, false, 'undici (the global fetch) is not loaded by a start');

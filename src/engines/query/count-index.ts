@@ -5,7 +5,7 @@
  * The count cache (count-cache.ts) reuses the count of the SAME query. An integrator whose filter
  * value changes with every request (`partCost > x`, `invoiceTotal >= y` for each new x and y) got
  * nothing from it: every request paid a count, a scan of the table or of a covering index (on the
- * demo data, 100,000 parts: 0.45 ms of a 1.3 ms request; bench/README.md, "Issue 27"). When the
+ * demo data, 100,000 parts: 0.45 ms of a 1.3 ms request; decision 0290). When the
  * filter is one comparison, or a range of comparisons, on ONE column whose values the driver hands
  * back as exact numbers, the count is the number of sorted values on the right side of the bounds.
  *

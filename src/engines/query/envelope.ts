@@ -29,8 +29,8 @@ type Factory = (decode: Decode, kinds: unknown[], columns: string[], scales: unk
 /**
  * Record constructors by list of published names. A record filled field by field from `{}`
  * grows its property store several times over (22 fields: four reallocations, each garbage), and
- * under load that garbage was the largest single allocation of a read (bench/README.md, "Memory
- * and start-up"). An object literal with every name is allocated once, at its final size, with
+ * under load that garbage was the largest single allocation of a read (decision 0032). An object
+ * literal with every name is allocated once, at its final size, with
  * one shape for every record of the list. Bounded: select lists are chosen by the caller.
  */
 const factories = new Map<string, Factory>();

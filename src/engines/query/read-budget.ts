@@ -2,8 +2,8 @@
  * A bound on the rows one process holds in memory for reads at once. A read materialises its
  * page several times over while it runs (driver rows, published records, the JSON text and its
  * bytes), so a process's heap under load grows with the pages in flight: ten concurrent
- * 1,000-invoice pages with their lines held ~100 MB at once (bench/README.md, "Memory and
- * start-up"). Reads take a share of the budget before they touch the database and give it back
+ * 1,000-invoice pages with their lines held ~100 MB at once (decision 0032; bench/query.ts, scenario
+ * E). Reads take a share of the budget before they touch the database and give it back
  * once their answer is written; a read that does not fit waits its turn (first come, first
  * served). On a few cores this costs no throughput: the reads are CPU-bound, and two or three
  * large pages in flight keep the cores as busy as ten.
