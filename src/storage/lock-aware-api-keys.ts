@@ -13,7 +13,7 @@ const KEY_CACHE_CAPACITY = 10_000;
  *
  * Authentication (`findForRequest`) reuses a key read from `apikey` for `cacheMs` (API_KEY_CACHE_MS,
  * default 250 ms, at most 1 s: the bound the maintenance lock keeps across processes). The indexed
- * SELECT per request was most of the surface's fixed cost (bench/README.md, Posting). A key disabled,
+ * SELECT per request was most of the surface's fixed cost (decision 0033). A key disabled,
  * revoked or enabled through another process (the keys CLI, another instance) is therefore answered
  * from the new state at most `cacheMs` later; through this process, at once (every change here
  * empties the cache). Unknown keys are not remembered: a key created anywhere works on its first
