@@ -19,10 +19,21 @@ import knexFactory, { type Knex } from 'knex';
 import { createTestDatabase } from '../support/app';
 import { parseDatabaseUrl } from '../../src/storage/database';
 import { ApiKeyRepository } from '../../src/storage/api-keys';
-import { countRows, installPostingFixture, journal } from '../support/posting-fixture';
+import { countRows, installPostingFixture } from '../support/posting-fixture';
 import { postJson, type HttpResult } from '../support/server-process';
 import { assertBooksInvariants } from '../support/invariants';
-import { assertNoWindow, assertWritesExact, databaseNow, exchange, serviceConnectionsOpenedBefore, testConnectionUrl, trafficLoop } from '../support/lock-window';
+import {
+  assertLockRefusal,
+  assertNoWindowRound,
+  databaseNow,
+  lockThrough,
+  postKeyedJournal,
+  readProbe,
+  serviceConnectionsOpenedBefore,
+  testConnectionUrl,
+  tookMs,
+  unlockThrough,
+} from '../support/lock-window';
 
 const adminKey = randomUUID();
 const apiKey = randomUUID();
@@ -84,7 +95,7 @@ function logLines(): Array<Record<string, any>> {
     .map((l) => JSON.parse(l));
 }
 
-const read = (): Promise<HttpResult> => postJson(port, '/api/v3/ap-invoices/query', { select: ['recordNumber'], page: { pageNumber: 1, pageSize: 1 } }, { 'x-api-key': apiKey });
+const read = (): Promise<HttpResult> => readProbe(port, apiKey);
 /** Four reads on fresh connections: round-robin puts them on both workers. */
 const reads = (): Promise<HttpResult[]> => Promise.all([read(), read(), read(), read()]);
 
@@ -119,50 +130,28 @@ test('the maintenance lock is strict across workers: the first request after the
   for (let round = 1; round <= 3; round += 1) {
     assert.ok((await reads()).every((r) => r.status === 200));
     const since = pg ? await databaseNow(knex) : undefined;
-    const locked = await exchange(() => postJson(port, '/api/v3/utility/lock', { userName: 'cluster-ops' }, { 'x-api-key': adminKey }));
-    assert.equal(locked.status, 200, JSON.stringify(locked.body));
+    const locked = await lockThrough(port, 'cluster-ops', adminKey);
     // Eight fresh connections at once: round-robin puts four on each worker.
     const after = await Promise.all([...(await reads()), ...(await reads())]);
-    for (const r of after) {
-      assert.equal(r.status, 423, `every worker answers 423 right after the lock's 200 (got ${r.status})`);
-      assert.equal(r.headers['x-error-code'], 'MAINTENANCE_LOCK');
-      assert.equal(r.headers['retry-after'], '60');
-      assert.equal(r.body.lockUser, 'cluster-ops');
-    }
+    for (const r of after) assertLockRefusal(r, 'cluster-ops', "every worker answers 423 right after the lock's 200");
     if (since) assert.equal(await serviceConnectionsOpenedBefore(knex, since), 0, 'every connection the workers held before the lock is closed');
-    const unlocked = await exchange(() => postJson(port, '/api/v3/utility/un-lock', { userName: 'cluster-ops' }, { 'x-api-key': adminKey }));
-    assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+    const unlocked = await unlockThrough(port, 'cluster-ops', adminKey);
     for (const r of await Promise.all([reads(), reads()]).then((x) => x.flat())) assert.equal(r.status, 200, `every worker serves right after the un-lock's 200 (got ${r.status})`);
-    timings.push(`lock ${Math.round(locked.answeredAt - locked.sentAt)} ms, un-lock ${Math.round(unlocked.answeredAt - unlocked.sentAt)} ms`);
+    timings.push(`lock ${tookMs(locked)} ms, un-lock ${tookMs(unlocked)} ms`);
   }
   t.diagnostic(`WORKERS=2: ${timings.join('; ')}`);
 });
 
 test('no window across workers: reads and writes sent to both workers while locking; nothing sent after the lock answered is served, nothing after the un-lock is refused, no 5xx', async (t) => {
-  const traffic = trafficLoop({ ports: [port], apiKeys: trafficKeys, concurrency: 6, tag: `CLW${Date.now() % 100000}` });
-  await sleep(600);
-  const locked = await exchange(() => postJson(port, '/api/v3/utility/lock', { userName: 'window-ops' }, { 'x-api-key': adminKey }));
-  assert.equal(locked.status, 200, JSON.stringify(locked.body));
-  await sleep(400);
-  const unlocked = await exchange(() => postJson(port, '/api/v3/utility/un-lock', { userName: 'window-ops' }, { 'x-api-key': adminKey }));
-  assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
-  await sleep(400);
-  const sent = await traffic.stop();
-  const report = assertNoWindow(sent, locked, unlocked);
-  await assertWritesExact(knex, sent);
-  await assertBooksInvariants(knex);
-  t.diagnostic(
-    `${sent.length} requests: ${report.before} served before the lock, ${report.whileLocked} sent while locked (all 423), ${report.afterUnlock} after the un-lock (all served); ` +
-      `${report.servedArrivingLate} 200s sent before the lock's 200 arrived after it; lock ${Math.round(locked.answeredAt - locked.sentAt)} ms, un-lock ${Math.round(unlocked.answeredAt - unlocked.sentAt)} ms under load`,
-  );
+  t.diagnostic(await assertNoWindowRound({ knex, adminKey, lockPort: port, unlockPort: port, traffic: { ports: [port], apiKeys: trafficKeys, tag: `CLW${Date.now() % 100000}` } }));
 });
 
 test('concurrent keyed postings over both workers: each exactly once, no 5xx, books balance', async () => {
   const planned = Array.from({ length: 30 }, (_, i) => ({ key: `cl-${randomUUID()}`, number: `CL-${i}` }));
-  const answers = await Promise.all(planned.map((p) => postJson(port, '/api/v3/ledger-transactions', journal(p.number), { 'x-api-key': apiKey, 'Idempotency-Key': p.key })));
+  const answers = await Promise.all(planned.map((p) => postKeyedJournal(port, apiKey, p.number, p.key)));
   for (const [i, res] of answers.entries()) assert.equal(res.status, 200, `${planned[i]!.number}: ${JSON.stringify(res.body)}`);
   // Replays on (likely) the other worker answer the recorded response.
-  const again = await Promise.all(planned.map((p) => postJson(port, '/api/v3/ledger-transactions', journal(p.number), { 'x-api-key': apiKey, 'Idempotency-Key': p.key })));
+  const again = await Promise.all(planned.map((p) => postKeyedJournal(port, apiKey, p.number, p.key)));
   for (const [i, p] of planned.entries()) {
     assert.equal(again[i]!.status, 200);
     assert.equal(again[i]!.headers['idempotency-status'], 'replayed');
