@@ -10,8 +10,6 @@
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
@@ -19,6 +17,7 @@ import knexFactory, { type Knex } from 'knex';
 import { createTestDatabase } from '../support/app';
 import { parseDatabaseUrl } from '../../src/storage/database';
 import { ApiKeyRepository } from '../../src/storage/api-keys';
+import { spawnCluster, type SpawnedCluster } from '../support/cluster-process';
 import { countRows, installPostingFixture } from '../support/posting-fixture';
 import { postJson, type HttpResult } from '../support/server-process';
 import { assertBooksInvariants } from '../support/invariants';
@@ -45,9 +44,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 let db: { url: string; drop: () => Promise<void> };
 let knex: Knex;
 let pg = false;
-let primary: ChildProcess;
-let exited: Promise<number | null>;
-let out = '';
+let cluster: SpawnedCluster;
 let port = 0;
 
 before(async () => {
@@ -60,40 +57,20 @@ before(async () => {
   await keys.ensure(apiKey, 'cluster integration', 'integration');
   await keys.ensure(rateKey, 'cluster rate', 'integration');
   for (const [i, key] of trafficKeys.entries()) await keys.ensure(key, `cluster traffic ${i}`, 'integration');
-  primary = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
-    cwd: path.resolve(__dirname, '..', '..'),
-    env: { ...process.env, DATABASE_URL: db.url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cl', LOG_LEVEL: 'info', SEED_ON_START: 'false', RATE_LIMIT_PER_MINUTE: String(RATE) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  primary.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  primary.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  exited = new Promise((resolve) => primary.on('exit', (code) => resolve(code)));
-  for (let i = 0; i < 1200 && !port; i += 1) {
-    const line = logLines().find((l) => l.role === 'primary' && l.msg === 'listening');
-    if (line) port = line.port;
-    else await sleep(50);
-  }
-  assert.ok(port, `the cluster listens:\n${out}`);
-  // The primary announces once both workers told it they listen; each worker's own log line may
-  // reach the pipe a moment after the primary's.
+  cluster = await spawnCluster({ databaseUrl: db.url, workers: 2, env: { INSTANCE_ID: 'cl', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: String(RATE) } });
+  port = cluster.port;
+  // Ready once /readyz answers on both workers; each worker's own log line may reach the pipe a
+  // moment after.
   for (let i = 0; i < 200 && logLines().filter((l) => l.msg === 'listening' && l.worker).length < 2; i += 1) await sleep(25);
 });
 after(async () => {
-  if (process.env.CLUSTER_TEST_LOG) (await import('node:fs')).writeFileSync(process.env.CLUSTER_TEST_LOG, out);
-  if (primary && primary.exitCode === null && primary.signalCode === null) {
-    primary.kill('SIGKILL');
-    for (const l of logLines()) if (l.msg === 'listening' && l.worker) process.kill(l.pid, 'SIGKILL');
-  }
+  if (process.env.CLUSTER_TEST_LOG) fs.writeFileSync(process.env.CLUSTER_TEST_LOG, cluster?.output() ?? '');
+  await cluster?.kill('SIGKILL');
   await knex?.destroy();
   await db?.drop();
 });
 
-function logLines(): Array<Record<string, any>> {
-  return out
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l));
-}
+const logLines = (): Array<Record<string, any>> => cluster.logLines();
 
 const read = (): Promise<HttpResult> => readProbe(port, apiKey);
 /** Four reads on fresh connections: round-robin puts them on both workers. */
@@ -102,7 +79,7 @@ const reads = (): Promise<HttpResult[]> => Promise.all([read(), read(), read(), 
 test('two worker processes serve the port, each with its own instance name and heartbeat', async () => {
   const workers = logLines().filter((l) => l.msg === 'listening' && l.worker);
   assert.equal(new Set(workers.map((l) => l.pid)).size, 2, 'two worker processes');
-  assert.ok(!workers.some((l) => l.pid === primary.pid), 'the primary does not serve');
+  assert.ok(!workers.some((l) => l.pid === cluster.child.pid), 'the primary does not serve');
   const beats = await knex('insthb').whereIn('instance_id', ['cl/w1', 'cl/w2']);
   assert.equal(beats.length, 2);
   assert.notEqual(beats[0].boot_id, beats[1].boot_id);
@@ -233,8 +210,8 @@ test('a killed worker is replaced (its instance name runs a new boot); SIGTERM t
   const pids = logLines()
     .filter((l) => l.msg === 'listening' && l.worker)
     .map((l) => l.pid as number);
-  primary.kill('SIGTERM');
-  assert.equal(await exited, 0, `the primary exits 0:\n${out.slice(-2000)}`);
+  cluster.child.kill('SIGTERM');
+  assert.equal(await cluster.exited, 0, `the primary exits 0:\n${cluster.output().slice(-2000)}`);
   const stopped = logLines().filter((l) => l.msg === 'stopped' && l.worker);
   assert.ok(stopped.length >= 2, 'the workers drained');
   for (const pid of pids) {
