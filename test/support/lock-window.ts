@@ -169,12 +169,19 @@ export async function assertNoWindowRound(options: {
   traffic: { ports: number[]; apiKeys: string[]; tag: string };
 }): Promise<string> {
   const traffic = trafficLoop({ ...options.traffic, concurrency: 6 });
-  await sleep(600);
-  const locked = await lockThrough(options.lockPort, 'window-ops', options.adminKey);
-  await sleep(400);
-  const unlocked = await unlockThrough(options.unlockPort, 'window-ops', options.adminKey);
-  await sleep(400);
-  const sent = await traffic.stop();
+  let sent: Sent[];
+  let locked: Exchange;
+  let unlocked: Exchange;
+  try {
+    await sleep(600);
+    locked = await lockThrough(options.lockPort, 'window-ops', options.adminKey);
+    await sleep(400);
+    unlocked = await unlockThrough(options.unlockPort, 'window-ops', options.adminKey);
+    await sleep(400);
+  } finally {
+    // A failed lock or un-lock must not leave the loop running.
+    sent = await traffic.stop();
+  }
   const report = assertNoWindow(sent, locked, unlocked);
   await assertWritesExact(options.knex, sent);
   await assertBooksInvariants(options.knex);
