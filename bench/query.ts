@@ -34,6 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { freePort } from '../test/support/net';
+import { memoryMb, processTree, resetPeak } from './procfs';
 import { writeReadmeSection } from './readme-section';
 
 // autocannon ships no types
@@ -47,8 +48,8 @@ const DATA_VERSION = 'v2';
 const SEED_SCALE = Number(process.env.BENCH_SCALE ?? 250);
 /** The data set's name: the default scale keeps the name it always had. */
 const DATA_NAME = SEED_SCALE === 250 ? DATA_VERSION : `${DATA_VERSION}_s${SEED_SCALE}`;
-const DATA_FILE = path.join(DATA_DIR, `query-${DATA_NAME}.sqlite`);
-const BENCH_KEY = '8c1d2a4e-6f3b-4c5d-9e7f-a1b2c3d4e5f6';
+export const DATA_FILE = path.join(DATA_DIR, `query-${DATA_NAME}.sqlite`);
+export const BENCH_KEY = '8c1d2a4e-6f3b-4c5d-9e7f-a1b2c3d4e5f6';
 
 // ------------------------------------------------------------------ scenarios
 const A = {
@@ -62,7 +63,7 @@ const B = {
   children: ['lines'],
   page: { pageNumber: 1, pageSize: 100 },
 };
-const SCENARIOS: Scenario[] = [
+export const SCENARIOS: Scenario[] = [
   { id: 'A', title: 'page 1 of 100, partCost > 50, by partCode, totalCount', path: '/api/v3/parts/query', body: A },
   { id: 'B', title: 'A with children (service invoices + lines)', path: '/api/v3/service-invoices/query', body: B },
   { id: 'C', title: 'A at page 500', path: '/api/v3/parts/query', body: { ...A, page: { pageNumber: 500, pageSize: 100 } } },
@@ -83,7 +84,7 @@ const SCENARIOS: Scenario[] = [
   { id: 'Fv', title: 'F, a different (jobNumber, costCode) pair each request', path: '/api/v3/job-costs/query', body: {} as Record<string, unknown> },
 ];
 
-interface Scenario {
+export interface Scenario {
   id: string;
   title: string;
   path: string;
@@ -453,44 +454,14 @@ async function load(url: string, body: string, seconds: number, connections: num
   return { rps: result.requests.total / elapsed, p50: result.latency.p50, p99: result.latency.p99, total: result.requests.total };
 }
 
-/** Resets the peak resident set of a process (Linux: clear_refs 5), so VmHWM measures from now. */
-function resetPeak(pid: number): void {
-  try {
-    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  } catch {
-    /* not permitted: the peak then includes boot */
-  }
-}
-
 /**
- * The processes of a server: the one started and its children (with WORKERS > 1 a node:cluster
- * primary, which serves nothing, and its workers). Peak RSS is reported per process: the figure
- * is the largest of them (a worker's), the target being one server process's peak.
+ * Largest per-process peak (and current) RSS among a server's processes (bench/procfs.ts
+ * processTree), and each process's peak: the figure is the largest (a worker's), the target
+ * being one server process's peak.
  */
-function serverPids(pid: number): number[] {
-  const out = [pid];
-  try {
-    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
-      const children = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-      for (const c of children.split(/\s+/).filter(Boolean)) out.push(...serverPids(Number(c)));
-    }
-  } catch {
-    /* gone, or no /proc: the process alone */
-  }
-  return out;
-}
-
-/** Largest per-process peak (and current) RSS among a server's processes, and each process's peak. */
 function serverMemory(pid: number): { peak: number; rss: number; each: string } {
-  const all = serverPids(pid).map((p) => memory(p));
+  const all = processTree(pid).map((p) => memoryMb(p));
   return { peak: Math.max(...all.map((m) => m.peak)), rss: Math.max(...all.map((m) => m.rss)), each: all.map((m) => m.peak.toFixed(0)).join('+') };
-}
-
-/** Peak and current resident set of a process, MB. */
-function memory(pid: number): { peak: number; rss: number } {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-  return { peak: kb('VmHWM') / 1024, rss: kb('VmRSS') / 1024 };
 }
 
 /**
@@ -584,7 +555,7 @@ async function main(): Promise<void> {
         }
       }
       // Peak RSS from here on: the load, not the boot (the full app compiles its contract validator at boot).
-      for (const pid of serverPids(full.child.pid!)) resetPeak(pid);
+      for (const pid of processTree(full.child.pid!)) resetPeak(pid);
       resetPeak(base.child.pid!);
       resetPeak(raw.child.pid!);
       const body = JSON.stringify(s.body);
@@ -599,14 +570,14 @@ async function main(): Promise<void> {
       const rm = await load(url(raw.port), body, seconds, connections, s.sequence, rc);
       const fm = await load(url(full.port), body, seconds, connections, s.sequence, fc);
       const fullMemory = serverMemory(full.child.pid!);
-      const row: (typeof rows)[number] = { s, full: fm, base: bm, raw: rm, fullPeak: fullMemory.peak, fullEach: fullMemory.each, basePeak: memory(base.child.pid!).peak, rawPeak: memory(raw.child.pid!).peak, fullBoot };
+      const row: (typeof rows)[number] = { s, full: fm, base: bm, raw: rm, fullPeak: fullMemory.peak, fullEach: fullMemory.each, basePeak: memoryMb(base.child.pid!).peak, rawPeak: memoryMb(raw.child.pid!).peak, fullBoot };
       if (alsoFlags.length > 0) {
         full.child.kill('SIGTERM');
         const other = await startProduction(file, alsoFlags);
         try {
           const boot = serverMemory(other.child.pid!).rss;
           await post(other.port, s.path, s.body);
-          for (const pid of serverPids(other.child.pid!)) resetPeak(pid);
+          for (const pid of processTree(other.child.pid!)) resetPeak(pid);
           const oc = { next: 0 };
           await load(url(other.port), body, 2, connections, s.sequence, oc);
           const m = await load(url(other.port), body, seconds, connections, s.sequence, oc);
@@ -733,7 +704,9 @@ async function jobCostPairs(url: string): Promise<JobCostPair[]> {
   }
 }
 
-if (process.argv.includes('--serve')) {
+if (require.main !== module) {
+  // Imported (bench/heap-limit-ab.ts: the scenarios, the data and the key): nothing runs.
+} else if (process.argv.includes('--serve')) {
   // Exit normally on a signal (flushes --cpu-prof profiles when profiling a server).
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => process.exit(0));
   const kind = process.argv[process.argv.indexOf('--serve') + 1];
