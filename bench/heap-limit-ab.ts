@@ -12,27 +12,19 @@
  *   npx tsx bench/heap-limit-ab.ts [--only B,D,E] [--repeats 3] [--duration 6] [--other 0]
  */
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../test/support/net';
+import { cpuMs, memoryMb, processTree, resetPeak } from './procfs';
+import { BENCH_KEY as KEY, DATA_FILE as DATA, SCENARIOS as QUERY_SCENARIOS } from './query';
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<any>;
 
 const ROOT = path.resolve(__dirname, '..');
-const DATA = path.join(ROOT, 'bench', '.data', 'query-v2.sqlite');
-const KEY = '8c1d2a4e-6f3b-4c5d-9e7f-a1b2c3d4e5f6';
-const B = { filters: { match: { field: 'invoiceTotal', operator: '>', value: 50 } }, orderBy: ['invoiceNumber ASC'], children: ['lines'], page: { pageNumber: 1, pageSize: 100 } };
-const A = { filters: { match: { field: 'partCost', operator: '>', value: 50 } }, orderBy: ['partCode ASC'], page: { pageNumber: 1, pageSize: 100 } };
-const SCENARIOS: Record<string, { path: string; body: unknown }> = {
-  A: { path: '/api/v3/parts/query', body: A },
-  B: { path: '/api/v3/service-invoices/query', body: B },
-  C: { path: '/api/v3/parts/query', body: { ...A, page: { pageNumber: 500, pageSize: 100 } } },
-  D: { path: '/api/v3/parts/match', body: { matchString: 'Cleanout Plug 1in Comercial', matchFields: ['partName'], select: ['partCode', 'partName'], maxDistance: 2 } },
-  E: { path: '/api/v3/service-invoices/query', body: { ...B, page: { pageNumber: 1, pageSize: 1000 } } },
-};
+/** bench/query.ts's fixed-body scenarios (A to E), by id. */
+const SCENARIOS: Record<string, { path: string; body: unknown }> = Object.fromEntries(QUERY_SCENARIOS.filter((s) => 'ABCDE'.includes(s.id)).map((s) => [s.id, s]));
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -45,29 +37,6 @@ function status(port: number): Promise<number> {
   });
 }
 
-function pids(pid: number): number[] {
-  const out = [pid];
-  try {
-    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
-      for (const c of fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) out.push(...pids(Number(c)));
-    }
-  } catch {
-    /* gone */
-  }
-  return out;
-}
-
-/** CPU time (user + system) a process has used, ms (/proc/<pid>/stat fields 14 and 15, 100 ticks a second). */
-function cpuMs(pid: number): number {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
-const peakMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function run(heapLimit: string, scenario: { path: string; body: unknown }, seconds: number): Promise<{ rps: number; peak: number; cpu: number }> {
   const port = await freePort();
@@ -80,13 +49,13 @@ async function run(heapLimit: string, scenario: { path: string; body: unknown },
     for (let i = 0; i < 600 && (await status(port)) !== 200; i++) await new Promise((r) => setTimeout(r, 50));
     const opts = { url: `http://127.0.0.1:${port}${scenario.path}`, method: 'POST', connections: 10, headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: JSON.stringify(scenario.body) };
     await autocannon({ ...opts, duration: 2 });
-    const procs = pids(child.pid!);
-    for (const p of procs) fs.writeFileSync(`/proc/${p}/clear_refs`, '5');
+    const procs = processTree(child.pid!);
+    for (const p of procs) resetPeak(p);
     const cpuBefore = procs.reduce((sum, p) => sum + cpuMs(p), 0);
     const result = await autocannon({ ...opts, duration: seconds });
     const cpu = (procs.reduce((sum, p) => sum + cpuMs(p), 0) - cpuBefore) / result.requests.total;
     if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors`);
-    return { rps: result.requests.average, peak: Math.max(...procs.map(peakMb)), cpu };
+    return { rps: result.requests.average, peak: Math.max(...procs.map((p) => memoryMb(p).peak)), cpu };
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));

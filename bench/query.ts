@@ -35,6 +35,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { freePort } from '../test/support/net';
+import { memoryMb, processTree, resetPeak } from './procfs';
 import { writeReadmeSection } from './readme-section';
 
 // autocannon ships no types
@@ -48,8 +49,8 @@ const DATA_VERSION = 'v2';
 const SEED_SCALE = Number(process.env.BENCH_SCALE ?? 250);
 /** The data set's name: the default scale keeps the name it always had. */
 const DATA_NAME = SEED_SCALE === 250 ? DATA_VERSION : `${DATA_VERSION}_s${SEED_SCALE}`;
-const DATA_FILE = path.join(DATA_DIR, `query-${DATA_NAME}.sqlite`);
-const BENCH_KEY = '8c1d2a4e-6f3b-4c5d-9e7f-a1b2c3d4e5f6';
+export const DATA_FILE = path.join(DATA_DIR, `query-${DATA_NAME}.sqlite`);
+export const BENCH_KEY = '8c1d2a4e-6f3b-4c5d-9e7f-a1b2c3d4e5f6';
 
 // ------------------------------------------------------------------ scenarios
 const A = {
@@ -63,7 +64,7 @@ const B = {
   children: ['lines'],
   page: { pageNumber: 1, pageSize: 100 },
 };
-const SCENARIOS: Scenario[] = [
+export const SCENARIOS: Scenario[] = [
   { id: 'A', title: 'page 1 of 100, partCost > 50, by partCode, totalCount', path: '/api/v3/parts/query', body: A },
   { id: 'B', title: 'A with children (service invoices + lines)', path: '/api/v3/service-invoices/query', body: B },
   { id: 'C', title: 'A at page 500', path: '/api/v3/parts/query', body: { ...A, page: { pageNumber: 500, pageSize: 100 } } },
@@ -84,7 +85,7 @@ const SCENARIOS: Scenario[] = [
   { id: 'Fv', title: 'F, a different (jobNumber, costCode) pair each request', path: '/api/v3/job-costs/query', body: {} as Record<string, unknown> },
 ];
 
-interface Scenario {
+export interface Scenario {
   id: string;
   title: string;
   path: string;
@@ -202,20 +203,21 @@ async function serveFull(url: string): Promise<number> {
   return listen(app);
 }
 
-/** The raw baseline: bare Express + knex/better-sqlite3, plain SQL, hand-written mapping. */
-async function serveBaseline(url: string): Promise<number> {
-  const express = (await import('express')).default;
-  const knexFactory = (await import('knex')).default;
+// ------------------------------------------------------------------ the baselines' shared pieces
+type BaselineFields = Record<string, { name: string; column: string; kind: string; scale?: number }>;
+type BaselineRow = Record<string, any>;
+
+/**
+ * What both baselines write by hand, the same way: the scenarios' entities from the catalog, a
+ * filter value as stored and a row mapped to published names (decimals: scaled integers on
+ * SQLite, DECIMAL, strings from pg, on PostgreSQL), and the query envelope. Their match is
+ * matchParts below.
+ */
+async function baselineKit(pg: boolean) {
   const { CATALOG } = await import('../generated/catalog');
-  const pg = url.startsWith('postgres');
-  const knex = pg
-    ? knexFactory({ client: 'pg', connection: url, pool: { min: 1, max: 10 } })
-    : knexFactory({ client: 'better-sqlite3', connection: { filename: url.replace(/^sqlite:\/\//, '') }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
-  // Decimals: scaled integers on SQLite, DECIMAL (strings from pg) on PostgreSQL.
-  const toDb = (value: number, scale: number) => (pg ? value : Math.round(value * 10 ** scale));
-  const mapper = (fields: Record<string, { name: string; column: string; kind: string; scale?: number }>) => {
+  const mapper = (fields: BaselineFields) => {
     const list = Object.values(fields);
-    return (row: Record<string, any>) => {
+    return (row: BaselineRow) => {
       const out: Record<string, unknown> = {};
       for (const f of list) {
         const v = row[f.column];
@@ -226,9 +228,60 @@ async function serveBaseline(url: string): Promise<number> {
   };
   const parts = CATALOG.parts!;
   const invoices = CATALOG['service-invoices']!;
-  const partRow = mapper(parts.fields);
-  const invoiceRow = mapper(invoices.fields);
-  const lineRow = mapper(invoices.children.lines!.fields);
+  const jobCosts = CATALOG['job-costs']!;
+  return {
+    parts,
+    invoices,
+    jobCosts,
+    partRow: mapper(parts.fields),
+    invoiceRow: mapper(invoices.fields),
+    lineRow: mapper(invoices.children.lines!.fields),
+    jobCostRow: mapper(jobCosts.fields),
+    toDb: (value: number, scale: number) => (pg ? value : Math.round(value * 10 ** scale)),
+    envelope: (pageNumber: number, pageSize: number, n: unknown, data: unknown[]) => ({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data }),
+  };
+}
+
+const normaliseName = (s: string) =>
+  s
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/\p{M}+/gu, '')
+    .replace(/[^\p{L}\p{N}\s]+/gu, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+
+function levenshtein(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+/** The match answer over every part's (_idnum, prtcde, prtnme). */
+function matchParts(rows: BaselineRow[], body: { matchString: string; maxDistance: number }) {
+  const target = normaliseName(body.matchString);
+  const hits: Array<{ id: string; partCode: string; partName: string; distance: number }> = [];
+  for (const r of rows) {
+    const d = levenshtein(target, normaliseName(r.prtnme));
+    if (d <= body.maxDistance) hits.push({ id: r._idnum, partCode: r.prtcde, partName: r.prtnme, distance: d });
+  }
+  hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : 1));
+  return { asOf: new Date().toISOString(), data: hits.slice(0, 100).map(({ id: _id, ...rest }) => rest) };
+}
+
+/** The raw baseline: bare Express + knex/better-sqlite3, plain SQL, hand-written mapping. */
+async function serveBaseline(url: string): Promise<number> {
+  const express = (await import('express')).default;
+  const knexFactory = (await import('knex')).default;
+  const pg = url.startsWith('postgres');
+  const knex = pg
+    ? knexFactory({ client: 'pg', connection: url, pool: { min: 1, max: 10 } })
+    : knexFactory({ client: 'better-sqlite3', connection: { filename: url.replace(/^sqlite:\/\//, '') }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
+  const { parts, invoices, jobCosts, partRow, invoiceRow, lineRow, jobCostRow, toDb, envelope } = await baselineKit(pg);
   const partCols = Object.values(parts.fields).map((f) => f.column);
   const invoiceCols = Object.values(invoices.fields).map((f) => f.column);
   const lineCols = [...Object.values(invoices.children.lines!.fields).map((f) => f.column), '_idref'];
@@ -240,8 +293,7 @@ async function serveBaseline(url: string): Promise<number> {
     const min = toDb(req.body.filters.match.value, 4);
     const n = ((await knex('tkfprt').where('prtcst', '>', min).count({ n: '*' })) as Array<{ n: number }>)[0]!.n;
     const rows = await knex('tkfprt').select(partCols).where('prtcst', '>', min).orderBy('prtcde').orderBy('_idnum').limit(pageSize).offset((pageNumber - 1) * pageSize);
-    const data = rows.map(partRow);
-    res.json({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data });
+    res.json(envelope(pageNumber, pageSize, n, rows.map(partRow)));
   });
   app.post('/api/v3/service-invoices/query', async (req, res) => {
     const { pageNumber = 1, pageSize = 100 } = req.body.page ?? {};
@@ -252,11 +304,8 @@ async function serveBaseline(url: string): Promise<number> {
     const lines = keys.length ? await knex('srvlin').select(lineCols).whereIn('_idref', keys).orderBy('_idref').orderBy('linnum') : [];
     const byParent = new Map<string, unknown[]>(keys.map((k: string) => [k, []]));
     for (const l of lines) byParent.get(l._idref)!.push(lineRow(l));
-    const data = rows.map((r: any) => ({ ...invoiceRow(r), lines: byParent.get(r._idnum) }));
-    res.json({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data });
+    res.json(envelope(pageNumber, pageSize, n, rows.map((r: any) => ({ ...invoiceRow(r), lines: byParent.get(r._idnum) }))));
   });
-  const jobCosts = CATALOG['job-costs']!;
-  const jobCostRow = mapper(jobCosts.fields);
   const jobCostCols = Object.values(jobCosts.fields).map((f) => f.column);
   app.post('/api/v3/job-costs/query', async (req, res) => {
     const { pageNumber = 1, pageSize = 100 } = req.body.page ?? {};
@@ -264,37 +313,11 @@ async function serveBaseline(url: string): Promise<number> {
     const where = { jobnum: job, cstcde: toDb(code, 3) };
     const n = ((await knex('jobcst').where(where).count({ n: '*' })) as Array<{ n: number }>)[0]!.n;
     const rows = await knex('jobcst').select(jobCostCols).where(where).orderBy('trndte').orderBy('_idnum').limit(pageSize).offset((pageNumber - 1) * pageSize);
-    const data = rows.map(jobCostRow);
-    res.json({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data });
+    res.json(envelope(pageNumber, pageSize, n, rows.map(jobCostRow)));
   });
   // Match: read every name, normalise, full Levenshtein, sort, first 100.
-  const norm = (s: string) =>
-    s
-      .normalize('NFKD')
-      .toLowerCase()
-      .replace(/\p{M}+/gu, '')
-      .replace(/[^\p{L}\p{N}\s]+/gu, '')
-      .replace(/\s+/g, ' ')
-      .trim();
-  const lev = (a: string, b: string) => {
-    let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-    for (let i = 1; i <= a.length; i++) {
-      const cur = [i];
-      for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-    return prev[b.length]!;
-  };
   app.post('/api/v3/parts/match', async (req, res) => {
-    const target = norm(req.body.matchString);
-    const rows = await knex('tkfprt').select('_idnum', 'prtcde', 'prtnme');
-    const hits: Array<{ id: string; partCode: string; partName: string; distance: number }> = [];
-    for (const r of rows) {
-      const d = lev(target, norm(r.prtnme));
-      if (d <= req.body.maxDistance) hits.push({ id: r._idnum, partCode: r.prtcde, partName: r.prtnme, distance: d });
-    }
-    hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : 1));
-    res.json({ asOf: new Date().toISOString(), data: hits.slice(0, 100).map(({ id: _id, ...rest }) => rest) });
+    res.json(matchParts(await knex('tkfprt').select('_idnum', 'prtcde', 'prtnme'), req.body));
   });
   return listen(app);
 }
@@ -305,9 +328,8 @@ async function serveBaseline(url: string): Promise<number> {
  * connection), the same SQL as the Express baseline and the same JSON, no framework, no knex.
  */
 async function serveRaw(url: string): Promise<number> {
-  const { CATALOG } = await import('../generated/catalog');
   const pg = url.startsWith('postgres');
-  type Rows = Array<Record<string, any>>;
+  type Rows = BaselineRow[];
   let run: (sql: string, values: unknown[]) => Promise<Rows>;
   if (pg) {
     const { Pool } = await import('pg');
@@ -335,28 +357,8 @@ async function serveRaw(url: string): Promise<number> {
       return statement.all(values) as Rows;
     };
   }
-  const toDb = (value: number, scale: number) => (pg ? value : Math.round(value * 10 ** scale));
-  type Fields = Record<string, { name: string; column: string; kind: string; scale?: number }>;
-  const mapper = (fields: Fields) => {
-    const list = Object.values(fields);
-    return (row: Record<string, any>) => {
-      const out: Record<string, unknown> = {};
-      for (const f of list) {
-        const v = row[f.column];
-        out[f.name] = v === null ? null : f.kind === 'decimal' ? (pg ? Number(v) : v / 10 ** (f.scale ?? 2)) : f.kind === 'boolean' ? v === 1 || v === true : v;
-      }
-      return out;
-    };
-  };
-  const columns = (fields: Fields, extra: string[] = []) => [...Object.values(fields).map((f) => f.column), ...extra].join(', ');
-  const parts = CATALOG.parts!;
-  const invoices = CATALOG['service-invoices']!;
-  const jobCosts = CATALOG['job-costs']!;
-  const partRow = mapper(parts.fields);
-  const invoiceRow = mapper(invoices.fields);
-  const lineRow = mapper(invoices.children.lines!.fields);
-  const jobCostRow = mapper(jobCosts.fields);
-  const envelope = (pageNumber: number, pageSize: number, n: unknown, data: unknown[]) => ({ asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: Number(n), returnedCount: data.length }, data });
+  const { parts, invoices, jobCosts, partRow, invoiceRow, lineRow, jobCostRow, toDb, envelope } = await baselineKit(pg);
+  const columns = (fields: BaselineFields, extra: string[] = []) => [...Object.values(fields).map((f) => f.column), ...extra].join(', ');
   type Handler = (body: any) => Promise<unknown>;
   const routes = new Map<string, Handler>();
   routes.set('/api/v3/parts/query', async (body) => {
@@ -385,33 +387,7 @@ async function serveRaw(url: string): Promise<number> {
     const rows = await run(`select ${columns(jobCosts.fields)} from jobcst where jobnum = ? and cstcde = ? order by trndte, _idnum limit ? offset ?`, [...values, pageSize, (pageNumber - 1) * pageSize]);
     return envelope(pageNumber, pageSize, n, rows.map(jobCostRow));
   });
-  const norm = (x: string) =>
-    x
-      .normalize('NFKD')
-      .toLowerCase()
-      .replace(/\p{M}+/gu, '')
-      .replace(/[^\p{L}\p{N}\s]+/gu, '')
-      .replace(/\s+/g, ' ')
-      .trim();
-  const lev = (a: string, b: string) => {
-    let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-    for (let i = 1; i <= a.length; i++) {
-      const cur = [i];
-      for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-    return prev[b.length]!;
-  };
-  routes.set('/api/v3/parts/match', async (body) => {
-    const target = norm(body.matchString);
-    const hits: Array<{ id: string; partCode: string; partName: string; distance: number }> = [];
-    for (const r of await run('select _idnum, prtcde, prtnme from tkfprt', [])) {
-      const d = lev(target, norm(r.prtnme));
-      if (d <= body.maxDistance) hits.push({ id: r._idnum, partCode: r.prtcde, partName: r.prtnme, distance: d });
-    }
-    hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : 1));
-    return { asOf: new Date().toISOString(), data: hits.slice(0, 100).map(({ id: _id, ...rest }) => rest) };
-  });
+  routes.set('/api/v3/parts/match', async (body) => matchParts(await run('select _idnum, prtcde, prtnme from tkfprt', []), body));
   return listen((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -479,44 +455,14 @@ async function load(url: string, body: string, seconds: number, connections: num
   return { rps: result.requests.total / elapsed, p50: result.latency.p50, p99: result.latency.p99, total: result.requests.total };
 }
 
-/** Resets the peak resident set of a process (Linux: clear_refs 5), so VmHWM measures from now. */
-function resetPeak(pid: number): void {
-  try {
-    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  } catch {
-    /* not permitted: the peak then includes boot */
-  }
-}
-
 /**
- * The processes of a server: the one started and its children (with WORKERS > 1 a node:cluster
- * primary, which serves nothing, and its workers). Peak RSS is reported per process: the figure
- * is the largest of them (a worker's), the target being one server process's peak.
+ * Largest per-process peak (and current) RSS among a server's processes (bench/procfs.ts
+ * processTree), and each process's peak: the figure is the largest (a worker's), the target
+ * being one server process's peak.
  */
-function serverPids(pid: number): number[] {
-  const out = [pid];
-  try {
-    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
-      const children = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-      for (const c of children.split(/\s+/).filter(Boolean)) out.push(...serverPids(Number(c)));
-    }
-  } catch {
-    /* gone, or no /proc: the process alone */
-  }
-  return out;
-}
-
-/** Largest per-process peak (and current) RSS among a server's processes, and each process's peak. */
 function serverMemory(pid: number): { peak: number; rss: number; each: string } {
-  const all = serverPids(pid).map((p) => memory(p));
+  const all = processTree(pid).map((p) => memoryMb(p));
   return { peak: Math.max(...all.map((m) => m.peak)), rss: Math.max(...all.map((m) => m.rss)), each: all.map((m) => m.peak.toFixed(0)).join('+') };
-}
-
-/** Peak and current resident set of a process, MB. */
-function memory(pid: number): { peak: number; rss: number } {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-  return { peak: kb('VmHWM') / 1024, rss: kb('VmRSS') / 1024 };
 }
 
 /**
@@ -581,8 +527,9 @@ async function main(): Promise<void> {
   const alsoFlags = arg('also-flags', '').split(' ').filter(Boolean);
   const file = await ensureData();
   if (process.argv.includes('--data-only')) return;
-  await pickJobCostPair(file);
-  await variedSequences(file);
+  const pairs = await jobCostPairs(file);
+  pickJobCostPair(pairs);
+  variedSequences(pairs);
   process.stdout.write('building dist/ (the server runs as production runs it) ...\n');
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
   const rows: Array<{ s: Scenario; full: Measured; base: Measured; raw: Measured; fullPeak: number; fullEach: string; basePeak: number; rawPeak: number; fullBoot: number; also?: { m: Measured; peak: number; boot: number } }> = [];
@@ -609,7 +556,7 @@ async function main(): Promise<void> {
         }
       }
       // Peak RSS from here on: the load, not the boot (the full app compiles its contract validator at boot).
-      for (const pid of serverPids(full.child.pid!)) resetPeak(pid);
+      for (const pid of processTree(full.child.pid!)) resetPeak(pid);
       resetPeak(base.child.pid!);
       resetPeak(raw.child.pid!);
       const body = JSON.stringify(s.body);
@@ -624,14 +571,14 @@ async function main(): Promise<void> {
       const rm = await load(url(raw.port), body, seconds, connections, s.sequence, rc);
       const fm = await load(url(full.port), body, seconds, connections, s.sequence, fc);
       const fullMemory = serverMemory(full.child.pid!);
-      const row: (typeof rows)[number] = { s, full: fm, base: bm, raw: rm, fullPeak: fullMemory.peak, fullEach: fullMemory.each, basePeak: memory(base.child.pid!).peak, rawPeak: memory(raw.child.pid!).peak, fullBoot };
+      const row: (typeof rows)[number] = { s, full: fm, base: bm, raw: rm, fullPeak: fullMemory.peak, fullEach: fullMemory.each, basePeak: memoryMb(base.child.pid!).peak, rawPeak: memoryMb(raw.child.pid!).peak, fullBoot };
       if (alsoFlags.length > 0) {
         full.child.kill('SIGTERM');
         const other = await startProduction(file, alsoFlags);
         try {
           const boot = serverMemory(other.child.pid!).rss;
           await post(other.port, s.path, s.body);
-          for (const pid of serverPids(other.child.pid!)) resetPeak(pid);
+          for (const pid of processTree(other.child.pid!)) resetPeak(pid);
           const oc = { next: 0 };
           await load(url(other.port), body, 2, connections, s.sequence, oc);
           const m = await load(url(other.port), body, seconds, connections, s.sequence, oc);
@@ -715,9 +662,7 @@ const spread = (i: number, period: number) => (i * 7919) % period;
  * all, as B does). F: the (job, cost code) pairs with at least a page of job costs, most rows
  * first, in turn (a pair comes back only after all the others).
  */
-async function variedSequences(url: string): Promise<void> {
-  const { openDatabase, parseDatabaseUrl } = await import('../src/storage/database');
-  const { dialectFor } = await import('../src/storage/dialect');
+function variedSequences(pairs: JobCostPair[]): void {
   const set = (id: string, make: (i: number) => Record<string, unknown>) => {
     const scenario = SCENARIOS.find((x) => x.id === id)!;
     scenario.sequence = Array.from({ length: VARIED_LENGTH }, (_, i) => JSON.stringify(make(i)));
@@ -725,34 +670,44 @@ async function variedSequences(url: string): Promise<void> {
   };
   set('Av', (i) => ({ ...A, filters: { match: { field: 'partCost', operator: '>', value: (250_000 + spread(i, 500_000)) / 10_000 } } }));
   set('Bv', (i) => ({ ...B, filters: { match: { field: 'invoiceTotal', operator: '>', value: spread(i, 15_000) / 100 } } }));
-  const knex = openDatabase(parseDatabaseUrl(url, { min: 0, max: 1 }));
-  try {
-    const pairs = (await knex('jobcst').select('jobnum', 'cstcde').count({ n: '*' }).whereNotNull('cstcde').groupBy('jobnum', 'cstcde').having(knex.raw('count(*) >= ?', [100])).orderBy('n', 'desc')) as Array<{ jobnum: number; cstcde: unknown }>;
-    const decoded = pairs.map((p) => [Number(p.jobnum), Number(dialectFor(ENGINE).decodeDecimal(p.cstcde as any, 3)!.toFixed(3))] as const);
-    set('Fv', (i) => jobCostBody(...decoded[i % decoded.length]!));
-    process.stdout.write(`Fv: ${decoded.length} (job, cost code) pairs with at least 100 job costs, in turn\n`);
-  } finally {
-    await knex.destroy();
-  }
+  const paged = pairs.filter((p) => p.rows >= 100);
+  set('Fv', (i) => {
+    const { job, code } = paged[i % paged.length]!;
+    return jobCostBody(job, code);
+  });
+  process.stdout.write(`Fv: ${paged.length} (job, cost code) pairs with at least 100 job costs, in turn\n`);
 }
 
 /** Scenario F's body: the (job, cost code) pair with the most job costs in the bench data. */
-async function pickJobCostPair(url: string): Promise<void> {
+function pickJobCostPair(pairs: JobCostPair[]): void {
+  const { job, code, rows } = pairs[0]!;
+  const f = SCENARIOS.find((x) => x.id === 'F')!;
+  (f as { body: unknown }).body = jobCostBody(job, code);
+  process.stdout.write(`F: job ${job}, cost code ${code}: ${rows} job costs\n`);
+}
+
+interface JobCostPair {
+  job: number;
+  code: number;
+  rows: number;
+}
+
+/** Every (job, cost code) pair of the bench data's job costs with its number of rows, most rows first. */
+async function jobCostPairs(url: string): Promise<JobCostPair[]> {
   const { openDatabase, parseDatabaseUrl } = await import('../src/storage/database');
   const { dialectFor } = await import('../src/storage/dialect');
   const knex = openDatabase(parseDatabaseUrl(url, { min: 0, max: 1 }));
   try {
-    const row = (await knex('jobcst').select('jobnum', 'cstcde').count({ n: '*' }).whereNotNull('cstcde').groupBy('jobnum', 'cstcde').orderBy('n', 'desc').first()) as { jobnum: number; cstcde: unknown; n: number };
-    const code = Number(dialectFor(ENGINE).decodeDecimal(row.cstcde as any, 3)!.toFixed(3));
-    const f = SCENARIOS.find((x) => x.id === 'F')!;
-    (f as { body: unknown }).body = jobCostBody(Number(row.jobnum), code);
-    process.stdout.write(`F: job ${row.jobnum}, cost code ${code}: ${row.n} job costs\n`);
+    const pairs = (await knex('jobcst').select('jobnum', 'cstcde').count({ n: '*' }).whereNotNull('cstcde').groupBy('jobnum', 'cstcde').orderBy('n', 'desc')) as Array<{ jobnum: number; cstcde: unknown; n: unknown }>;
+    return pairs.map((p) => ({ job: Number(p.jobnum), code: Number(dialectFor(ENGINE).decodeDecimal(p.cstcde as any, 3)!.toFixed(3)), rows: Number(p.n) }));
   } finally {
     await knex.destroy();
   }
 }
 
-if (process.argv.includes('--serve')) {
+if (require.main !== module) {
+  // Imported (bench/heap-limit-ab.ts: the scenarios, the data and the key): nothing runs.
+} else if (process.argv.includes('--serve')) {
   // Exit normally on a signal (flushes --cpu-prof profiles when profiling a server).
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => process.exit(0));
   const kind = process.argv[process.argv.indexOf('--serve') + 1];

@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import { freePort } from '../test/support/net';
+import { cpuMs, memoryMb, processTree } from './procfs';
 
 const ROOT = path.resolve(__dirname, '..');
 const DATA_DIR = path.join(ROOT, 'bench', '.data');
@@ -33,25 +34,7 @@ function arg(name: string, fallback: string): string {
   return i > 0 ? String(process.argv[i + 1]) : fallback;
 }
 
-function rssMb(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-}
-
-/** CPU time (user + system) the process has used, ms: what a start costs whatever else runs on the machine. */
-function cpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (100 Hz)
-}
-
-/** The server's cluster workers (children of the primary). */
-function childPids(pid: number): number[] {
-  try {
-    return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
+const rssMb = (pid: number): number => memoryMb(pid).rss;
 
 interface Request {
   operationId: string;
@@ -190,7 +173,8 @@ async function main(): Promise<void> {
       ready.push(readyMs);
       allReady.push(allReadyMs);
 
-      const procs = [child.pid!, ...childPids(child.pid!)];
+      // The primary and its cluster workers; CPU time (bench/procfs.ts cpuMs) is what a start costs whatever else runs on the machine.
+      const procs = processTree(child.pid!);
       readyCpu.push(procs.reduce((sum, pid) => sum + cpuMs(pid), 0));
       rssReady.push(Math.max(...procs.map(rssMb)));
       // --settle MS: wait before the first requests (e.g. for the background compile to finish: what is left is the request path's own first-use cost).

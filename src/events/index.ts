@@ -12,6 +12,7 @@ import { Detector } from './detector';
 import { DeliveryWorker, httpSender, type Sender } from './delivery';
 import { EVENT_TYPES, kindOfType, TEST_EVENT_TYPE } from './kinds';
 import { newSecret, ROTATION_OVERLAP_MS } from './signing';
+import { DELIVERY_LOG_RETENTION_MS } from './schedule';
 import { EventStore, type DeliveryRow, type EndpointRow, type WebhookChange } from './store';
 import { checkTarget, systemResolver, TargetRefused, type Resolver, type TargetPolicy } from './targets';
 import { EventFeed } from './feed';
@@ -19,7 +20,6 @@ import { EventFeed } from './feed';
 export { EVENT_TYPES } from './kinds';
 export type { EndpointRow, DeliveryRow } from './store';
 
-export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 3_600_000;
 /** EVENT_FEED_POLL_MS when the configuration does not say (src/config.ts). */
 const DEFAULT_FEED_POLL_MS = 500;
 

@@ -9,6 +9,9 @@ export const RETRY_DELAYS_MS: readonly number[] = [5_000, 300_000, 1_800_000, 7_
 export const RETRY_WINDOW_MS = 3 * 24 * 3_600_000;
 export const JITTER = 0.1;
 
+/** The webhook delivery log is kept 30 days (the spec); the event feed's log as long. */
+export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 3_600_000;
+
 /**
  * When attempt `attempt + 1` should be made after attempt `attempt` (1-based) failed at `at`,
  * or null when the delivery has failed for good. `random` in [0, 1) (injectable for tests).

@@ -10,6 +10,7 @@ import type { QueryPlan } from '../engines/query/types';
 import type { SecretBox } from '../storage/secret-box';
 import { SERVICE_ACTOR, type AuditAction, type AuditActor, type AuditLog } from '../audit';
 import { auditEntriesFor } from '../audit/store';
+import { liveRow, liveRows } from './live-rows';
 
 /**
  * SQL of the events wing (tables of db/migrations/20261124000010_webhooks.ts). Every timestamp
@@ -167,20 +168,13 @@ export class EventStore {
 
   /** An endpoint that is not deleted. */
   async endpoint(id: string): Promise<EndpointRow | undefined> {
-    const row = await this.knex('whkept').where({ id }).whereNot({ state: 'deleted' }).first();
+    const row = await liveRow(this.knex, 'whkept', id);
     return row ? endpointOf(row) : undefined;
   }
 
   async endpoints(options: { states?: EndpointState[]; limit?: number; offset?: number } = {}): Promise<{ total: number; rows: EndpointRow[] }> {
-    const base = () => {
-      const q = this.knex('whkept').whereNot({ state: 'deleted' });
-      if (options.states) q.whereIn('state', options.states);
-      return q;
-    };
-    const [c] = await base().count<{ n: number | string }[]>({ n: '*' });
-    let q = base().orderBy('created_at').orderBy('id');
-    if (options.limit !== undefined) q = q.limit(options.limit).offset(options.offset ?? 0);
-    return { total: Number(c!.n), rows: (await q).map(endpointOf) };
+    const { total, rows } = await liveRows(this.knex, 'whkept', options);
+    return { total, rows: rows.map(endpointOf) };
   }
 
   /**

@@ -5,7 +5,7 @@
  * year 0, an int past int32, a smallint past 32767, text longer than the nvarchar) is refused with
  * 400 naming the field, on every engine.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +14,8 @@ import YAML from 'yaml';
 import { CATALOG } from '../../generated/catalog';
 import { columnTypes, parseCreateTable } from '../../scripts/lib/column-types';
 import { checkValue, decimalMax, INTEGER_RANGES, isStorableDate, isStorableDateTime, isStorableText, parseColumnType, TEXT_PATTERN } from '../../src/catalog/bounds';
-import { startTestApp, type TestApp } from '../support/app';
+import type { TestApp } from '../support/app';
+import { useTestApp } from '../support/use-test-app';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const SNAPSHOT = fs.readFileSync(path.join(ROOT, 'test/fixtures/mssql-ddl.sql'), 'utf8');
@@ -97,12 +98,7 @@ test('the rule: dates and timestamps SQL Server stores, text PostgreSQL stores, 
 });
 
 let t: TestApp;
-before(async () => {
-  t = await startTestApp();
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app));
 
 test('through HTTP: values PostgreSQL would take but SQL Server would not are 400 naming the field', async () => {
   const cases: Array<[string, unknown, string]> = [

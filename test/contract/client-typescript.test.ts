@@ -9,13 +9,12 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { startTestApp, type TestApp } from '../support/app';
 import { EXAMPLE_IDS, FEED_EXAMPLE_IDS, seedEventExamples } from '../support/events';
+import { serveOnLoopback, type LoopbackServer } from '../support/net';
 import { ApiError, createAccountingClient, type AccountingClient } from '../../clients/typescript/client';
 import { OPERATIONS } from '../../generated/operations';
 
@@ -70,19 +69,18 @@ const readCall =
     (api.POST as (p: string, init: { body: unknown }) => Promise<{ data?: unknown; response: Response }>)(opPath, { body });
 
 let t: TestApp;
-let server: http.Server;
+let server: LoopbackServer;
 let baseUrl: string;
 
 before(async () => {
   t = await startTestApp({ config: { rateLimitPerMinute: 0 } });
   // The webhook endpoints and the delivery the Events examples name (not part of the demo company).
   await seedEventExamples(t);
-  server = http.createServer(t.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v3`;
+  server = await serveOnLoopback(t.app);
+  baseUrl = `${server.url}/api/v3`;
 });
 after(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await server.close();
   await t.close();
 });
 

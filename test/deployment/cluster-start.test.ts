@@ -11,24 +11,20 @@
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import knexFactory from 'knex';
 import { LEAVE_WAIT_MS, ListenGate, workerSetup } from '../../src/cluster';
+import { readyz, spawnCluster, type SpawnedCluster } from '../support/cluster-process';
+import { createThrowawayDatabase } from '../support/pg-throwaway';
 import { secretsEnv } from '../support/secrets';
 
 const ENGINE = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 let url = '';
 let drop: () => Promise<void> = async () => {};
-let primary: ChildProcess;
-let exited: Promise<number | null>;
-let out = '';
-let port = 0;
+let cluster: SpawnedCluster;
 
 /** An empty database: no table at all, so the start must migrate it. */
 async function emptyDatabase(): Promise<void> {
@@ -38,62 +34,26 @@ async function emptyDatabase(): Promise<void> {
     drop = async () => fs.rmSync(dir, { recursive: true, force: true });
     return;
   }
-  const adminUrl = process.env.TEST_POSTGRES_URL!;
-  const name = `ais_t_${process.pid}_${randomUUID().slice(0, 8)}`;
-  const admin = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
-  await admin.raw(`create database "${name}"`);
-  await admin.destroy();
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  url = u.toString();
-  drop = async () => {
-    const again = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
-    await again.raw(`drop database if exists "${name}" with (force)`).finally(() => again.destroy());
-  };
+  const db = await createThrowawayDatabase(process.env.TEST_POSTGRES_URL!, 'ais_t');
+  url = db.url;
+  drop = async () => db.drop();
 }
 
-function logLines(): Array<Record<string, any>> {
-  return out
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l));
-}
-
-/** GET /readyz on a new connection (round-robin: successive calls reach both workers). */
-function readyz(): Promise<number> {
-  return new Promise((resolve) => {
-    http
-      .get({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      })
-      .on('error', () => resolve(0));
-  });
-}
+const logLines = (): Array<Record<string, any>> => cluster.logLines();
 
 before(async () => {
   await emptyDatabase();
-  primary = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
-    cwd: path.resolve(__dirname, '..', '..'),
-    env: { ...process.env, DATABASE_URL: url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cs', LOG_LEVEL: 'info', SEED_ON_START: 'false', DEMO_API_KEY: randomUUID(), CONTRACT_PRECOMPILE: 'true', ...secretsEnv(ENGINE) },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  cluster = await spawnCluster({
+    databaseUrl: url,
+    workers: 2,
+    env: { INSTANCE_ID: 'cs', LOG_LEVEL: 'info', DEMO_API_KEY: randomUUID(), CONTRACT_PRECOMPILE: 'true', ...secretsEnv(ENGINE) },
+    // The start migrates the empty database first.
+    startupTimeoutMs: 120_000,
   });
-  primary.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  primary.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  exited = new Promise((resolve) => primary.on('exit', (code) => resolve(code)));
-  for (let i = 0; i < 2400 && !port; i += 1) {
-    const line = logLines().find((l) => l.role === 'primary' && l.msg === 'listening');
-    if (line) port = line.port;
-    else await sleep(50);
-  }
-  assert.ok(port, `the cluster listens:\n${out}`);
 });
 
 after(async () => {
-  if (primary && primary.exitCode === null && primary.signalCode === null) {
-    primary.kill('SIGKILL');
-    for (const l of logLines()) if (l.msg === 'listening' && l.worker) process.kill(l.pid, 'SIGKILL');
-  }
+  await cluster?.kill('SIGKILL');
   await drop();
 });
 
@@ -191,10 +151,10 @@ test('every worker compiles its own contract validator (warm-up not answered by 
   assert.deepEqual(failed.map((l) => l.err?.message), [], 'no worker failed its warm-up');
   assert.deepEqual(compiled.map((l) => l.worker).sort(), [1, 2], 'both workers compiled every operation');
   const statuses = [];
-  for (let i = 0; i < 4; i += 1) statuses.push(await readyz());
+  for (let i = 0; i < 4; i += 1) statuses.push(await readyz(cluster.port));
   assert.deepEqual(statuses, [200, 200, 200, 200]);
-  primary.kill('SIGTERM');
-  assert.equal(await exited, 0);
+  cluster.child.kill('SIGTERM');
+  assert.equal(await cluster.exited, 0);
 });
 
 test('a worker learns that the database is prepared from the primary\'s message, not before', async () => {

@@ -10,8 +10,6 @@
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
@@ -19,10 +17,22 @@ import knexFactory, { type Knex } from 'knex';
 import { createTestDatabase } from '../support/app';
 import { parseDatabaseUrl } from '../../src/storage/database';
 import { ApiKeyRepository } from '../../src/storage/api-keys';
-import { countRows, installPostingFixture, journal } from '../support/posting-fixture';
+import { spawnCluster, type SpawnedCluster } from '../support/cluster-process';
+import { countRows, installPostingFixture } from '../support/posting-fixture';
 import { postJson, type HttpResult } from '../support/server-process';
 import { assertBooksInvariants } from '../support/invariants';
-import { assertNoWindow, assertWritesExact, databaseNow, exchange, serviceConnectionsOpenedBefore, testConnectionUrl, trafficLoop } from '../support/lock-window';
+import {
+  assertLockRefusal,
+  assertNoWindowRound,
+  databaseNow,
+  lockThrough,
+  postKeyedJournal,
+  readProbe,
+  serviceConnectionsOpenedBefore,
+  testConnectionUrl,
+  tookMs,
+  unlockThrough,
+} from '../support/lock-window';
 
 const adminKey = randomUUID();
 const apiKey = randomUUID();
@@ -34,9 +44,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 let db: { url: string; drop: () => Promise<void> };
 let knex: Knex;
 let pg = false;
-let primary: ChildProcess;
-let exited: Promise<number | null>;
-let out = '';
+let cluster: SpawnedCluster;
 let port = 0;
 
 before(async () => {
@@ -49,49 +57,29 @@ before(async () => {
   await keys.ensure(apiKey, 'cluster integration', 'integration');
   await keys.ensure(rateKey, 'cluster rate', 'integration');
   for (const [i, key] of trafficKeys.entries()) await keys.ensure(key, `cluster traffic ${i}`, 'integration');
-  primary = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
-    cwd: path.resolve(__dirname, '..', '..'),
-    env: { ...process.env, DATABASE_URL: db.url, PORT: '0', WORKERS: '2', INSTANCE_ID: 'cl', LOG_LEVEL: 'info', SEED_ON_START: 'false', RATE_LIMIT_PER_MINUTE: String(RATE) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  primary.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  primary.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  exited = new Promise((resolve) => primary.on('exit', (code) => resolve(code)));
-  for (let i = 0; i < 1200 && !port; i += 1) {
-    const line = logLines().find((l) => l.role === 'primary' && l.msg === 'listening');
-    if (line) port = line.port;
-    else await sleep(50);
-  }
-  assert.ok(port, `the cluster listens:\n${out}`);
-  // The primary announces once both workers told it they listen; each worker's own log line may
-  // reach the pipe a moment after the primary's.
+  cluster = await spawnCluster({ databaseUrl: db.url, workers: 2, env: { INSTANCE_ID: 'cl', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: String(RATE) } });
+  port = cluster.port;
+  // Ready once /readyz answers on both workers; each worker's own log line may reach the pipe a
+  // moment after.
   for (let i = 0; i < 200 && logLines().filter((l) => l.msg === 'listening' && l.worker).length < 2; i += 1) await sleep(25);
 });
 after(async () => {
-  if (process.env.CLUSTER_TEST_LOG) (await import('node:fs')).writeFileSync(process.env.CLUSTER_TEST_LOG, out);
-  if (primary && primary.exitCode === null && primary.signalCode === null) {
-    primary.kill('SIGKILL');
-    for (const l of logLines()) if (l.msg === 'listening' && l.worker) process.kill(l.pid, 'SIGKILL');
-  }
+  if (process.env.CLUSTER_TEST_LOG) fs.writeFileSync(process.env.CLUSTER_TEST_LOG, cluster?.output() ?? '');
+  await cluster?.kill('SIGKILL');
   await knex?.destroy();
   await db?.drop();
 });
 
-function logLines(): Array<Record<string, any>> {
-  return out
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l));
-}
+const logLines = (): Array<Record<string, any>> => cluster.logLines();
 
-const read = (): Promise<HttpResult> => postJson(port, '/api/v3/ap-invoices/query', { select: ['recordNumber'], page: { pageNumber: 1, pageSize: 1 } }, { 'x-api-key': apiKey });
+const read = (): Promise<HttpResult> => readProbe(port, apiKey);
 /** Four reads on fresh connections: round-robin puts them on both workers. */
 const reads = (): Promise<HttpResult[]> => Promise.all([read(), read(), read(), read()]);
 
 test('two worker processes serve the port, each with its own instance name and heartbeat', async () => {
   const workers = logLines().filter((l) => l.msg === 'listening' && l.worker);
   assert.equal(new Set(workers.map((l) => l.pid)).size, 2, 'two worker processes');
-  assert.ok(!workers.some((l) => l.pid === primary.pid), 'the primary does not serve');
+  assert.ok(!workers.some((l) => l.pid === cluster.child.pid), 'the primary does not serve');
   const beats = await knex('insthb').whereIn('instance_id', ['cl/w1', 'cl/w2']);
   assert.equal(beats.length, 2);
   assert.notEqual(beats[0].boot_id, beats[1].boot_id);
@@ -119,50 +107,28 @@ test('the maintenance lock is strict across workers: the first request after the
   for (let round = 1; round <= 3; round += 1) {
     assert.ok((await reads()).every((r) => r.status === 200));
     const since = pg ? await databaseNow(knex) : undefined;
-    const locked = await exchange(() => postJson(port, '/api/v3/utility/lock', { userName: 'cluster-ops' }, { 'x-api-key': adminKey }));
-    assert.equal(locked.status, 200, JSON.stringify(locked.body));
+    const locked = await lockThrough(port, 'cluster-ops', adminKey);
     // Eight fresh connections at once: round-robin puts four on each worker.
     const after = await Promise.all([...(await reads()), ...(await reads())]);
-    for (const r of after) {
-      assert.equal(r.status, 423, `every worker answers 423 right after the lock's 200 (got ${r.status})`);
-      assert.equal(r.headers['x-error-code'], 'MAINTENANCE_LOCK');
-      assert.equal(r.headers['retry-after'], '60');
-      assert.equal(r.body.lockUser, 'cluster-ops');
-    }
+    for (const r of after) assertLockRefusal(r, 'cluster-ops', "every worker answers 423 right after the lock's 200");
     if (since) assert.equal(await serviceConnectionsOpenedBefore(knex, since), 0, 'every connection the workers held before the lock is closed');
-    const unlocked = await exchange(() => postJson(port, '/api/v3/utility/un-lock', { userName: 'cluster-ops' }, { 'x-api-key': adminKey }));
-    assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+    const unlocked = await unlockThrough(port, 'cluster-ops', adminKey);
     for (const r of await Promise.all([reads(), reads()]).then((x) => x.flat())) assert.equal(r.status, 200, `every worker serves right after the un-lock's 200 (got ${r.status})`);
-    timings.push(`lock ${Math.round(locked.answeredAt - locked.sentAt)} ms, un-lock ${Math.round(unlocked.answeredAt - unlocked.sentAt)} ms`);
+    timings.push(`lock ${tookMs(locked)} ms, un-lock ${tookMs(unlocked)} ms`);
   }
   t.diagnostic(`WORKERS=2: ${timings.join('; ')}`);
 });
 
 test('no window across workers: reads and writes sent to both workers while locking; nothing sent after the lock answered is served, nothing after the un-lock is refused, no 5xx', async (t) => {
-  const traffic = trafficLoop({ ports: [port], apiKeys: trafficKeys, concurrency: 6, tag: `CLW${Date.now() % 100000}` });
-  await sleep(600);
-  const locked = await exchange(() => postJson(port, '/api/v3/utility/lock', { userName: 'window-ops' }, { 'x-api-key': adminKey }));
-  assert.equal(locked.status, 200, JSON.stringify(locked.body));
-  await sleep(400);
-  const unlocked = await exchange(() => postJson(port, '/api/v3/utility/un-lock', { userName: 'window-ops' }, { 'x-api-key': adminKey }));
-  assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
-  await sleep(400);
-  const sent = await traffic.stop();
-  const report = assertNoWindow(sent, locked, unlocked);
-  await assertWritesExact(knex, sent);
-  await assertBooksInvariants(knex);
-  t.diagnostic(
-    `${sent.length} requests: ${report.before} served before the lock, ${report.whileLocked} sent while locked (all 423), ${report.afterUnlock} after the un-lock (all served); ` +
-      `${report.servedArrivingLate} 200s sent before the lock's 200 arrived after it; lock ${Math.round(locked.answeredAt - locked.sentAt)} ms, un-lock ${Math.round(unlocked.answeredAt - unlocked.sentAt)} ms under load`,
-  );
+  t.diagnostic(await assertNoWindowRound({ knex, adminKey, lockPort: port, unlockPort: port, traffic: { ports: [port], apiKeys: trafficKeys, tag: `CLW${Date.now() % 100000}` } }));
 });
 
 test('concurrent keyed postings over both workers: each exactly once, no 5xx, books balance', async () => {
   const planned = Array.from({ length: 30 }, (_, i) => ({ key: `cl-${randomUUID()}`, number: `CL-${i}` }));
-  const answers = await Promise.all(planned.map((p) => postJson(port, '/api/v3/ledger-transactions', journal(p.number), { 'x-api-key': apiKey, 'Idempotency-Key': p.key })));
+  const answers = await Promise.all(planned.map((p) => postKeyedJournal(port, apiKey, p.number, p.key)));
   for (const [i, res] of answers.entries()) assert.equal(res.status, 200, `${planned[i]!.number}: ${JSON.stringify(res.body)}`);
   // Replays on (likely) the other worker answer the recorded response.
-  const again = await Promise.all(planned.map((p) => postJson(port, '/api/v3/ledger-transactions', journal(p.number), { 'x-api-key': apiKey, 'Idempotency-Key': p.key })));
+  const again = await Promise.all(planned.map((p) => postKeyedJournal(port, apiKey, p.number, p.key)));
   for (const [i, p] of planned.entries()) {
     assert.equal(again[i]!.status, 200);
     assert.equal(again[i]!.headers['idempotency-status'], 'replayed');
@@ -244,8 +210,8 @@ test('a killed worker is replaced (its instance name runs a new boot); SIGTERM t
   const pids = logLines()
     .filter((l) => l.msg === 'listening' && l.worker)
     .map((l) => l.pid as number);
-  primary.kill('SIGTERM');
-  assert.equal(await exited, 0, `the primary exits 0:\n${out.slice(-2000)}`);
+  cluster.child.kill('SIGTERM');
+  assert.equal(await cluster.exited, 0, `the primary exits 0:\n${cluster.output().slice(-2000)}`);
   const stopped = logLines().filter((l) => l.msg === 'stopped' && l.worker);
   assert.ok(stopped.length >= 2, 'the workers drained');
   for (const pid of pids) {

@@ -14,17 +14,16 @@
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import { startTopology, WORKERS, RATE_PER_MINUTE, DETECTION_INTERVAL_SECONDS, DETECTION_LAG_SECONDS, type DeployedInstance, type Topology } from './topology';
 import type { HttpResult } from '../support/server-process';
 import { apInvoice, countRows, FX, journal } from '../support/posting-fixture';
 import { assertBooksInvariants, queryRows } from '../support/invariants';
 import { assertNoWindow, assertWritesExact, exchange, trafficLoop, type Exchange, type Sent } from '../support/lock-window';
+import { startWebhookReceiver, type ReceivedWebhook } from '../support/webhook-receiver';
 import { DATA_TOKEN_SQL } from '../../src/storage/data-change-log';
 import { ApiKeyRepository } from '../../src/storage/api-keys';
 import { loadConfig } from '../../src/config';
@@ -342,32 +341,17 @@ test('reads stay fresh: counts and the match index reflect a commit through anot
   await assertBooksInvariants(top.knex);
 });
 
-interface Received {
-  webhookId: string;
-  transactionNumber: string;
-  type: string;
-}
-
 test('change events: one detector across every process (a lease in the database); its process killed mid-cycle, no event is lost or sent twice', { timeout: 120_000 }, async (t) => {
   await top.whole();
-  const received: Received[] = [];
-  const receiver = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      const json = JSON.parse(body);
-      received.push({ webhookId: String(req.headers['webhook-id']), transactionNumber: json.data?.record?.transactionNumber, type: json.type });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  const received: ReceivedWebhook[] = [];
+  const receiver = await startWebhookReceiver(received);
+  const url = `${receiver.url}/hook`;
   const key = await top.newKey('dp events');
   const first = top.instances[0]!;
   const created = await first.post('/api/v3/webhook-endpoints', { url, eventTypes: ['ledger_transaction.created'] }, top.adminKey);
   assert.equal(created.status, 200, JSON.stringify(created.body));
   const tag = `EV${Date.now() % 100_000}`;
-  const arrived = (number: string) => received.filter((r) => r.transactionNumber === number);
+  const arrived = (number: string) => received.filter((r) => r.json?.data?.record?.transactionNumber === number);
   // A cycle runs every interval; rows wait for the lag; delivery polls every second.
   const deliveredWithinMs = (DETECTION_INTERVAL_SECONDS + DETECTION_LAG_SECONDS + 1) * 1000 + 5000;
   let killed: DeployedInstance | undefined;
@@ -424,11 +408,10 @@ test('change events: one detector across every process (a lease in the database)
     await sleep(3 * DETECTION_INTERVAL_SECONDS * 1000);
     t.diagnostic(`detection resumed after the kill: events delivered ${resumed.toFixed(0)} ms after it; new holder ${(await lease()).holder}`);
     for (const n of [1, 2, 3]) assert.equal(arrived(`${tag}-${n}`).length, 1, `${tag}-${n} sent exactly once`);
-    assert.equal(new Set(received.map((r) => r.webhookId)).size, received.length, 'no webhook-id twice');
+    assert.equal(new Set(received.map((r) => String(r.headers['webhook-id']))).size, received.length, 'no webhook-id twice');
     assert.notEqual(String((await lease()).holder), holder, 'the detection moved to another process');
   } finally {
-    receiver.close();
-    receiver.closeAllConnections();
+    void receiver.close();
     // Through a process that lives; the killed instance comes back with the next check.
     await top.instances.find((i) => i.isRunning())!.post(`/api/v3/webhook-endpoints/${created.body.id}/delete`, {}, top.adminKey);
   }

@@ -22,7 +22,18 @@ import { parseDatabaseUrl } from '../../src/storage/database';
 import { countRows, installPostingFixture, journal } from '../support/posting-fixture';
 import { postJson, spawnServer, type HttpResult, type SpawnedServer } from '../support/server-process';
 import { assertBooksInvariants } from '../support/invariants';
-import { assertNoWindow, assertWritesExact, databaseNow, exchange, serviceConnectionsOpenedBefore, testConnectionUrl, trafficLoop } from '../support/lock-window';
+import {
+  assertLockRefusal,
+  assertNoWindowRound,
+  databaseNow,
+  lockThrough,
+  postKeyedJournal,
+  readProbe,
+  serviceConnectionsOpenedBefore,
+  testConnectionUrl,
+  tookMs,
+  unlockThrough,
+} from '../support/lock-window';
 
 const adminKey = randomUUID();
 const apiKey = randomUUID();
@@ -46,7 +57,7 @@ after(async () => {
   await db?.drop();
 });
 
-const read = (port: number): Promise<HttpResult> => postJson(port, '/api/v3/ap-invoices/query', { select: ['recordNumber'], page: { pageNumber: 1, pageSize: 1 } }, { 'x-api-key': apiKey });
+const read = (port: number): Promise<HttpResult> => readProbe(port, apiKey);
 
 /** Polls `probe` every 20 ms until `done`; the time it took (ms), or fails after `limitMs`. */
 async function within(limitMs: number, probe: () => Promise<HttpResult>, done: (r: HttpResult) => boolean, what: string): Promise<number> {
@@ -68,14 +79,9 @@ test('the lock is strict across instances: once a lock through one has answered,
   const timings: string[] = [];
 
   const since = pgOnly() ? await databaseNow(knex) : undefined;
-  const locked = await exchange(() => postJson(a.port, '/api/v3/utility/lock', { userName: 'night-ops' }, { 'x-api-key': adminKey }));
-  assert.equal(locked.status, 200, JSON.stringify(locked.body));
-  // The very first request to the other instance after the lock's 200.
-  const onB = await read(b.port);
-  assert.equal(onB.status, 423, 'the other instance answers 423 at once');
-  assert.equal(onB.headers['x-error-code'], 'MAINTENANCE_LOCK');
-  assert.equal(onB.headers['retry-after'], '60');
-  assert.equal(onB.body.lockUser, 'night-ops', 'the other process names the holder');
+  const locked = await lockThrough(a.port, 'night-ops', adminKey);
+  // The very first request to the other instance after the lock's 200 (it names the holder).
+  assertLockRefusal(await read(b.port), 'night-ops', 'the other instance answers 423 at once');
   assert.equal((await read(a.port)).status, 423);
   if (since) assert.equal(await serviceConnectionsOpenedBefore(knex, since), 0, 'no instance holds a connection it had before the lock');
   const ping = await postJson(b.port, '/api/v3/utility/ping', {}, { 'x-api-key': apiKey });
@@ -88,51 +94,33 @@ test('the lock is strict across instances: once a lock through one has answered,
   assert.equal(other.body.lockUser, 'night-ops');
 
   // The holder (same key and userName) un-locks through the OTHER process.
-  const unlocked = await exchange(() => postJson(b.port, '/api/v3/utility/un-lock', { userName: 'night-ops' }, { 'x-api-key': adminKey }));
-  assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+  const unlocked = await unlockThrough(b.port, 'night-ops', adminKey);
   assert.equal(unlocked.body.status, 'unlocked');
   assert.equal((await read(a.port)).status, 200, 'the locking instance serves at once');
   assert.equal((await read(b.port)).status, 200);
   assert.equal(await countRows(knex, 'mntlck'), 0);
-  timings.push(`lock through A ${Math.round(locked.answeredAt - locked.sentAt)} ms, un-lock through B ${Math.round(unlocked.answeredAt - unlocked.sentAt)} ms`);
+  timings.push(`lock through A ${tookMs(locked)} ms, un-lock through B ${tookMs(unlocked)} ms`);
 
   // Locked and un-locked again through the same process: the other follows both ways, at once.
   for (let round = 0; round < 2; round += 1) {
-    const again = await exchange(() => postJson(b.port, '/api/v3/utility/lock', { userName: 'day-ops' }, { 'x-api-key': apiKey }));
-    assert.equal(again.status, 200);
+    const again = await lockThrough(b.port, 'day-ops', apiKey);
     const first = await read(a.port);
     assert.equal(first.status, 423);
     assert.equal(first.body.lockUser, 'day-ops');
-    const free = await exchange(() => postJson(b.port, '/api/v3/utility/un-lock', { userName: 'day-ops' }, { 'x-api-key': apiKey }));
-    assert.equal(free.status, 200);
+    const free = await unlockThrough(b.port, 'day-ops', apiKey);
     assert.equal((await read(a.port)).status, 200);
-    timings.push(`lock through B ${Math.round(again.answeredAt - again.sentAt)} ms, un-lock ${Math.round(free.answeredAt - free.sentAt)} ms`);
+    timings.push(`lock through B ${tookMs(again)} ms, un-lock ${tookMs(free)} ms`);
   }
   t.diagnostic(`two instances: ${timings.join('; ')}`);
 });
 
 test('no window across instances: reads and writes sent to both while locking through one and un-locking through the other; nothing sent in between is served, no 5xx', async (t) => {
-  const traffic = trafficLoop({ ports: [a.port, b.port], apiKeys: [apiKey], concurrency: 6, tag: `INW${Date.now() % 100000}` });
-  await sleep(600);
-  const locked = await exchange(() => postJson(a.port, '/api/v3/utility/lock', { userName: 'window-ops' }, { 'x-api-key': adminKey }));
-  assert.equal(locked.status, 200, JSON.stringify(locked.body));
-  await sleep(400);
-  const unlocked = await exchange(() => postJson(b.port, '/api/v3/utility/un-lock', { userName: 'window-ops' }, { 'x-api-key': adminKey }));
-  assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
-  await sleep(400);
-  const sent = await traffic.stop();
-  const report = assertNoWindow(sent, locked, unlocked);
-  await assertWritesExact(knex, sent);
-  await assertBooksInvariants(knex);
-  t.diagnostic(
-    `${sent.length} requests: ${report.before} served before the lock, ${report.whileLocked} sent while locked (all 423), ${report.afterUnlock} after the un-lock (all served); ` +
-      `lock ${Math.round(locked.answeredAt - locked.sentAt)} ms, un-lock ${Math.round(unlocked.answeredAt - unlocked.sentAt)} ms under load`,
-  );
+  t.diagnostic(await assertNoWindowRound({ knex, adminKey, lockPort: a.port, unlockPort: b.port, traffic: { ports: [a.port, b.port], apiKeys: [apiKey], tag: `INW${Date.now() % 100000}` } }));
 });
 
 test('idempotency across two processes: the same keys sent to both at once post each journal exactly once', async () => {
   const keys = Array.from({ length: 16 }, (_, i) => ({ key: `two-proc-${randomUUID()}`, number: `2P-${i}` }));
-  const send = (port: number, k: { key: string; number: string }) => postJson(port, '/api/v3/ledger-transactions', journal(k.number), { 'x-api-key': apiKey, 'Idempotency-Key': k.key });
+  const send = (port: number, k: { key: string; number: string }) => postKeyedJournal(port, apiKey, k.number, k.key);
   const first = await Promise.all(keys.flatMap((k) => [send(a.port, k), send(b.port, k)]));
   for (const res of first) {
     assert.ok(res.status === 200 || (res.status === 409 && res.headers['x-error-code'] === 'IDEMPOTENCY_KEY_IN_FLIGHT'), `200 or 409 in flight, got ${res.status} ${JSON.stringify(res.body)}`);

@@ -6,7 +6,7 @@
  * failure is logged and never stops the start, and the server reports ready only after the
  * part that runs before readiness (log order against the first 200 of /readyz).
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -17,17 +17,13 @@ import { startServer } from '../../src/server';
 import { WriteRunner } from '../../src/engines/posting/runner';
 import { WRITES } from '../../src/engines/posting/writes';
 import { BEFORE_READY, warmUp, writeExamples } from '../../src/warm-up';
-import { createTestDatabase, startTestApp, TEST_ENGINE, type TestApp } from '../support/app';
+import { createTestDatabase, TEST_ENGINE, type TestApp } from '../support/app';
+import { useTestApp } from '../support/use-test-app';
 import { secretsEnv } from '../support/secrets';
 import { openDatabase, parseDatabaseUrl } from '../../src/storage/database';
 
 let t: TestApp;
-before(async () => {
-  t = await startTestApp();
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app));
 
 async function tables(knex: Knex): Promise<string[]> {
   const client = String(knex.client.config.client);

@@ -5,28 +5,22 @@
  */
 import test, { after, before, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import YAML from 'yaml';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
 import { startTestApp, type TestApp } from '../support/app';
 import { installEvents, type EventsHarness } from '../support/events';
+import type { LoopbackServer } from '../support/net';
+import { startWebhookReceiver, type ReceivedWebhook as Received } from '../support/webhook-receiver';
 import { RETRY_DELAYS_MS, RETRY_WINDOW_MS } from '../../src/events/schedule';
 import { Events } from '../../src/events';
 
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  json: any;
-}
-
 let t: TestApp;
 let h: EventsHarness;
-let server: http.Server;
+let receiver: LoopbackServer;
 let base: string;
 const received: Received[] = [];
 /** What the receiver answers next (status, headers); default 204. */
@@ -34,20 +28,11 @@ let answer: { status: number; headers?: Record<string, string> } = { status: 204
 
 before(async () => {
   t = await startTestApp();
-  server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body, json: JSON.parse(body) });
-      res.writeHead(answer.status, answer.headers ?? {});
-      res.end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  receiver = await startWebhookReceiver(received, () => answer);
+  base = receiver.url;
 });
 after(async () => {
-  await new Promise((r) => server.close(r));
+  await receiver.close();
   await t.close();
 });
 beforeEach(async () => {

@@ -13,10 +13,10 @@
 import test, { after, before, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import knexFactory from 'knex';
 import { startTestApp, type TestApp } from '../support/app';
 import { installEvents, type EventsHarness } from '../support/events';
+import { serveOnLoopback } from '../support/net';
 import { PII_FIELDS } from '../../src/catalog/pii';
 import { FeedStore } from '../../src/events/feed/store';
 import { encodeCursor } from '../../src/events/feed/cursor';
@@ -382,18 +382,17 @@ test('long polling: an empty answer waits for the next event and returns as soon
   assert.equal(h.events.feed.watch.polls, polls);
 
   // A client that goes away stops its wait at once (no timer or waiter left behind).
-  const server = http.createServer(t.app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const server = await serveOnLoopback(t.app);
   try {
     const payload = JSON.stringify({ after: res.body.page.nextCursor, waitSeconds: 20 });
-    const req = http.request({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, method: 'POST', path: '/api/v3/events/query', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-api-key': t.apiKey } });
+    const req = http.request({ host: '127.0.0.1', port: server.port, method: 'POST', path: '/api/v3/events/query', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-api-key': t.apiKey } });
     req.on('error', () => undefined);
     req.end(payload);
     await until(() => h.events.feed.watch.waiting === 1, 'the request waits');
     req.destroy();
     await until(() => h.events.feed.watch.waiting === 0, 'the wait ends with the connection');
   } finally {
-    await new Promise((r) => server.close(r));
+    await server.close();
   }
 
   // A stopping process (Events.stop at shutdown) answers its waiting requests, empty, at once.

@@ -10,17 +10,17 @@
  */
 import test, { after, before, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { startTestApp, type TestApp } from '../support/app';
 import { installEvents, type EventsHarness } from '../support/events';
+import type { LoopbackServer } from '../support/net';
+import { startWebhookReceiver, type ReceivedWebhook as Received } from '../support/webhook-receiver';
 import { Events } from '../../src/events';
 import { ConfigError, loadConfig } from '../../src/config';
 import { prepareDatabase } from '../../src/boot';
@@ -30,32 +30,19 @@ import { openSecretBox, secretsKeyFileOf } from '../../src/storage/secrets-key';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
 let t: TestApp;
 let h: EventsHarness;
-let server: http.Server;
+let receiver: LoopbackServer;
 let base: string;
 const received: Received[] = [];
 
 before(async () => {
   t = await startTestApp();
-  server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  receiver = await startWebhookReceiver(received);
+  base = receiver.url;
 });
 after(async () => {
-  await new Promise((r) => server.close(r));
+  await receiver.close();
   await t.close();
 });
 beforeEach(async () => {

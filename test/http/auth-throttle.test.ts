@@ -11,11 +11,11 @@
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import knexFactory from 'knex';
 import { startTestApp, createTestDatabase, type TestApp } from '../support/app';
 import { spawnCluster } from '../support/cluster-process';
+import { serveOnLoopback } from '../support/net';
 import { AuthFailureThrottle, throttleAddress } from '../../src/http/middleware/auth-throttle';
 import { problemTypeUri } from '../../src/errors/registry';
 import { parseDatabaseUrl } from '../../src/storage/database';
@@ -45,18 +45,8 @@ function ping(port: number, options: { localAddress?: string; key?: string; head
   });
 }
 
-async function listen(t: TestApp): Promise<{ port: number; close: () => Promise<void> }> {
-  const server = http.createServer(t.app);
-  // All interfaces of the loopback range: 127.0.0.2 reaches a server bound to 127.0.0.1 too, but this is what production does.
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
+// All interfaces of the loopback range: 127.0.0.2 reaches a server bound to 127.0.0.1 too, but this is what production does.
+const listen = (t: TestApp) => serveOnLoopback(t.app);
 
 function assertThrottled(res: Answer, what: string): void {
   assert.equal(res.status, 429, `${what}: ${JSON.stringify(res.body)}`);

@@ -3,20 +3,16 @@
  * operator's reason and Retry-After 300, a revoked key 401, keys are stored hashed only, and a
  * key over its rate gets 429 RATE_LIMITED with Retry-After.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app';
+import { useTestApp } from '../support/use-test-app';
 import { assertProblem } from '../support/http';
 import { RateLimiter } from '../../src/http/middleware/rate-limit';
 
 let t: TestApp;
-before(async () => {
-  t = await startTestApp();
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app));
 
 test('missing, non-UUID and unknown x-api-key all give 401 UNAUTHORIZED with the same body', async () => {
   const missing = await t.http.post('/api/v3/utility/ping');

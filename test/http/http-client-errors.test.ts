@@ -7,26 +7,25 @@ import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { startTestApp, type TestApp } from '../support/app';
 import { answerClientErrors } from '../../src/http/client-error';
 import { PROBLEM_CODES, problemTypeUri } from '../../src/errors/registry';
 import { UUID_RE } from '../support/http';
+import { serveOnLoopback, type LoopbackServer } from '../support/net';
 
 let t: TestApp;
-let server: http.Server;
+let served: LoopbackServer;
 let port: number;
 
 before(async () => {
   t = await startTestApp();
-  server = http.createServer(t.app);
+  const server = http.createServer(t.app);
   answerClientErrors(server, t.services.logger);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
+  served = await serveOnLoopback(server);
+  port = served.port;
 });
 after(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await served.close();
   await t.close();
 });
 

@@ -3,20 +3,16 @@
  * bodies repeat it, a valid traceparent is adopted and logged, an invalid or missing one gets a
  * new trace id, and each request is one log line with the fields operators need.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startTestApp, type TestApp } from '../support/app';
+import type { TestApp } from '../support/app';
+import { useTestApp } from '../support/use-test-app';
 import { UUID_RE, rawRequest } from '../support/http';
 import { countRows, installPostingFixture, journal } from '../support/posting-fixture';
 
 let t: TestApp;
-before(async () => {
-  t = await startTestApp({ config: { bodyLimitBytes: 2048 } });
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app), { config: { bodyLimitBytes: 2048 } });
 
 function requestLine(correlationId: string): Record<string, any> {
   const lines = t.logs.filter((l) => l.msg === 'request' && l.correlationId === correlationId);

@@ -3,18 +3,14 @@
  * wrong method 405 with Allow, malformed JSON 400, wrong or missing content type 415, body over
  * the limit 413, redacted 500; HEAD and OPTIONS behave like any other method.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../support/app';
+import type { TestApp } from '../support/app';
+import { useTestApp } from '../support/use-test-app';
 import { assertProblem, rawRequest } from '../support/http';
 
 let t: TestApp;
-before(async () => {
-  t = await startTestApp({ config: { bodyLimitBytes: 4096 } });
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app), { config: { bodyLimitBytes: 4096 } });
 
 test('unknown route under /api/v3 (valid key) is 404 ROUTE_NOT_FOUND', async () => {
   const res = await t.post('/api/v3/no-such-thing/at-all', {});

@@ -2,21 +2,17 @@
  * Routes outside /api/v3: /healthz, /readyz, /metrics, /openapi.yaml, /openapi.json, /docs
  * (offline: every asset served locally, no CDN), and POST /utility/ping.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import YAML from 'yaml';
-import { startTestApp, type TestApp } from '../support/app';
+import type { TestApp } from '../support/app';
+import { useTestApp } from '../support/use-test-app';
 import { assertProblem } from '../support/http';
 import { DatabaseState } from '../../src/storage/database-state';
 import { MIGRATION_NAMES } from '../../db/migration-names';
 
 let t: TestApp;
-before(async () => {
-  t = await startTestApp();
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app));
 
 test('POST /api/v3/utility/ping answers 200 with the measured database round trip', async () => {
   const res = await t.post('/api/v3/utility/ping');

@@ -3,19 +3,15 @@
  * one entry per real culprit (no echoes of the alternatives the validator tried), and filter
  * trees deeper than the bound are 400 FILTER_TOO_DEEP, however deep (never a stack overflow).
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../support/app';
+import type { TestApp } from '../support/app';
+import { useTestApp } from '../support/use-test-app';
 import { assertProblem } from '../support/http';
 import { OPERATIONS } from '../../generated/operations';
 
 let t: TestApp;
-before(async () => {
-  t = await startTestApp();
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app));
 
 const QUERY = '/api/v3/parts/query';
 const leaf = (field = 'partCode') => ({ match: { field, operator: '=', value: 'x' } });

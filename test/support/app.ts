@@ -21,7 +21,7 @@ import { parseDatabaseUrl, openDatabase, type Engine } from '../../src/storage/d
 import { migrateLatest } from '../../db/migrate';
 import { seedDemoCompany } from '../../db/seed';
 import { recordStatuses } from './statuses';
-import { dropDatabaseLater, NO_FLUSH_WAIT } from './pg-throwaway';
+import { createThrowawayDatabase, databaseUrl } from './pg-throwaway';
 import { secretsEnv } from './secrets';
 
 export interface TestApp {
@@ -129,11 +129,6 @@ async function sqliteDatabase(seeded: boolean): Promise<{ url: string; drop: () 
 async function postgresDatabase(seeded: boolean): Promise<{ url: string; drop: () => Promise<void> }> {
   const adminUrl = process.env.TEST_POSTGRES_URL!;
   const admin = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
-  const withDb = (name: string) => {
-    const u = new URL(adminUrl);
-    u.pathname = `/${name}`;
-    return u.toString();
-  };
   const template = `ais_tpl_${sourceHash()}_${seeded ? 's' : 'e'}`;
   try {
     const marker = path.join(os.tmpdir(), 'ais-test', `${template}.pg`);
@@ -144,7 +139,7 @@ async function postgresDatabase(seeded: boolean): Promise<{ url: string; drop: (
         const building = `${template}_b`;
         await admin.raw(`drop database if exists "${building}"`);
         await admin.raw(`create database "${building}"`);
-        const knex = openDatabase(parseDatabaseUrl(withDb(building)));
+        const knex = openDatabase(parseDatabaseUrl(databaseUrl(adminUrl, building)));
         try {
           await migrateLatest(knex);
           if (seeded) await seedDemoCompany(knex, { scale: 1 });
@@ -155,17 +150,15 @@ async function postgresDatabase(seeded: boolean): Promise<{ url: string; drop: (
       }
       fs.writeFileSync(marker, '');
     });
-    const name = `ais_t_${process.pid}_${randomUUID().slice(0, 8)}`;
-    await admin.raw(`create database "${name}" template "${template}"`);
-    await admin.raw(NO_FLUSH_WAIT(name));
-    return {
-      url: withDb(name),
-      // In the background (test/support/pg-throwaway.ts): each drop waits for a checkpoint.
-      drop: async () => dropDatabaseLater(adminUrl, name),
-    };
   } finally {
     await admin.destroy();
   }
+  const db = await createThrowawayDatabase(adminUrl, 'ais_t', template);
+  return {
+    url: db.url,
+    // In the background (test/support/pg-throwaway.ts): each drop waits for a checkpoint.
+    drop: async () => db.drop(),
+  };
 }
 
 /** A fresh database (seeded demo company by default) with the URL to reach it. */

@@ -9,8 +9,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
+import { freePort } from './net';
 
 export interface SpawnedCluster {
   port: number;
@@ -35,19 +35,8 @@ const MAX_LOG_LINES = 50_000;
 
 const STARTUP_TIMEOUT_MS = 60_000;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const address = s.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function readyz(port: number): Promise<number> {
+/** GET /readyz on a new connection (successive calls reach the workers in turn): its status, 0 when refused. */
+export function readyz(port: number): Promise<number> {
   return new Promise((resolve) => {
     const req = http.get({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (res) => {
       res.resume();
@@ -72,7 +61,15 @@ export function running(pid: number): boolean {
   }
 }
 
-export async function spawnCluster(options: { databaseUrl: string; workers: number; env?: Record<string, string>; readyPolls?: number; port?: number }): Promise<SpawnedCluster> {
+export async function spawnCluster(options: {
+  databaseUrl: string;
+  workers: number;
+  env?: Record<string, string>;
+  readyPolls?: number;
+  port?: number;
+  /** How long the start may take (default 60 s; a start that migrates an empty database takes longer). */
+  startupTimeoutMs?: number;
+}): Promise<SpawnedCluster> {
   const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
     cwd: path.resolve(__dirname, '..', '..'),
@@ -103,12 +100,13 @@ export async function spawnCluster(options: { databaseUrl: string; workers: numb
   });
   child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  const startupTimeoutMs = options.startupTimeoutMs ?? STARTUP_TIMEOUT_MS;
+  const deadline = Date.now() + startupTimeoutMs;
   let inARow = 0;
   const wanted = options.readyPolls ?? 10 * options.workers;
   while (inARow < wanted) {
     if (child.exitCode !== null) throw new Error(`cluster exited before ready:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`cluster not ready in ${STARTUP_TIMEOUT_MS} ms:\n${out}`);
+    if (Date.now() > deadline) throw new Error(`cluster not ready in ${startupTimeoutMs} ms:\n${out}`);
     inARow = (await readyz(port)) === 200 ? inARow + 1 : 0;
     if (inARow === 0) await new Promise((r) => setTimeout(r, 50));
   }

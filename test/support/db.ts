@@ -6,11 +6,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type Engine } from '../../src/storage/database';
 import { migrateLatest } from '../../db/migrate';
-import { dropDatabaseLater, NO_FLUSH_WAIT } from './pg-throwaway';
+import { createThrowawayDatabase } from './pg-throwaway';
 
 export interface TestDatabase {
   knex: Knex;
@@ -39,17 +38,8 @@ export async function createTestKnex(): Promise<TestDatabase> {
 }
 
 async function createPostgres(url: string): Promise<TestDatabase> {
-  const name = `books_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
-  try {
-    await admin.raw(`create database "${name}"`);
-    await admin.raw(NO_FLUSH_WAIT(name));
-  } finally {
-    await admin.destroy();
-  }
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  const knex = knexFactory(parseDatabaseUrl(u.toString(), { min: 0, max: 4 }).config);
+  const db = await createThrowawayDatabase(url, 'books_test');
+  const knex = knexFactory(parseDatabaseUrl(db.url, { min: 0, max: 4 }).config);
   await migrateLatest(knex);
   return {
     knex,
@@ -57,7 +47,7 @@ async function createPostgres(url: string): Promise<TestDatabase> {
     async destroy() {
       await knex.destroy();
       // In the background (test/support/pg-throwaway.ts): each drop waits for a checkpoint.
-      dropDatabaseLater(url, name);
+      db.drop();
     },
   };
 }

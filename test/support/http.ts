@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import type { Response } from 'supertest';
 import { PROBLEM_CODES, problemTypeUri, type ProblemCode } from '../../src/errors/registry';
+import { serveOnLoopback } from './net';
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -69,10 +69,9 @@ export async function rawRequest(
   app: express.Express,
   options: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer },
 ): Promise<RawResponse> {
-  const server = http.createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const server = await serveOnLoopback(app);
   try {
-    const { port } = server.address() as AddressInfo;
+    const { port } = server;
     return await new Promise<RawResponse>((resolve, reject) => {
       const req = http.request({ host: '127.0.0.1', port, method: options.method, path: options.path, headers: options.headers ?? {} }, (res) => {
         const chunks: Buffer[] = [];
@@ -93,7 +92,6 @@ export async function rawRequest(
       req.end();
     });
   } finally {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server.close();
   }
 }

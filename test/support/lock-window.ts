@@ -7,8 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
+import { assertBooksInvariants } from './invariants';
 import { journal } from './posting-fixture';
-import { postJson } from './server-process';
+import { postJson, type HttpResult } from './server-process';
 
 export interface Sent {
   kind: 'read' | 'write';
@@ -34,6 +35,41 @@ export async function exchange(send: () => Promise<{ status: number; body: any }
   return { sentAt, answeredAt: performance.now(), status: res.status, body: res.body };
 }
 
+/** The read the checks send: page 1 of one AP invoice (a fresh connection). */
+export function readProbe(port: number, apiKey: string): Promise<HttpResult> {
+  return postJson(port, '/api/v3/ap-invoices/query', { select: ['recordNumber'], page: { pageNumber: 1, pageSize: 1 } }, { 'x-api-key': apiKey });
+}
+
+/** The keyed write the checks send: journal `number` under Idempotency-Key `idempotencyKey` (a fresh connection). */
+export function postKeyedJournal(port: number, apiKey: string, number: string, idempotencyKey: string): Promise<HttpResult> {
+  return postJson(port, '/api/v3/ledger-transactions', journal(number), { 'x-api-key': apiKey, 'Idempotency-Key': idempotencyKey });
+}
+
+/** Takes the lock through `port` as `userName`, timed; it must answer 200. */
+export async function lockThrough(port: number, userName: string, apiKey: string): Promise<Exchange> {
+  const locked = await exchange(() => postJson(port, '/api/v3/utility/lock', { userName }, { 'x-api-key': apiKey }));
+  assert.equal(locked.status, 200, JSON.stringify(locked.body));
+  return locked;
+}
+
+/** Releases the lock through `port` as `userName`, timed; it must answer 200. */
+export async function unlockThrough(port: number, userName: string, apiKey: string): Promise<Exchange> {
+  const unlocked = await exchange(() => postJson(port, '/api/v3/utility/un-lock', { userName }, { 'x-api-key': apiKey }));
+  assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
+  return unlocked;
+}
+
+/** A request refused by the lock: 423 MAINTENANCE_LOCK, Retry-After 60, naming the holder. */
+export function assertLockRefusal(res: HttpResult, lockUser: string, message = 'answers 423 while locked'): void {
+  assert.equal(res.status, 423, `${message} (got ${res.status})`);
+  assert.equal(res.headers['x-error-code'], 'MAINTENANCE_LOCK');
+  assert.equal(res.headers['retry-after'], '60');
+  assert.equal(res.body.lockUser, lockUser);
+}
+
+/** How long a timed lock or un-lock took, whole ms. */
+export const tookMs = (e: Exchange): number => Math.round(e.answeredAt - e.sentAt);
+
 /**
  * `concurrency` loops, each sending one request at a time on a fresh connection, taking turns over
  * `ports` (and, behind one port, the workers: fresh connections go round-robin), every other one a
@@ -53,10 +89,7 @@ export function trafficLoop(options: { ports: number[]; apiKeys: string[]; concu
       const sentAt = performance.now();
       let status = 0;
       try {
-        const res =
-          kind === 'read'
-            ? await postJson(port, '/api/v3/ap-invoices/query', { select: ['recordNumber'], page: { pageNumber: 1, pageSize: 1 } }, { 'x-api-key': apiKey })
-            : await postJson(port, '/api/v3/ledger-transactions', journal(number!), { 'x-api-key': apiKey, 'Idempotency-Key': number! });
+        const res = kind === 'read' ? await readProbe(port, apiKey) : await postKeyedJournal(port, apiKey, number!, number!);
         status = res.status;
       } catch {
         status = -1; // the connection failed: no answer at all
@@ -118,6 +151,44 @@ export async function assertWritesExact(knex: Knex, sent: Sent[]): Promise<void>
       assert.equal(claims, 0, `${s.number} answered ${s.status}: its Idempotency-Key left no claim`);
     }
   }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * One round of the no-window check: the traffic loop runs, the lock is taken through `lockPort`
+ * and held, released through `unlockPort`, and the loop runs on; then the strict rule
+ * (assertNoWindow), the exact writes (assertWritesExact) and the books' invariants are checked.
+ * Returns what happened, for the test's diagnostic.
+ */
+export async function assertNoWindowRound(options: {
+  knex: Knex;
+  adminKey: string;
+  lockPort: number;
+  unlockPort: number;
+  traffic: { ports: number[]; apiKeys: string[]; tag: string };
+}): Promise<string> {
+  const traffic = trafficLoop({ ...options.traffic, concurrency: 6 });
+  let sent: Sent[];
+  let locked: Exchange;
+  let unlocked: Exchange;
+  try {
+    await sleep(600);
+    locked = await lockThrough(options.lockPort, 'window-ops', options.adminKey);
+    await sleep(400);
+    unlocked = await unlockThrough(options.unlockPort, 'window-ops', options.adminKey);
+    await sleep(400);
+  } finally {
+    // A failed lock or un-lock must not leave the loop running.
+    sent = await traffic.stop();
+  }
+  const report = assertNoWindow(sent, locked, unlocked);
+  await assertWritesExact(options.knex, sent);
+  await assertBooksInvariants(options.knex);
+  return (
+    `${sent.length} requests: ${report.before} served before the lock, ${report.whileLocked} sent while locked (all 423), ${report.afterUnlock} after the un-lock (all served); ` +
+    `${report.servedArrivingLate} 200s sent before the lock's 200 arrived after it; lock ${tookMs(locked)} ms, un-lock ${tookMs(unlocked)} ms under load`
+  );
 }
 
 /** The test's own connections to PostgreSQL carry this application_name; the service's do not. */

@@ -9,6 +9,7 @@ import { dialectFor } from '../../src/storage/dialect';
 import type { Engine } from '../../src/storage/database';
 import { Dec } from '../../src/storage/decimal';
 import { installDataCounter } from '../../db/migrations/20261125000001_data_change_counter';
+import { createThrowawayDatabase } from './pg-throwaway';
 
 /** SQLite, or PostgreSQL with TEST_ENGINE=postgres and TEST_POSTGRES_URL. */
 export const FIXTURE_ENGINE: Engine = process.env.TEST_ENGINE === 'postgres' && process.env.TEST_POSTGRES_URL ? 'postgres' : 'sqlite';
@@ -116,22 +117,14 @@ async function emptyDatabase(): Promise<FixtureDatabase> {
     const knex = knexFactory({ client: 'better-sqlite3', connection: { filename: ':memory:' }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
     return { knex, engine: 'sqlite', destroy: () => knex.destroy() };
   }
-  const adminUrl = process.env.TEST_POSTGRES_URL!;
-  const name = `ais_qfx_${process.pid}_${randomUUID().slice(0, 8)}`;
-  const admin = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
-  await admin.raw(`create database "${name}"`);
-  await admin.destroy();
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  const knex = knexFactory({ client: 'pg', connection: u.toString(), pool: { min: 0, max: 4 } });
+  const db = await createThrowawayDatabase(process.env.TEST_POSTGRES_URL!, 'ais_qfx');
+  const knex = knexFactory({ client: 'pg', connection: db.url, pool: { min: 0, max: 4 } });
   return {
     knex,
     engine: 'postgres',
     destroy: async () => {
       await knex.destroy();
-      const again = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
-      await again.raw(`drop database if exists "${name}" with (force)`);
-      await again.destroy();
+      db.drop();
     },
   };
 }

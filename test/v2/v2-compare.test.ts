@@ -4,11 +4,10 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
 import { startTestApp, type TestApp } from '../support/app';
+import { serveOnLoopback } from '../support/net';
 import { compareV2, formatReport, httpCaller, type Caller } from '../../scripts/compare-v2';
 import { CATALOG } from '../../generated/catalog';
 
@@ -62,17 +61,16 @@ test('a difference is a mismatch with a sample of the differing keys', async () 
 });
 
 test('remote mode: the same comparison over HTTP with a base URL and a key', async () => {
-  const server = http.createServer(t.app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const server = await serveOnLoopback(t.app);
   try {
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const base = server.url;
     const rows = await compareV2(httpCaller(base, t.apiKey), { entities: ['parts', 'jobs', 'ledger-transactions'] });
     assert.deepEqual(rows.map((r) => r.outcome), ['same', 'same', 'same']);
     const unauth = await compareV2(httpCaller(base, '00000000-0000-4000-8000-000000000000'), { entities: ['parts'] });
     assert.equal(unauth[0]!.outcome, 'both-failed');
     assert.equal(unauth[0]!.v3Error, 'UNAUTHORIZED');
   } finally {
-    await new Promise<void>((r) => server.close(() => r()));
+    await server.close();
   }
 });
 

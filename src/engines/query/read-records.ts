@@ -111,3 +111,10 @@ export async function readRecord(trx: Knex | Knex.Transaction, entityName: strin
   const [record] = await readRecords(trx, entityName, { match: { field: 'id', operator: '=', value: id } }, options);
   return record;
 }
+
+/** The record `id` a writer has just written or updated in this transaction, read back as readRecord reads it: a missing one is a bug. */
+export async function readWrittenRecord(trx: Knex | Knex.Transaction, entityName: string, id: string, options: ReadBackOptions = {}): Promise<PublishedRecord> {
+  const record = await readRecord(trx, entityName, id, options);
+  if (!record) throw new Error(`read-back: ${entityName} ${id} not found in its own transaction`);
+  return record;
+}

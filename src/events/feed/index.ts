@@ -7,6 +7,7 @@ import { ApiProblem } from '../../errors/problem';
 import type { DetectedEvent, DetectedEventSink } from '../detector';
 import type { EventDocument } from '../document';
 import { EVENT_TYPES, kindOfType, type EventKind } from '../kinds';
+import { DELIVERY_LOG_RETENTION_MS } from '../schedule';
 import { ownerMayReceive, visibleRecord } from '../visibility';
 import { encodeCursor } from './cursor';
 import { planEventQuery, selectFields, type EventQueryBody } from './request';
@@ -29,7 +30,7 @@ export type { FeedRow } from './store';
  */
 
 /** Events are kept as long as the webhook delivery log (the spec: 30 days). */
-export const EVENT_LOG_RETENTION_MS = 30 * 24 * 3_600_000;
+export const EVENT_LOG_RETENTION_MS = DELIVERY_LOG_RETENTION_MS;
 /** A feed nobody has read for this long is paused (its types are no longer detected for it). */
 export const FEED_UNREAD_PAUSE_MS = 30 * 24 * 3_600_000;
 /** A process records a read of the same feeds at most this often (one UPDATE, not one per page). */

@@ -6,6 +6,7 @@ import { queryDialectFor, type QueryDialect, type SnapshotReader } from '../../s
 import { applyCondition } from '../../engines/query/sql';
 import type { Condition } from '../../engines/query/types';
 import type { DetectedEvent } from '../detector';
+import { liveRow, liveRows } from '../live-rows';
 
 /**
  * SQL of the event feed (tables of db/migrations/20261127000028_event_feed.ts): the feed
@@ -123,20 +124,13 @@ export class FeedStore {
 
   /** A feed that is not deleted. */
   async feed(id: string): Promise<FeedRow | undefined> {
-    const row = await this.knex('evtfed').where({ id }).whereNot({ state: 'deleted' }).first();
+    const row = await liveRow(this.knex, 'evtfed', id);
     return row ? feedOf(row) : undefined;
   }
 
   async feeds(options: { states?: FeedState[]; limit?: number; offset?: number } = {}): Promise<{ total: number; rows: FeedRow[] }> {
-    const base = () => {
-      const q = this.knex('evtfed').whereNot({ state: 'deleted' });
-      if (options.states) q.whereIn('state', options.states);
-      return q;
-    };
-    const [c] = await base().count<{ n: number | string }[]>({ n: '*' });
-    let q = base().orderBy('created_at').orderBy('id');
-    if (options.limit !== undefined) q = q.limit(options.limit).offset(options.offset ?? 0);
-    return { total: Number(c!.n), rows: (await q).map(feedOf) };
+    const { total, rows } = await liveRows(this.knex, 'evtfed', options);
+    return { total, rows: rows.map(feedOf) };
   }
 
   async updateFeed(id: string, change: Partial<{ description: string | null; eventTypes: string[]; state: FeedState; stateReason: string | null; lastReadAt: Date }>, at: Date): Promise<void> {

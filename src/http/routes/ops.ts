@@ -159,50 +159,26 @@ export function opsRoutes(services: Services, registry: Registry, state: OpsStat
     })
     .all(methodNotAllowed(GET_ONLY));
 
-  router
-    .route('/openapi.yaml')
-    .get((_req, res) => {
-      res.setHeader('Content-Type', 'application/yaml; charset=utf-8');
-      res.send(publicDocumentYaml());
-    })
-    .all(methodNotAllowed(GET_ONLY));
+  /** A GET answered with the text `body()` as `contentType`; another method is 405. */
+  const text = (paths: string | string[], contentType: string, body: () => string) =>
+    router
+      .route(paths)
+      .get((_req, res) => {
+        res.setHeader('Content-Type', contentType);
+        res.send(body());
+      })
+      .all(methodNotAllowed(GET_ONLY));
 
+  text('/openapi.yaml', 'application/yaml; charset=utf-8', publicDocumentYaml);
   let json: string | undefined;
-  router
-    .route('/openapi.json')
-    .get((_req, res) => {
-      json ??= JSON.stringify(publicDocumentJson());
-      res.setHeader('Content-Type', 'application/json; charset=utf-8');
-      res.send(json);
-    })
-    .all(methodNotAllowed(GET_ONLY));
+  text('/openapi.json', 'application/json; charset=utf-8', () => (json ??= JSON.stringify(publicDocumentJson())));
 
   // The reference's Content-Security-Policy (own assets only, never framed), on every /docs answer.
   router.use('/docs', docsHeaders);
 
-  router
-    .route(['/docs', '/docs/'])
-    .get((_req, res) => {
-      res.setHeader('Content-Type', 'text/html; charset=utf-8');
-      res.send(DOCS_HTML);
-    })
-    .all(methodNotAllowed(GET_ONLY));
-
-  router
-    .route('/docs/init.js')
-    .get((_req, res) => {
-      res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
-      res.send(DOCS_INIT_JS);
-    })
-    .all(methodNotAllowed(GET_ONLY));
-
-  router
-    .route('/docs/docs.css')
-    .get((_req, res) => {
-      res.setHeader('Content-Type', 'text/css; charset=utf-8');
-      res.send(DOCS_CSS);
-    })
-    .all(methodNotAllowed(GET_ONLY));
+  text(['/docs', '/docs/'], 'text/html; charset=utf-8', () => DOCS_HTML);
+  text('/docs/init.js', 'text/javascript; charset=utf-8', () => DOCS_INIT_JS);
+  text('/docs/docs.css', 'text/css; charset=utf-8', () => DOCS_CSS);
 
   router
     .route('/docs/assets/:file')

@@ -2,21 +2,17 @@
  * POST /{entity}/match over HTTP on the seeded demo company: distance, normalisation, order,
  * pre-filter, errors (status, X-Error-Code, errors[].field).
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../../support/app';
+import type { TestApp } from '../../support/app';
+import { useTestApp } from '../../support/use-test-app';
 import { postFails, postOk } from '../../support/http';
 import { normalise } from '../../../src/engines/match/normalize';
 
 let t: TestApp;
 const M = (entity: string) => `/api/v3/${entity}/match`;
 
-before(async () => {
-  t = await startTestApp();
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app));
 
 const ok = (path: string, body: unknown) => postOk(t, path, body);
 const fails = (path: string, body: unknown, status: number, code: string, fields?: string[]) => postFails(t, path, body, status, code, fields);

@@ -5,10 +5,11 @@
  * an empty INSERT (a 500). Now: no 500, every posting exactly once, and lgrbal equals the sum of
  * the journal lines per account and period, checked in the database.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import knexFactory from 'knex';
-import { startTestApp, type TestApp } from '../../support/app';
+import type { TestApp } from '../../support/app';
+import { useTestApp } from '../../support/use-test-app';
 import { FX, apInvoice, countRows, installPostingFixture, journal } from '../../support/posting-fixture';
 import { Dec } from '../../../src/storage/decimal';
 import { dialectFor, engineOf } from '../../../src/storage/dialect';
@@ -21,15 +22,12 @@ const A = FX.accounts;
 const SEED_ACCOUNTS = [1000, 1010, 1020, 1030, 1110, 1115, 1120, 1210, 1220, 1310, 1400, 1510, 1520, 1590, 2010, 2015, 2050, 2100, 2110, 2120];
 const ACCOUNTS = [A.cash, A.apControl, A.retainagePayable, A.wip, A.directExpense, A.overhead, A.equipmentExpense, ...SEED_ACCOUNTS];
 
-before(async () => {
-  t = await startTestApp({ config: { dbPoolMax: 10 } });
+useTestApp(async (app) => {
+  t = app;
   await installPostingFixture(t.knex);
   // No balance rows yet for the accounts (so lgrbal must come to the sum of this file's journal lines).
   await t.knex('lgrbal').whereIn('lgract', ACCOUNTS).del();
-});
-after(async () => {
-  await t?.close();
-});
+}, { config: { dbPoolMax: 10 } });
 
 function keyed(path: string, key: string, body: unknown) {
   return t.http.post(path).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body as object);

@@ -4,12 +4,13 @@
  * journal), dry run, replays, conflicts, refusals (insufficient stock, references, 400s), checked
  * over HTTP and in the database, with the books' invariants after every write.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../../support/app';
+import type { TestApp } from '../../support/app';
+import { useTestApp } from '../../support/use-test-app';
 import { assertProblem } from '../../support/http';
 import { assertBooksInvariants } from '../../support/invariants';
 import { countRows } from '../../support/posting-fixture';
@@ -28,12 +29,9 @@ const PART = { concrete: 72, drywall: 187, lumber: 41, safety: 250 } as const;
 const JOB = 2601;
 const PHASE = 3;
 
-before(async () => {
-  t = await startTestApp();
-  dialect = dialectFor(t.engine);
-});
-after(async () => {
-  await t?.close();
+useTestApp((app) => {
+  t = app;
+  dialect = dialectFor(app.engine);
 });
 
 function allocation(number: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {

@@ -5,9 +5,10 @@
  * Idempotency-Key replay, refusals (400, 404, 409, 422) that write nothing, and that no log line
  * carries an employee's name, pay rate, amount or birth date.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from '../../support/app';
+import { useTestApp } from '../../support/use-test-app';
 import { assertProblem } from '../../support/http';
 import { assertBooksInvariants } from '../../support/invariants';
 import { Dec } from '../../../src/storage/decimal';
@@ -52,12 +53,7 @@ async function footprint(): Promise<Record<string, unknown>> {
   };
 }
 
-before(async () => {
-  t = await startTestApp();
-});
-after(async () => {
-  await t?.close();
-});
+useTestApp((app) => (t = app));
 
 test('the seed leaves a Computed batch in the open period', async () => {
   const batch = await computedBatch();

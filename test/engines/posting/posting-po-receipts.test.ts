@@ -5,13 +5,14 @@
  * refusals; over HTTP and in the database, with the books' invariants (test/support/invariants.ts)
  * checked after every write.
  */
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { startTestApp, type TestApp } from '../../support/app';
+import type { TestApp } from '../../support/app';
+import { useTestApp } from '../../support/use-test-app';
 import { assertProblem } from '../../support/http';
 import { assertBooksInvariants } from '../../support/invariants';
 import { countRows, openSeedJobOrder } from '../../support/posting-fixture';
@@ -25,12 +26,9 @@ const PATH = '/api/v3/purchase-order-receipts';
 const STOCK_PO = 'PO26-000065';
 const AP_CONTROL = 2010;
 
-before(async () => {
-  t = await startTestApp();
-  dialect = dialectFor(t.engine);
-});
-after(async () => {
-  await t?.close();
+useTestApp((app) => {
+  t = app;
+  dialect = dialectFor(app.engine);
 });
 
 function receive(body: unknown, key: string | null = `po-${randomUUID()}`, query = '') {

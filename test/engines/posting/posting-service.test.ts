@@ -5,9 +5,10 @@
  * seeded demo company, over HTTP and in the database, with the books' invariants after every test.
  */
 import { randomUUID } from 'node:crypto';
-import test, { after, afterEach, before } from 'node:test';
+import test, { afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../../support/app';
+import type { TestApp } from '../../support/app';
+import { useTestApp } from '../../support/use-test-app';
 import { assertProblem } from '../../support/http';
 import { assertBooksInvariants } from '../../support/invariants';
 import { balanceOf, countRows } from '../../support/posting-fixture';
@@ -29,15 +30,12 @@ const SITE = 9;
 const OTHER_CLIENT_SITE = 1;
 const PART = { paint: 28, rebar: 212 } as const;
 
-before(async () => {
-  t = await startTestApp();
-  dialect = dialectFor(t.engine);
+useTestApp((app) => {
+  t = app;
+  dialect = dialectFor(app.engine);
 });
 afterEach(async () => {
   await assertBooksInvariants(t.knex);
-});
-after(async () => {
-  await t?.close();
 });
 
 const dec = (raw: unknown, scale: number): Dec => dialect.decodeDecimal(raw, scale) ?? new Dec(0);

@@ -4,9 +4,10 @@
  * a receipt into a location the part was never at, shipping held stock, and the refusals.
  */
 import { namedLocksFor } from '../../../src/storage/named-locks';
-import test, { after, before } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../../support/app';
+import type { TestApp } from '../../support/app';
+import { useTestApp } from '../../support/use-test-app';
 import { assertBooksInvariants, assertInventoryValueMatchesLedger } from '../../support/invariants';
 import { Dec } from '../../../src/storage/decimal';
 import { dialectFor, type Dialect } from '../../../src/storage/dialect';
@@ -21,12 +22,9 @@ let dialect: Dialect;
 const PART = 72;
 const base = { sourceNumber: 13, sourceRecordNumber: 424242, transactionDate: '2026-11-20', period: 11, year: 2026 };
 
-before(async () => {
-  t = await startTestApp();
-  dialect = dialectFor(t.engine);
-});
-after(async () => {
-  await t?.close();
+useTestApp((app) => {
+  t = app;
+  dialect = dialectFor(app.engine);
 });
 
 /** Runs the movements in a transaction of their own (committed unless `rollback`). */

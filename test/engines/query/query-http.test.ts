@@ -3,10 +3,11 @@
  * rule of the read surface, with status, X-Error-Code and errors[].field asserted, and the
  * results cross-checked against the database.
  */
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import knexFactory from 'knex';
-import { startTestApp, type TestApp } from '../../support/app';
+import type { TestApp } from '../../support/app';
+import { useTestApp } from '../../support/use-test-app';
 import { postFails, postOk } from '../../support/http';
 import { parseDatabaseUrl } from '../../../src/storage/database';
 import { CATALOG } from '../../../generated/catalog';
@@ -17,12 +18,7 @@ import { evaluate, type Node } from '../../support/filter-eval';
 let t: TestApp;
 const Q = (entity: string) => `/api/v3/${entity}/query`;
 
-before(async () => {
-  t = await startTestApp();
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app));
 
 const ok = (path: string, body: unknown) => postOk(t, path, body);
 const fails = (path: string, body: unknown, status: number, code: string, fields?: string[]) => postFails(t, path, body, status, code, fields);

@@ -3,22 +3,18 @@
  * returns exactly the rows an in-memory evaluation of the same tree returns (all rows fetched
  * once, the tree evaluated in JavaScript by test/support/filter-eval.ts).
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { startTestApp, type TestApp } from '../../support/app';
+import type { TestApp } from '../../support/app';
+import { useTestApp } from '../../support/use-test-app';
 import { CATALOG } from '../../../generated/catalog';
 import type { FieldDef } from '../../../src/catalog/types';
 import { evaluate, type Json, type Node } from '../../support/filter-eval';
 
 let t: TestApp;
 
-before(async () => {
-  t = await startTestApp();
-});
-after(async () => {
-  await t.close();
-});
+useTestApp((app) => (t = app));
 
 async function all(entity: string, body: Record<string, unknown>): Promise<any[]> {
   const out: any[] = [];

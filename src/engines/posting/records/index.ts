@@ -11,5 +11,5 @@ export { insertRecords, insertRecordsReturning, insertChildrenReturning } from '
 export { records, increment, decrementToZero, decodeStored, type RecordsContext, type StoredRecord } from './query';
 export { tableOf, childTableOf, columnOf, fitText, recordLockName } from './shapes';
 export { allocateRecordNumbers, allocateRecordNumbersIn, rangeValues } from './numbers';
-export { readRecord, readAllRecords, readRecordsById } from '../../query/read-records';
+export { readRecord, readWrittenRecord, readAllRecords, readRecordsById } from '../../query/read-records';
 export type { FullRecord, FullRecordWithLines } from './types';

@@ -1,9 +1,9 @@
-import { ApiProblem } from '../../../../errors/problem';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, loadReferenceRows } from '../../ledger/references';
 import { addDays } from '../../dates';
 import { allocateRecordNumbers, fitText, rangeValues, recordLockName, records } from '../../records';
+import { resendConflict } from '../../resend';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { insertInvoice, postInvoiceJobCosts, postInvoiceJournal, type InvoiceToWrite } from './cascade';
 import { AP_SOURCE, STATUS_OPEN, STATUS_REVIEW, STATUS_VOID, checkApTotals, jobOf, prepareApInvoice, type ApInvoiceInput } from './input';
@@ -65,13 +65,15 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       const existing = await existingResult(ctx, already.id);
       const diff = differences(existing.document, input);
       if (diff.length === 0) return { result: existing, duplicate: true };
-      throw new ApiProblem(
-        'DOCUMENT_NUMBER_CONFLICT',
-        `Invoice ${input.invoiceNumber} of vendor ${input.vendorNumber} was already entered (AP invoice ${existing.document.recordNumber}) with different content: ${diff.join(', ')}.`,
+      throw resendConflict(
         {
-          errors: [{ field: 'invoiceNumber', code: 'already_entered' }, ...diff.map((field) => ({ field, code: 'differs' }))],
-          extensions: { existingRecordNumber: existing.document.recordNumber },
+          code: 'DOCUMENT_NUMBER_CONFLICT',
+          numberField: 'invoiceNumber',
+          numberCode: 'already_entered',
+          detail: `Invoice ${input.invoiceNumber} of vendor ${input.vendorNumber} was already entered (AP invoice ${existing.document.recordNumber})`,
+          existingRecordNumber: existing.document.recordNumber,
         },
+        diff,
       );
     }
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { Dec } from '../../../../storage/decimal';
 import { readWriteResultOf, type WriteResult } from '../../ledger/posted-result';
-import { readRecord, type RecordsContext } from '../../records';
+import { readWrittenRecord, type RecordsContext } from '../../records';
 import { lineDifferences, periodDiffers } from '../../resend';
 import { AP_SOURCE, type ApInvoiceInput } from './input';
 
@@ -54,9 +54,7 @@ export type ApInvoiceWriteResult = Omit<WriteResult<PostedApInvoice>, 'inventory
 
 /** An AP invoice with its lines in the published shape, read back through the catalog (engines/query/read-records.ts). */
 export async function readPostedApInvoice(db: Knex | Knex.Transaction, id: string): Promise<PostedApInvoice> {
-  const record = await readRecord(db, 'ap-invoices', id, { children: ['lines'] });
-  if (!record) throw new Error(`AP invoice ${id} not found in its own transaction`);
-  return record as unknown as PostedApInvoice;
+  return (await readWrittenRecord(db, 'ap-invoices', id, { children: ['lines'] })) as unknown as PostedApInvoice;
 }
 
 /** Fields of the request that differ from the invoice already entered (empty when identical). */

@@ -1,7 +1,7 @@
-import { ApiProblem } from '../../../../errors/problem';
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { allocateRecordNumbers, rangeValues, recordLockName, records } from '../../records';
+import { resendConflict } from '../../resend';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { postAllocation, type AllocationNumbers } from './cascade';
 import { PURPOSE, STATUS, prepareAllocation, type AllocationInput } from './input';
@@ -66,13 +66,15 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Allocat
       const existing = await existingResult(ctx, already.id);
       const diff = differences(existing.document, input);
       if (diff.length === 0) return { result: existing, duplicate: true };
-      throw new ApiProblem(
-        'DOCUMENT_NUMBER_CONFLICT',
-        `Allocation ${input.allocationNumber} was already entered (inventory allocation ${existing.document.recordNumber}) with different content: ${diff.join(', ')}.`,
+      throw resendConflict(
         {
-          errors: [{ field: 'allocationNumber', code: 'already_entered' }, ...diff.map((field) => ({ field, code: 'differs' }))],
-          extensions: { existingRecordNumber: existing.document.recordNumber },
+          code: 'DOCUMENT_NUMBER_CONFLICT',
+          numberField: 'allocationNumber',
+          numberCode: 'already_entered',
+          detail: `Allocation ${input.allocationNumber} was already entered (inventory allocation ${existing.document.recordNumber})`,
+          existingRecordNumber: existing.document.recordNumber,
         },
+        diff,
       );
     }
 

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { components } from '../../../../../generated/api-types';
 import { Dec } from '../../../../storage/decimal';
 import { readWriteResultOf, type WriteResult } from '../../ledger/posted-result';
-import { readRecord, type FullRecordWithLines, type RecordsContext } from '../../records';
+import { readWrittenRecord, type FullRecordWithLines, type RecordsContext } from '../../records';
 import { lineDifferences, periodDiffers } from '../../resend';
 import { ALLOCATION_SOURCE, type AllocationInput } from './input';
 
@@ -18,9 +18,7 @@ export type AllocationWriteResult = WriteResult<PostedAllocation>;
 
 /** An allocation with its lines, read back through the catalog (engines/query/read-records.ts). */
 export async function readAllocation(db: Knex | Knex.Transaction, id: string): Promise<PostedAllocation> {
-  const record = await readRecord(db, 'inventory-allocations', id, { children: ['lines'] });
-  if (!record) throw new Error(`inventory allocation ${id} not found in its own transaction`);
-  return record as unknown as PostedAllocation;
+  return (await readWrittenRecord(db, 'inventory-allocations', id, { children: ['lines'] })) as unknown as PostedAllocation;
 }
 
 /** Fields of the request that differ from the allocation already entered (empty when identical). */

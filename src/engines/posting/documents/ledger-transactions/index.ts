@@ -1,4 +1,4 @@
-import { ApiProblem } from '../../../../errors/problem';
+import { resendConflict } from '../../resend';
 import { allocateLedgerRecord, type LedgerRecordNumbers } from '../../ledger/journal';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { recordLockName, records } from '../../records';
@@ -52,13 +52,15 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, LedgerRecord
       const existing = await existingJournal(trx, already.id);
       const diff = differences(existing, input);
       if (diff.length === 0) return { result: result(existing), duplicate: true };
-      throw new ApiProblem(
-        'TRANSACTION_NUMBER_CONFLICT',
-        `Transaction number ${input.transactionNumber} was already posted (ledger transaction ${existing.recordNumber}, period ${existing.period} of ${existing.year}) with different content: ${diff.join(', ')}.`,
+      throw resendConflict(
         {
-          errors: [{ field: 'transactionNumber', code: 'already_posted' }, ...diff.map((field) => ({ field, code: 'differs' }))],
-          extensions: { existingRecordNumber: existing.recordNumber },
+          code: 'TRANSACTION_NUMBER_CONFLICT',
+          numberField: 'transactionNumber',
+          numberCode: 'already_posted',
+          detail: `Transaction number ${input.transactionNumber} was already posted (ledger transaction ${existing.recordNumber}, period ${existing.period} of ${existing.year})`,
+          existingRecordNumber: existing.recordNumber,
         },
+        diff,
       );
     }
 

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { components } from '../../../../../generated/api-types';
 import { Dec, decToJson } from '../../../../storage/decimal';
 import type { WriteResult } from '../../ledger/posted-result';
-import { readRecord, type FullRecordWithLines } from '../../records';
+import { readWrittenRecord, type FullRecordWithLines } from '../../records';
 import type { PostedApInvoice } from '../ap-invoices';
 import { PO_STATUS } from './input';
 import type { ReceivedLine } from './references';
@@ -45,9 +45,7 @@ export type ReceiptWriteResult = WriteResult<PostedReceipt>;
 
 /** A purchase order with its lines, read back through the catalog (engines/query/read-records.ts). */
 async function readPurchaseOrder(db: Knex | Knex.Transaction, id: string): Promise<PostedPurchaseOrder> {
-  const record = await readRecord(db, 'purchase-orders', id, { children: ['lines'] });
-  if (!record) throw new Error(`purchase order ${id} not found`);
-  return record as unknown as PostedPurchaseOrder;
+  return (await readWrittenRecord(db, 'purchase-orders', id, { children: ['lines'] })) as unknown as PostedPurchaseOrder;
 }
 
 /**
