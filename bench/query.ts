@@ -28,6 +28,7 @@
  * PostgreSQL".
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -102,7 +103,8 @@ function jobCostBody(job: number, code: number): Record<string, unknown> {
 }
 
 const ENGINE = arg('engine', 'sqlite') === 'postgres' ? 'postgres' : 'sqlite';
-const PG_DATABASE = `ais_bench_query_${DATA_NAME}`;
+/** BENCH_POSTGRES_DATABASE: another database name (e.g. a copy of the seeded one, so a branch's migrations stay on it). */
+const PG_DATABASE = process.env.BENCH_POSTGRES_DATABASE || `ais_bench_query_${DATA_NAME}`;
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -190,7 +192,7 @@ async function serveFull(url: string): Promise<number> {
   const { createApp } = await import('../src/app');
   const { openDatabase, parseDatabaseUrl } = await import('../src/storage/database');
   // Production configuration (responses not validated), logs to /dev/null, rate limit out of reach.
-  const config = { ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'info' }), rateLimitPerMinute: 10_000_000, seedOnStart: false };
+  const config = { ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'info', SECRETS_KEY: process.env.SECRETS_KEY || randomBytes(32).toString('base64') }), rateLimitPerMinute: 10_000_000, seedOnStart: false };
   const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: config.dbPoolMax });
   const knex = openDatabase(target);
   const logger = pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: false }));
@@ -536,6 +538,8 @@ async function startProduction(url: string, nodeFlags: string[]): Promise<{ chil
       RATE_LIMIT_PER_MINUTE: '10000000',
       LOG_LEVEL: 'info',
       VALIDATE_RESPONSES: 'false',
+      // PostgreSQL needs one (webhook secrets are encrypted under it); nothing is encrypted here.
+      SECRETS_KEY: process.env.SECRETS_KEY || randomBytes(32).toString('base64'),
     },
   });
   // The start banner goes to stderr: kept, and shown only if the server fails.
