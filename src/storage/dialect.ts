@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { types as pgTypes } from 'pg';
 import { Dec, toDec } from './decimal';
 import type { Engine } from './database';
 import { DATA_TOKEN_SQL } from './data-change-log';
@@ -483,24 +482,33 @@ const PG_TYPE: Record<ValueKind, (scale?: number) => string> = {
 /** PostgreSQL's DATE type (pg_type.oid). */
 const PG_DATE_OID = 1082;
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
-const pgDateParser = pgTypes.getTypeParser(PG_DATE_OID, 'text') as (text: string) => unknown;
+
+interface PgTypeParsers {
+  getTypeParser(oid: number, format?: string): (value: string) => unknown;
+}
+
+let pgReadTypes: PgTypeParsers | undefined;
 
 /**
  * node-postgres's type parsers for a page read at once, but DATE: its `YYYY-MM-DD` text is the
  * published form already, where the driver's parser builds a local-midnight Date that dateOf then
  * takes apart again (on a page of job costs, two dates a row, that round trip was about a fifth
  * of the driver's CPU; decision 0350). Text of another form (a year past 9999, BC) keeps the
- * driver's parser, so its decoding is what it was.
+ * driver's parser, so its decoding is what it was. The driver is required here, on first use, not
+ * at import: loading `pg` loads undici (the global fetch, ~20 MB a process), which a start on
+ * SQLite never needs (test/architecture/startup-imports.test.ts); knex has loaded it already here.
  */
-const PG_READ_TYPES = {
-  getTypeParser(oid: number, format?: string): (value: string) => unknown {
-    if (oid === PG_DATE_OID && format !== 'binary') return pgDateText;
-    return pgTypes.getTypeParser(oid, format as 'text') as (value: string) => unknown;
-  },
-};
-
-function pgDateText(text: string): unknown {
-  return ISO_DATE.test(text) ? text : pgDateParser(text);
+function readTypesOfPg(): PgTypeParsers {
+  if (!pgReadTypes) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { types } = require('pg') as { types: PgTypeParsers };
+    const driverDate = types.getTypeParser(PG_DATE_OID, 'text');
+    const dateText = (text: string): unknown => (ISO_DATE.test(text) ? text : driverDate(text));
+    pgReadTypes = {
+      getTypeParser: (oid, format) => (oid === PG_DATE_OID && format !== 'binary' ? dateText : types.getTypeParser(oid, format)),
+    };
+  }
+  return pgReadTypes;
 }
 
 const postgresQueryDialect = (base: Dialect): QueryDialect => ({
@@ -551,7 +559,7 @@ const postgresQueryDialect = (base: Dialect): QueryDialect => ({
     // transaction. The page keeps its own plan and order: wrapping it (a LATERAL join of the
     // one-row token, ordered again outside) cost PostgreSQL about twice the CPU to parse, plan and
     // run (decision 0350). An empty page answers no row, so neither token nor count.
-    const read = page.clone().select(knex.raw(`(${DATA_TOKEN_SQL}) as "__token"`)).options({ types: PG_READ_TYPES });
+    const read = page.clone().select(knex.raw(`(${DATA_TOKEN_SQL}) as "__token"`)).options({ types: readTypesOfPg() });
     if (count) read.select(knex.raw('? as "__count"', [count]));
     const rows = (await read) as Row[];
     const first = rows[0];
