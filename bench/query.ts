@@ -29,6 +29,7 @@
  * "Query engine" (SQLite) or "Query engine on PostgreSQL".
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -104,7 +105,8 @@ function jobCostBody(job: number, code: number): Record<string, unknown> {
 }
 
 const ENGINE = arg('engine', 'sqlite') === 'postgres' ? 'postgres' : 'sqlite';
-const PG_DATABASE = `ais_bench_query_${DATA_NAME}`;
+/** BENCH_POSTGRES_DATABASE: another database name (e.g. a copy of the seeded one, so a branch's migrations stay on it). */
+const PG_DATABASE = process.env.BENCH_POSTGRES_DATABASE || `ais_bench_query_${DATA_NAME}`;
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -192,7 +194,7 @@ async function serveFull(url: string): Promise<number> {
   const { createApp } = await import('../src/app');
   const { openDatabase, parseDatabaseUrl } = await import('../src/storage/database');
   // Production configuration (responses not validated), logs to /dev/null, rate limit out of reach.
-  const config = { ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'info' }), rateLimitPerMinute: 10_000_000, seedOnStart: false };
+  const config = { ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'info', SECRETS_KEY: process.env.SECRETS_KEY || randomBytes(32).toString('base64') }), rateLimitPerMinute: 10_000_000, seedOnStart: false };
   const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: config.dbPoolMax });
   const knex = openDatabase(target);
   const logger = pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: false }));
@@ -215,6 +217,8 @@ type BaselineRow = Record<string, any>;
  */
 async function baselineKit(pg: boolean) {
   const { CATALOG } = await import('../generated/catalog');
+  // DATE as its YYYY-MM-DD text, the published form (the driver would build a Date, serialised as a datetime).
+  if (pg) (await import('pg')).types.setTypeParser(1082, (text: string) => text);
   const mapper = (fields: BaselineFields) => {
     const list = Object.values(fields);
     return (row: BaselineRow) => {
@@ -332,7 +336,9 @@ async function serveRaw(url: string): Promise<number> {
   type Rows = BaselineRow[];
   let run: (sql: string, values: unknown[]) => Promise<Rows>;
   if (pg) {
-    const { Pool } = await import('pg');
+    const { Pool, types } = await import('pg');
+    // DATE as its YYYY-MM-DD text, the published form (the driver would build a Date, serialised as a datetime).
+    types.setTypeParser(1082, (text: string) => text);
     const pool = new Pool({ connectionString: url, max: 10 });
     const names = new Map<string, { name: string; text: string }>();
     run = async (sql, values) => {
@@ -483,6 +489,8 @@ async function startProduction(url: string, nodeFlags: string[]): Promise<{ chil
       RATE_LIMIT_PER_MINUTE: '10000000',
       LOG_LEVEL: 'info',
       VALIDATE_RESPONSES: 'false',
+      // PostgreSQL needs one (webhook secrets are encrypted under it); nothing is encrypted here.
+      SECRETS_KEY: process.env.SECRETS_KEY || randomBytes(32).toString('base64'),
     },
   });
   // The start banner goes to stderr: kept, and shown only if the server fails.
@@ -540,14 +548,15 @@ async function main(): Promise<void> {
     const raw = await start('raw', file);
     try {
       const fullBoot = serverMemory(full.child.pid!).rss;
-      // Same answer from all three (asOf aside; the baselines' match answer has no ids to compare),
-      // for the fixed body or the first bodies of a varied sequence.
+      // Same answer from all three (asOf aside: the same page and the same records, field for field;
+      // the baselines' match answer has no ids to compare), for the fixed body or the first bodies of
+      // a varied sequence.
       for (const text of s.sequence ? s.sequence.slice(0, 5) : [JSON.stringify(s.body)]) {
         const body = JSON.parse(text);
         const [a, b, c] = [await post(full.port, s.path, body), await post(base.port, s.path, body), await post(raw.port, s.path, body)];
         for (const [name, other] of [['Express', b], ['raw', c]] as const) {
           if (a.page) {
-            if (a.page.totalCount !== other.page.totalCount || JSON.stringify(a.data.map((r: any) => r.id)) !== JSON.stringify(other.data.map((r: any) => r.id))) {
+            if (JSON.stringify(a.page) !== JSON.stringify(other.page) || JSON.stringify(a.data) !== JSON.stringify(other.data)) {
               throw new Error(`${s.id}: the ${name} baseline answers differently for ${text}`);
             }
           } else if (JSON.stringify(a.data.map((r: any) => r.partCode)) !== JSON.stringify(other.data.map((r: any) => r.partCode))) {

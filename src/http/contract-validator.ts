@@ -42,6 +42,113 @@ function memoisePathToRegexp(): void {
 memoisePathToRegexp();
 
 /**
+ * express-openapi-validator (5.6.2) finds the operation of a request (middlewares/openapi.metadata.js,
+ * lookupRoute) by walking every route of the document in order, per request, and rebuilding as it
+ * walks each route's pair, path key, schemas, routing options and regexp: with 112 operations,
+ * about 4 % of the CPU of a read through HTTP (bench/README.md, "Issue 27"; decision 0350). What
+ * that walk depends on (the document, the two routing settings) is fixed once the app serves, so
+ * the routes and their regexps are a table built at the first request (per settings), walked in
+ * the same order with the same test. The middleware is the module's own otherwise: the same
+ * ignored and managed routes, 405 with Allow, 404, 400 for a malformed URI, `req.openapi`.
+ */
+function lookUpOperationsInATable(): void {
+  const dir = path.dirname(require.resolve('express-openapi-validator'));
+  const mod = require(path.join(dir, 'middlewares', 'openapi.metadata.js')) as { applyOpenApiMetadata?: unknown; __tabled?: boolean };
+  if (typeof mod.applyOpenApiMetadata !== 'function' || mod.__tabled) return;
+  const { zipObject } = require(path.join(dir, 'middlewares', 'util.js')) as { zipObject: (keys: string[], values: string[]) => Record<string, string> };
+  const types = require(path.join(dir, 'framework', 'types.js')) as Record<'MethodNotAllowed' | 'NotFound' | 'BadRequest', new (o: Record<string, unknown>) => Error>;
+  const { httpMethods } = require(path.join(dir, 'middlewares', 'parsers', 'schema.preprocessor.js')) as { httpMethods: Set<string> };
+  const { pathToRegexp } = require(require.resolve('path-to-regexp', { paths: [dir] })) as {
+    pathToRegexp: (route: string, options: { sensitive: boolean; strict: boolean }) => { regexp: RegExp; keys: Array<{ name: string }> };
+  };
+  interface Context {
+    expressRouteMap: Record<string, { basePath: string }>;
+    openApiRouteMap: Record<string, Record<string, unknown>>;
+    apiDoc: { paths: Record<string, Record<string, unknown>> };
+    serial: unknown;
+    useRequestUrl?: boolean;
+    ignoreUndocumented?: boolean;
+    routePair(route: string): { expressRoute: string; openApiRoute: string };
+    shouldIgnoreRoute(path: string): boolean;
+    isManagedRoute(path: string): boolean;
+  }
+  interface Route {
+    expressRoute: string;
+    openApiRoute: string;
+    pathKey: string;
+    regexp: RegExp;
+    keys: string[];
+  }
+  type Req = express.Request & { openapi?: unknown };
+  const applyOpenApiMetadata = (ctx: Context, responseApiDoc?: { paths: Record<string, Record<string, unknown>> }): RequestHandler => {
+    const tables = new Map<string, Route[]>();
+    const tableFor = (req: Req): Route[] => {
+      const options = { sensitive: !!req.app.enabled('case sensitive routing'), strict: !!req.app.enabled('strict routing') };
+      const key = `${options.sensitive}${options.strict}`;
+      let table = tables.get(key);
+      if (!table) {
+        table = Object.entries(ctx.expressRouteMap).map(([expressRoute, methods]) => {
+          const { openApiRoute } = ctx.routePair(expressRoute);
+          const { regexp, keys } = pathToRegexp(expressRoute, options);
+          return { expressRoute, openApiRoute, pathKey: openApiRoute.substring(methods.basePath.length), regexp, keys: keys.map((k) => k.name) };
+        });
+        tables.set(key, table);
+      }
+      return table;
+    };
+    const lookupRoute = (req: Req) => {
+      const url = (ctx.useRequestUrl ? req.url : req.originalUrl).split('?')[0]!;
+      const method = req.method.toLowerCase();
+      for (const route of tableFor(req)) {
+        const matched = route.regexp.exec(url);
+        if (!matched) continue;
+        try {
+          const pathParams = zipObject(route.keys, matched.slice(1).map(decodeURIComponent));
+          return {
+            schema: ctx.apiDoc.paths[route.pathKey]![method],
+            expressRoute: route.expressRoute,
+            openApiRoute: route.openApiRoute,
+            pathParams,
+            _responseSchema: responseApiDoc?.paths[route.pathKey]![method],
+          };
+        } catch {
+          throw new types.BadRequest({ path: req.path, message: `malformed uri'` });
+        }
+      }
+      return null;
+    };
+    return (req: Req, _res, next) => {
+      const requestPath = req.path.startsWith(req.baseUrl) ? req.path : `${req.baseUrl}/${req.path}`;
+      if (ctx.shouldIgnoreRoute(requestPath)) return next();
+      const matched = lookupRoute(req);
+      if (matched) {
+        const { expressRoute, openApiRoute, pathParams, schema } = matched;
+        if (!schema) {
+          if (ctx.ignoreUndocumented) return next();
+          throw new types.MethodNotAllowed({
+            path: req.path,
+            message: `${req.method} method not allowed`,
+            headers: { Allow: Object.keys(ctx.openApiRouteMap[openApiRoute]!).filter((k) => httpMethods.has(k.toLowerCase())).join(', ') },
+          });
+        }
+        req.openapi = { expressRoute, openApiRoute, pathParams, schema, serial: ctx.serial, ...(responseApiDoc ? { _responseSchema: matched._responseSchema } : {}) };
+        req.params = pathParams;
+      } else if (ctx.isManagedRoute(requestPath) && !ctx.ignoreUndocumented) {
+        throw new types.NotFound({ path: req.path, message: 'not found' });
+      }
+      next();
+    };
+  };
+  try {
+    mod.applyOpenApiMetadata = applyOpenApiMetadata;
+    mod.__tabled = true;
+  } catch {
+    /* read-only exports: run as shipped */
+  }
+}
+lookUpOperationsInATable();
+
+/**
  * express-openapi-validator (5.6.2) builds each operation's request schema as
  * `{ paths: <whole document paths>, components: <all components>, properties: {...} }` and adds it
  * to ajv (util.useAjvCache), twice per operation (parameters, body). ajv then walks the whole

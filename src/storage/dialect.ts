@@ -114,23 +114,22 @@ export interface QueryDialect {
   /**
    * Where the engine can: the change token, the count (when given) and a page in ONE statement, so
    * one snapshot and one round trip instead of a transaction's four (BEGIN, token, page, COMMIT).
-   * `order` and `key` name the page's output columns holding its order values and its key
-   * (sql.ts, pageMarks), `directions` are its order terms' directions.
+   * An empty page answers no row, so neither a token nor a count (run.ts knows what that means).
    */
   readPageAtOnce?(knex: Knex, read: PageAtOnce): Promise<PageRead>;
 }
 
 export interface PageAtOnce {
+  /** The page (sql.ts pageQuery). */
   page: Knex.QueryBuilder;
-  order: readonly string[];
-  directions: ReadonlyArray<'asc' | 'desc'>;
-  key: string;
+  /** The count of the page's filter (sql.ts countQuery), read in the same statement when given. */
   count?: Knex.QueryBuilder;
 }
 
 export interface PageRead {
+  /** The change token of the statement's snapshot; undefined when the page is empty. */
   token: string | undefined;
-  /** The count, when asked for. */
+  /** The count, when asked for and the page is not empty. */
   count?: number;
   rows: Row[];
 }
@@ -480,6 +479,38 @@ const PG_TYPE: Record<ValueKind, (scale?: number) => string> = {
   boolean: () => 'boolean',
 };
 
+/** PostgreSQL's DATE type (pg_type.oid). */
+const PG_DATE_OID = 1082;
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+interface PgTypeParsers {
+  getTypeParser(oid: number, format?: string): (value: string) => unknown;
+}
+
+let pgReadTypes: PgTypeParsers | undefined;
+
+/**
+ * node-postgres's type parsers for a page read at once, but DATE: its `YYYY-MM-DD` text is the
+ * published form already, where the driver's parser builds a local-midnight Date that dateOf then
+ * takes apart again (on a page of job costs, two dates a row, that round trip was about a fifth
+ * of the driver's CPU; decision 0350). Text of another form (a year past 9999, BC) keeps the
+ * driver's parser, so its decoding is what it was. The driver is required here, on first use, not
+ * at import: loading `pg` loads undici (the global fetch, ~20 MB a process), which a start on
+ * SQLite never needs (test/architecture/startup-imports.test.ts); knex has loaded it already here.
+ */
+function readTypesOfPg(): PgTypeParsers {
+  if (!pgReadTypes) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { types } = require('pg') as { types: PgTypeParsers };
+    const driverDate = types.getTypeParser(PG_DATE_OID, 'text');
+    const dateText = (text: string): unknown => (ISO_DATE.test(text) ? text : driverDate(text));
+    pgReadTypes = {
+      getTypeParser: (oid, format) => (oid === PG_DATE_OID && format !== 'binary' ? dateText : types.getTypeParser(oid, format)),
+    };
+  }
+  return pgReadTypes;
+}
+
 const postgresQueryDialect = (base: Dialect): QueryDialect => ({
   engine: 'postgres',
   // node-postgres returns int4 as a number (int8 and NUMERIC as text, which the count index refuses).
@@ -521,26 +552,21 @@ const postgresQueryDialect = (base: Dialect): QueryDialect => ({
   readSnapshot(knex, fn) {
     return knex.transaction((trx) => fn(transactionReader(trx, counterToken)), { isolationLevel: 'repeatable read', readOnly: true });
   },
-  async readPageAtOnce(knex, { page, order: names, directions, key, count }) {
-    // One SELECT sees one snapshot (READ COMMITTED takes it per statement): the token, the count
-    // and the page agree as they do in a repeatable-read transaction. The page is a LATERAL
-    // subquery of the one-row token, so an empty page still answers the token (one row of NULLs,
-    // told apart by its key); the order is applied again outside, on the page's order values.
-    const inner = page.toSQL();
-    const counted = count?.toSQL();
-    // Output names come from the catalog's storage columns or are ours (`__o0`, `__k`): identifiers, quoted.
-    const quoted = (name: string) => `p."${name.replace(/"/g, '""')}"`;
-    const order = names.map((n, i) => `${quoted(n)} ${directions[i] === 'desc' ? 'desc' : 'asc'}`).join(', ');
-    const sql =
-      `select t.n as "__token"${counted ? ', c.n as "__count"' : ''}, p.* from (${DATA_TOKEN_SQL}) as t` +
-      (counted ? ` cross join (${counted.sql}) as c` : '') +
-      ` left join lateral (${inner.sql}) as p on true order by ${order}`;
-    const result = (await knex.raw(sql, [...(counted?.bindings ?? []), ...inner.bindings] as Knex.RawBinding[])) as { rows: Row[] };
-    const first = result.rows[0];
+  async readPageAtOnce(knex, { page, count }) {
+    // One SELECT sees one snapshot (READ COMMITTED takes one per statement): the token and the
+    // count are uncorrelated scalar subqueries of the page's select list, which PostgreSQL runs
+    // once a statement (InitPlans), so they agree with the page as in a repeatable-read
+    // transaction. The page keeps its own plan and order: wrapping it (a LATERAL join of the
+    // one-row token, ordered again outside) cost PostgreSQL about twice the CPU to parse, plan and
+    // run (decision 0350). An empty page answers no row, so neither token nor count.
+    const read = page.clone().select(knex.raw(`(${DATA_TOKEN_SQL}) as "__token"`)).options({ types: readTypesOfPg() });
+    if (count) read.select(knex.raw('? as "__count"', [count]));
+    const rows = (await read) as Row[];
+    const first = rows[0];
     return {
       token: tokenOf(first === undefined ? undefined : { n: first.__token }),
-      ...(counted ? { count: Number(first?.__count ?? 0) } : {}),
-      rows: result.rows.filter((r) => r[key] !== null && r[key] !== undefined),
+      ...(count && first !== undefined ? { count: Number(first.__count) } : {}),
+      rows,
     };
   },
 });

@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import type { PageRead, QueryDialect } from '../../storage/dialect';
 import { attachChildren } from './children';
 import { readEnvelope, recordDecoder, type ReadEnvelope, type Row } from './envelope';
-import { countQuery, pageMarks, pageQuery } from './sql';
+import { countQuery, pageQuery } from './sql';
 import { cachedCount, countKey, holdsCount, rememberCount } from './count-cache';
 import { countSpent, holdsValues, indexableCount, indexedCount, readColumnValues, type IndexableCount } from './count-index';
 import type { QueryPlan } from './types';
@@ -35,6 +35,11 @@ export function countSourcesOf(knex: Knex): CountSources {
 
 export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
   if (qd.readPageAtOnce && plan.children.length === 0) return executeAtOnce(knex, qd, plan);
+  return executeInSnapshot(knex, qd, plan);
+}
+
+/** Count, page and children read in one snapshot (QueryDialect.readSnapshot), statement by statement. */
+async function executeInSnapshot(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
   const decode = recordDecoder(qd, plan.fields);
   const counted = countSourcesOf(knex);
   return qd.readSnapshot(knex, async (reader) => {
@@ -70,6 +75,10 @@ export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan)
  * statement (QueryDialect.readPageAtOnce: one snapshot, one round trip). When this process holds
  * a count that may still be good (the same query's, or the column's values), the token and the page
  * come first and the count only if the token moved; otherwise all three at once.
+ *
+ * An empty page answers no row, so no token and no count: on the first page that means nothing
+ * matches (totalCount 0, in that very snapshot); past the first page the total is unknown, and the
+ * read is done again in a snapshot transaction (a page past the end: rare, and never wrong).
  */
 async function executeAtOnce(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
   const readPageAtOnce = qd.readPageAtOnce!.bind(qd);
@@ -77,26 +86,33 @@ async function executeAtOnce(knex: Knex, qd: QueryDialect, plan: QueryPlan): Pro
   const count = countQuery(knex, qd, plan);
   const key = countKey(count);
   const indexable = indexableCount(qd, plan);
-  const page = pageQuery(knex, qd, plan, { marks: true });
-  const marks = pageMarks(plan);
-  const shape = { page, order: marks.order, key: marks.key, directions: plan.order.map((t) => t.direction) };
+  const page = pageQuery(knex, qd, plan);
   let read: PageRead | undefined;
   let totalCount: number | undefined;
   if (holdsCount(knex, key) || (indexable && holdsValues(knex, indexable))) {
-    read = await readPageAtOnce(knex, shape);
+    read = await readPageAtOnce(knex, { page });
+    if (read.rows.length === 0) return emptyPage(knex, qd, plan);
     totalCount = cachedCount(knex, key, read.token);
     if (totalCount !== undefined) counted.cache += 1;
     else if (indexable && (totalCount = indexedCount(knex, indexable, read.token)) !== undefined) counted.index += 1;
   }
   if (totalCount === undefined) {
     const started = performance.now();
-    read = await readPageAtOnce(knex, { ...shape, count });
+    read = await readPageAtOnce(knex, { page, count });
+    if (read.rows.length === 0) return emptyPage(knex, qd, plan);
     totalCount = read.count ?? 0;
     counted.database += 1;
     rememberCount(knex, key, read.token, totalCount);
     if (indexable && countSpent(knex, indexable, read.token, performance.now() - started)) await readValuesAt(knex, qd, indexable, read.token!);
   }
   return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, read!.rows.map(recordDecoder(qd, plan.fields)));
+}
+
+/** An empty page read at once: the first page is empty only when nothing matches; past it, read again in a snapshot. */
+function emptyPage(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> | ReadEnvelope {
+  if (plan.offset > 0) return executeInSnapshot(knex, qd, plan);
+  countSourcesOf(knex).database += 1;
+  return readEnvelope(plan.pageNumber, plan.pageSize, 0, []);
 }
 
 /** The column's values for the count index, in a snapshot of the same token (else not now). */

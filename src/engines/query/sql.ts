@@ -119,34 +119,11 @@ export function pageColumns(plan: QueryPlan): string[] {
   return [...columns];
 }
 
-/**
- * For a dialect that reads the page inside a larger statement (QueryDialect.readPageAtOnce): the
- * output names of the page's order values and of its key, selecting under `__o0`, `__o1`, ... and
- * `__k` only those the page does not select already.
- */
-export function pageMarks(plan: QueryPlan): { order: string[]; key: string; extra: Array<[string, string]> } {
-  const selected = new Set(pageColumns(plan));
-  const extra: Array<[string, string]> = [];
-  const name = (column: string, alias: string) => {
-    if (selected.has(column)) return column;
-    extra.push([alias, column]);
-    return alias;
-  };
-  const order = plan.order.map((t, i) => name(t.column, `__o${i}`));
-  return { order, key: name(plan.entity.keyColumn, '__k'), extra };
-}
-
-function selectMarks(qb: Knex.QueryBuilder, alias: string, plan: QueryPlan): void {
-  const { extra } = pageMarks(plan);
-  if (extra.length > 0) qb.select(Object.fromEntries(extra.map(([as, column]) => [as, col(alias, column)])));
-}
-
 /** The page's rows, ordered, with the unique tiebreak. */
-export function pageQuery(db: Db, qd: QueryDialect, plan: QueryPlan, options: { marks?: boolean } = {}): Knex.QueryBuilder {
+export function pageQuery(db: Db, qd: QueryDialect, plan: QueryPlan): Knex.QueryBuilder {
   const columns = pageColumns(plan);
   if (plan.offset === 0) {
     const qb = filtered(db, qd, plan).select(columns.map((c) => col(BASE, c)));
-    if (options.marks) selectMarks(qb, BASE, plan);
     for (const t of plan.order) qb.orderBy(col(BASE, t.column), t.direction);
     return qb.limit(plan.pageSize);
   }
@@ -160,7 +137,6 @@ export function pageQuery(db: Db, qd: QueryDialect, plan: QueryPlan, options: { 
   const qb = db({ [ROWS]: plan.entity.table })
     .select(columns.map((c) => col(ROWS, c)))
     .whereIn(col(ROWS, key), keys);
-  if (options.marks) selectMarks(qb, ROWS, plan);
   for (const t of plan.order) qb.orderBy(col(ROWS, t.column), t.direction);
   return qb;
 }
