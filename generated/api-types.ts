@@ -7788,6 +7788,7 @@ export interface components {
             type: string;
             /** @description COLUMN_UNAVAILABLE: the published fields the installed build of the accounting database lacks, as `entity.field` (`ap-invoices.lines.equipmentNumber` for a field of a child collection). */
             unavailableFields?: string[];
+            unreadableValue?: components["schemas"]["UnreadableValue"];
         } & {
             [key: string]: unknown;
         };
@@ -9060,6 +9061,17 @@ export interface components {
             /** @constant */
             status: "unlocked";
         };
+        /** @description STORED_VALUE_UNREADABLE: where the accounting database holds a value that does not fit the type this document publishes for its field (another program wrote it there: text in a number, date or boolean column, a number or text beyond its column, a date outside 0001-01-01 to 9999-12-31). Correct it in the accounting database. */
+        UnreadableValue: {
+            /** @description The entity (path segment), e.g. `ap-invoices`. */
+            entity: string;
+            /** @description The field as `select` names it: `invoiceDate`, or `lines.quantity` for a field of a child collection. */
+            field: string;
+            /** @description A child collection's line: the `id` of its document. */
+            parentId?: string;
+            /** @description The `id` of the record holding the value (for a child collection: the line's own `id`). Absent only when the record's key itself cannot be read. */
+            recordId?: string;
+        };
         /**
          * @description A vendor (supplier or subcontractor). `recordNumber` is the vendor number. Posting defaults for payable invoice lines (ledger account, cost code, cost type) come from here. Fuzzy match is available on names and address.
          * @example {
@@ -9527,7 +9539,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The accounting database refused (constraint, deadlock, permission, dropped connection). Retry with backoff. */
+        /** @description The accounting database refused (constraint, deadlock, permission, dropped connection): DATABASE_REFUSED, DATABASE_UNAVAILABLE; retry with backoff. STORED_VALUE_UNREADABLE: the accounting database holds a value that does not fit the type this document publishes for its field (another program wrote it there); `unreadableValue` names the entity, the record and the field. Nothing is guessed and no record is left out: a read, match or write that needs the value answers this until the value is corrected in the accounting database (a write rolls back as a whole; the answer is recorded under its Idempotency-Key). A read that does not select the field is not affected. Retrying does not help until the value is corrected. */
         BadGateway: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];
