@@ -1000,7 +1000,8 @@ export interface paths {
          *     `filters` and `select` are the query language of every other /query: filter fields `id`, `type`,
          *     `entity`, `source`, `changedAt`, `changedBy` and `timestamp`; `select` names `id`, `type`,
          *     `timestamp`, `data` or one of `data.entity`, `data.source`, `data.changedAt`, `data.changedBy`,
-         *     `data.record`. `page.pageSize` 1 to 1000 (default 100); there is no page number: the cursor pages.
+         *     `data.record`, `data.unreadableFields` (`data.record` brings `data.unreadableFields` along when the
+         *     record has any). `page.pageSize` 1 to 1000 (default 100); there is no page number: the cursor pages.
          *     `page.totalCount` counts the matching events after the cursor.
          *
          *     Long polling: with `waitSeconds` (0 to 30) an answer that would be empty is held until an event
@@ -4382,11 +4383,12 @@ export interface components {
             changedBy?: string;
             /** @enum {string} */
             entity?: "payable_invoice" | "purchase_order" | "ledger_transaction" | "service_invoice" | "inventory_allocation";
-            /** @description The document header as POST /{entity}/query returns it (no child collections), limited to what the reading key may read (employee personal fields only with `pii`). */
+            /** @description The document header as POST /{entity}/query returns it (no child collections), limited to what the reading key may read (employee personal fields only with `pii`); a field whose stored value cannot be read is left out and named in `unreadableFields`. */
             record?: {
                 [key: string]: unknown;
             };
             source?: components["schemas"]["EventSource"];
+            unreadableFields?: components["schemas"]["UnreadableFields"];
         };
         /**
          * @description A change order of a job (prime contract or subcontract change). Lines (`lines`) price the change per phase, cost code and cost type.
@@ -5516,6 +5518,7 @@ export interface components {
             /** @description The row's user stamp (insusr for created, updusr for updated); `api:<key name>` for API writes; `unknown` when the row has none. */
             changedBy: string;
             source: components["schemas"]["EventSource"];
+            unreadableFields?: components["schemas"]["UnreadableFields"];
         };
         EventFeed: {
             createdAt: components["schemas"]["Timestamp"];
@@ -7788,6 +7791,7 @@ export interface components {
             type: string;
             /** @description COLUMN_UNAVAILABLE: the published fields the installed build of the accounting database lacks, as `entity.field` (`ap-invoices.lines.equipmentNumber` for a field of a child collection). */
             unavailableFields?: string[];
+            unreadableValue?: components["schemas"]["UnreadableValue"];
         } & {
             [key: string]: unknown;
         };
@@ -9060,6 +9064,19 @@ export interface components {
             /** @constant */
             status: "unlocked";
         };
+        /** @description Fields of the record whose stored values do not fit the type this document publishes for them (another program wrote them into the accounting database: text in a number or date column, a date outside 0001-01-01 to 9999-12-31): they are left out of `record` and named here, and the event is sent all the same. Absent when every field was read. A query of the record answers 502 STORED_VALUE_UNREADABLE naming the same field until the value is corrected in the accounting database. */
+        UnreadableFields: string[];
+        /** @description STORED_VALUE_UNREADABLE: where the accounting database holds a value that does not fit the type this document publishes for its field (another program wrote it there: text in a number, date or boolean column, a number or text beyond its column, a date outside 0001-01-01 to 9999-12-31). Correct it in the accounting database. */
+        UnreadableValue: {
+            /** @description The entity (path segment), e.g. `ap-invoices`. */
+            entity: string;
+            /** @description The field as `select` names it: `invoiceDate`, or `lines.quantity` for a field of a child collection. */
+            field: string;
+            /** @description A child collection's line: the `id` of its document. */
+            parentId?: string;
+            /** @description The `id` of the record holding the value (for a child collection: the line's own `id`). Absent only when the record's key itself cannot be read. */
+            recordId?: string;
+        };
         /**
          * @description A vendor (supplier or subcontractor). `recordNumber` is the vendor number. Posting defaults for payable invoice lines (ledger account, cost code, cost type) come from here. Fuzzy match is available on names and address.
          * @example {
@@ -9527,7 +9544,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The accounting database refused (constraint, deadlock, permission, dropped connection). Retry with backoff. */
+        /** @description The accounting database refused (constraint, deadlock, permission, dropped connection): DATABASE_REFUSED, DATABASE_UNAVAILABLE; retry with backoff. STORED_VALUE_UNREADABLE: the accounting database holds a value that does not fit the type this document publishes for its field (another program wrote it there); `unreadableValue` names the entity, the record and the field. Nothing is guessed and no record is left out: a read, match or write that needs the value answers this until the value is corrected in the accounting database (a write rolls back as a whole; the answer is recorded under its Idempotency-Key). A read that does not select the field is not affected. Retrying does not help until the value is corrected. */
         BadGateway: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];

@@ -13,7 +13,8 @@
  *   - retries only what the spec says may be retried: 409 IDEMPOTENCY_KEY_IN_FLIGHT, 423, 429 and
  *     503 after their Retry-After; 502 and 504 after an exponential back-off, with the same
  *     Idempotency-Key (a write that timed out is retried only under its key, so it is applied once).
- *     Everything else (400, 401, 404, 409 conflicts, 422, 500, ...) is thrown at once.
+ *     Everything else (400, 401, 404, 409 conflicts, 422, 500, ...) is thrown at once, and so is
+ *     502 STORED_VALUE_UNREADABLE: a value in the books that only correcting it there mends.
  */
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -103,7 +104,7 @@ export function retryDelayMs(response: Response, attempt: number, options: Retry
     const seconds = retryAfterSeconds(response.headers);
     return seconds === undefined ? undefined : seconds * 1000;
   }
-  if (status === 502 || status === 504) {
+  if ((status === 502 && code !== 'STORED_VALUE_UNREADABLE') || status === 504) {
     const backoff = options.baseDelayMs * 2 ** (attempt - 1);
     return Math.round(backoff / 2 + Math.random() * (backoff / 2));
   }

@@ -37,7 +37,6 @@ const DATE_MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
  * a paired surrogate (an astral character such as an emoji) is one code point and passes.
  */
 export const TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
-const TEXT_RE = new RegExp(TEXT_PATTERN, 'u');
 
 export type ColumnType =
   | { kind: 'integer'; sql: string; min: number; max: number }
@@ -99,9 +98,9 @@ export function schemaKeywords(type: ColumnType): Record<string, unknown> {
   }
 }
 
-/** True for text every engine stores as given: no NUL, no unpaired surrogate. */
+/** True for text every engine stores as given: no NUL, no unpaired surrogate (TEXT_PATTERN, by two native scans). */
 export function isStorableText(s: string): boolean {
-  return TEXT_RE.test(s);
+  return s.indexOf('\u0000') === -1 && (s as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
 /**
@@ -114,17 +113,30 @@ export function textLength(s: string): number {
   return n;
 }
 
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** The value of the digits of `text` from `start` to `end`, or -1 when one is not a digit. */
+function digitsAt(text: string, start: number, end: number): number {
+  let n = 0;
+  for (let i = start; i < end; i += 1) {
+    const c = text.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
 
 /** True when YYYY-MM-DD names a real calendar date from 0001-01-01 to 9999-12-31 (2026-02-30 and 0000-01-01 do not). */
 export function isStorableDate(text: string): boolean {
-  const m = DATE.exec(text);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  // By character codes and arithmetic, no match or Date object: every date a read returns is checked (readValueCheck).
+  if (text.length !== 10 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45) return false;
+  const y = digitsAt(text, 0, 4);
+  const mo = digitsAt(text, 5, 7);
+  const d = digitsAt(text, 8, 10);
   if (y < 1 || mo < 1 || mo > 12 || d < 1) return false;
-  const probe = new Date(Date.UTC(2000, mo, 0));
-  probe.setUTCFullYear(y, mo, 0); // setUTCFullYear takes years 0..99 literally, unlike Date.UTC
-  return d <= probe.getUTCDate();
+  // The proleptic Gregorian calendar (JavaScript's, and every engine's DATE).
+  const leap = mo === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  return d <= DAYS_IN_MONTH[mo - 1]! + (leap ? 1 : 0);
 }
 
 /** True when an instant (ms since epoch) lies within the date range every engine stores. */
@@ -182,5 +194,120 @@ export function checkValue(type: ColumnType, value: unknown, options: { likePatt
       return isStorableDate(value) ? undefined : `must be a calendar date from ${DATE_MIN} to ${DATE_MAX}`;
     default:
       return undefined;
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// The same bounds the other way round: values READ from a column (docs/decisions/0370).
+// ------------------------------------------------------------------------------------------
+
+/** Lower-case hexadecimal digits by character code. */
+const HEX = new Uint8Array(128);
+for (const c of '0123456789abcdef') HEX[c.charCodeAt(0)] = 1;
+
+function hexRun(text: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c > 127 || HEX[c] === 0) return false;
+  }
+  return true;
+}
+
+/**
+ * The uuid format as the contract's validator checks it (ajv-formats), on the lower-case form a
+ * read publishes: by character codes (a regular expression costs half as much again, on every key read).
+ */
+function isUuid(text: string): boolean {
+  return (
+    text.length === 36 &&
+    text.charCodeAt(8) === 45 &&
+    text.charCodeAt(13) === 45 &&
+    text.charCodeAt(18) === 45 &&
+    text.charCodeAt(23) === 45 &&
+    hexRun(text, 0, 8) &&
+    hexRun(text, 9, 13) &&
+    hexRun(text, 14, 18) &&
+    hexRun(text, 19, 23) &&
+    hexRun(text, 24, 36)
+  );
+}
+
+/** A column's bounds as `fitsRead` checks them (one shape for every kind: the check stays monomorphic). */
+export interface ReadBounds {
+  readonly kind: ColumnType['kind'];
+  /** Integers and decimals: the range. */
+  readonly min: number;
+  readonly max: number;
+  /** Text: the length in code points (Infinity: none). */
+  readonly maxLength: number;
+}
+
+const readBoundsCache = new Map<string, ReadBounds>();
+
+/** The bounds of a column of `type` as a read checks them. */
+export function readBounds(type: ColumnType): ReadBounds {
+  let bounds = readBoundsCache.get(type.sql);
+  if (!bounds) {
+    const decimal = type.kind === 'decimal' ? decimalMax(type.precision, type.scale) : undefined;
+    bounds = {
+      kind: type.kind,
+      min: type.kind === 'integer' ? type.min : decimal !== undefined ? -decimal : 0,
+      max: type.kind === 'integer' ? type.max : decimal !== undefined ? decimal : 0,
+      maxLength: type.kind === 'string' && type.maxLength !== undefined ? type.maxLength : Number.POSITIVE_INFINITY,
+    };
+    readBoundsCache.set(type.sql, bounds);
+  }
+  return bounds;
+}
+
+/**
+ * Whether a value read back from a column, decoded to its published JSON form (not null; the
+ * dialect decodes: src/storage/dialect.ts), is a value the contract publishes for the field: the
+ * JSON type of its kind, within the keywords `schemaKeywords` writes for the column (range, digits,
+ * length, storable text) and the formats the validator checks (calendar date, date-time, uuid).
+ * SQLite's type affinity stores text in an INTEGER column and lets an nvarchar(50) hold 60
+ * characters; PostgreSQL stores the date 'infinity' and the year 10000; such a value is not
+ * published as something else (the engines answer STORED_VALUE_UNREADABLE instead). Decimal places
+ * are the dialect's to check: it sees the stored form (SQLite's scaled integer). Every value of
+ * every read passes here: a few comparisons each.
+ */
+export function fitsRead(bounds: ReadBounds, v: unknown): boolean {
+  switch (bounds.kind) {
+    case 'integer':
+      return typeof v === 'number' && Number.isInteger(v) && v >= bounds.min && v <= bounds.max;
+    case 'decimal':
+      return typeof v === 'number' && v >= bounds.min && v <= bounds.max;
+    case 'string':
+      return typeof v === 'string' && (v.length <= bounds.maxLength || textLength(v) <= bounds.maxLength) && isStorableText(v);
+    case 'date':
+      return typeof v === 'string' && isStorableDate(v);
+    case 'datetime':
+      return typeof v === 'string' && isStorableDateTime(v);
+    case 'uuid':
+      return typeof v === 'string' && isUuid(v);
+    case 'boolean':
+      return typeof v === 'boolean';
+  }
+}
+
+/** What the contract publishes for a column of `type`, for messages ("a whole number from -32768 to 32767"). */
+export function publishedAs(type: ColumnType): string {
+  switch (type.kind) {
+    case 'integer':
+      return `a whole number from ${type.min} to ${type.max}`;
+    case 'decimal': {
+      const max = decimalMax(type.precision, type.scale);
+      return `a number from ${-max} to ${max} with at most ${type.scale} decimal places`;
+    }
+    case 'string':
+      return `text${type.maxLength !== undefined ? ` of at most ${type.maxLength} characters` : ''} without NUL characters or unpaired UTF-16 surrogates`;
+    case 'date':
+      return `a calendar date from ${DATE_MIN} to ${DATE_MAX}`;
+    case 'datetime':
+      return `an instant from ${DATE_MIN} to ${DATE_MAX}`;
+    case 'uuid':
+      return 'a UUID';
+    case 'boolean':
+      return 'true or false';
   }
 }

@@ -67,6 +67,7 @@ export const PROBLEM_CODES = {
   EVENT_CURSOR_NOT_FOUND: { status: 404, title: "Event cursor not found", when: "The `after` cursor of POST /events/query was given to another API key (what a page holds depends on the key)." },
   EVENT_FEED_NOT_FOUND: { status: 404, title: "Event feed not found", when: "No event feed (not deleted) has the id in the path." },
   LOCK_NOT_CONFIRMED: { status: 504, title: "Maintenance lock not confirmed in time", when: "Lock or un-lock was recorded, but a live process of the service did not confirm within LOCK_ACK_TIMEOUT_MS that it applied it (for a lock: closed its gate and its connections); send the same request again (idempotent for the holder)." },
+  STORED_VALUE_UNREADABLE: { status: 502, title: "Stored value cannot be read", when: "The accounting database holds a value that does not fit the type the contract publishes for its field (text in a number, date or boolean column, a number or text beyond its column, a date outside 0001-01-01 to 9999-12-31), written there by another program; `unreadableValue` names the entity, the record and the field. Nothing is guessed or left out: correct the value in the accounting database (a read that does not select the field is not affected). Retrying does not help until then." },
 } as const satisfies Record<string, ProblemCodeSpec>;
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;

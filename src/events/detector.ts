@@ -4,10 +4,11 @@ import type { Logger } from 'pino';
 import type { ApiKeyRecord, ApiKeyRepository } from '../storage/api-keys';
 import { fromDbTime } from '../storage/db-time';
 import { readRecordsById } from '../engines/query/read-records';
+import { unreadableFieldsOf } from '../engines/query/envelope';
 import { EVENT_KINDS, kindOfType, type ChangeType, type EventKind } from './kinds';
 import { eventDocument, type EventDocument } from './document';
 import type { EndpointRow, EventStore } from './store';
-import { ownerMayReceive, visibleRecord } from './visibility';
+import { ownerMayReceive, visibleFieldNames, visibleRecord } from './visibility';
 import { CATALOG } from '../../generated/catalog';
 
 /** The storage column of a published field of a kind's entity (the catalog is the one mapping). */
@@ -179,20 +180,27 @@ export class Detector {
       let queued = 0;
       if (changes.length > 0) {
         const records = new Map<string, Record<string, unknown>>();
-        for (const rec of await readRecordsById(trx, entity, changes.map((c) => c.id))) records.set(String(rec.id).toLowerCase(), rec);
+        // A stored value that cannot be read (another program wrote text into a number column) does
+        // not stop the events of the kind: its field is left out of the record and named in the event.
+        for (const rec of await readRecordsById(trx, entity, changes.map((c) => c.id), { unreadable: 'omit' })) records.set(String(rec.id).toLowerCase(), rec);
         const logged: DetectedEvent[] = [];
         for (const c of changes) {
           const record = records.get(c.id.toLowerCase());
           if (!record) continue; // deleted meanwhile: no event for deletions
           const type = `${kind}.${c.change}`;
           const id = eventId(kind, c.id, c.change, c.stamp);
+          const unreadable = unreadableFieldsOf(record);
+          if (unreadable.length > 0) {
+            this.o.logger.warn({ entity, recordId: c.id.toLowerCase(), fields: unreadable, eventType: type, code: 'STORED_VALUE_UNREADABLE' }, 'stored values that cannot be read: left out of the event record, named in data.unreadableFields');
+          }
           // Payroll never reaches this point (changesIn leaves it out), so the feed never lists it either.
-          if (feedTypes.has(type)) logged.push({ id, kind, document: eventDocument(kind, c.change, at, c.user, c.stamp, record) });
+          if (feedTypes.has(type)) logged.push({ id, kind, document: eventDocument(kind, c.change, at, c.user, c.stamp, record, unreadable) });
           for (const e of subscribers) {
             if (!e.eventTypes.includes(type)) continue;
-            const visible = visibleRecord(owners.get(e.ownerKeyId), kind, record);
+            const owner = owners.get(e.ownerKeyId);
+            const visible = visibleRecord(owner, kind, record);
             if (!visible) continue;
-            const payload = JSON.stringify(eventDocument(kind, c.change, at, c.user, c.stamp, visible));
+            const payload = JSON.stringify(eventDocument(kind, c.change, at, c.user, c.stamp, visible, visibleFieldNames(owner!, kind, unreadable)));
             if (await store.enqueue(trx, { endpointId: e.id, eventId: id, eventType: type, payload }, at)) queued++;
           }
         }

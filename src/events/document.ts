@@ -16,14 +16,38 @@ export interface EventDocument {
     changedAt: string;
     changedBy: string;
     record: Record<string, unknown>;
+    /**
+     * Fields of the record whose stored values do not fit the type the contract publishes (another
+     * program wrote them into the accounting database): left out of `record`, named here
+     * (docs/decisions/0370). Absent when there are none.
+     */
+    unreadableFields?: string[];
   };
 }
 
-/** `user`: the row's user stamp (insusr for created, updusr for updated); `stamp`: the change time. */
-export function eventDocument(kind: EventKind, change: ChangeType, at: Date, user: string | null, stamp: Date, record: Record<string, unknown>): EventDocument {
+/**
+ * `user`: the row's user stamp (insusr for created, updusr for updated); `stamp`: the change time;
+ * `unreadable`: the fields left out of `record` because their stored values cannot be read.
+ */
+export function eventDocument(
+  kind: EventKind,
+  change: ChangeType,
+  at: Date,
+  user: string | null,
+  stamp: Date,
+  record: Record<string, unknown>,
+  unreadable: readonly string[] = [],
+): EventDocument {
   return {
     type: `${kind}.${change}`,
     timestamp: at.toISOString(),
-    data: { entity: kind, source: sourceOf(user), changedAt: stamp.toISOString(), changedBy: user ?? 'unknown', record },
+    data: {
+      entity: kind,
+      source: sourceOf(user),
+      changedAt: stamp.toISOString(),
+      changedBy: user ?? 'unknown',
+      record,
+      ...(unreadable.length > 0 ? { unreadableFields: [...unreadable] } : {}),
+    },
   };
 }

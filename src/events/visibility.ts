@@ -13,9 +13,19 @@ import { EVENT_KINDS, type EventKind } from './kinds';
  */
 export function visibleRecord(owner: ApiKeyRecord | undefined, kind: EventKind, record: Record<string, unknown>): Record<string, unknown> | undefined {
   if (!ownerMayReceive(owner) || !holdsScope(owner.scopes, 'read')) return undefined;
-  const withheld = holdsScope(owner.scopes, 'pii') ? [] : (PII_FIELDS[EVENT_KINDS[kind].entity] ?? []);
+  const withheld = withheldFrom(owner, kind);
   if (withheld.length === 0) return record;
   return Object.fromEntries(Object.entries(record).filter(([field]) => !withheld.includes(field)));
+}
+
+/** The names of a record's fields the owner may read (an event's `unreadableFields`: a withheld field is not named either). */
+export function visibleFieldNames(owner: ApiKeyRecord, kind: EventKind, names: readonly string[]): string[] {
+  const withheld = withheldFrom(owner, kind);
+  return names.filter((name) => !withheld.includes(name));
+}
+
+function withheldFrom(owner: ApiKeyRecord, kind: EventKind): readonly string[] {
+  return holdsScope(owner.scopes, 'pii') ? [] : (PII_FIELDS[EVENT_KINDS[kind].entity] ?? []);
 }
 
 /** A disabled or revoked (or deleted) owner key receives nothing; its endpoints are paused. */

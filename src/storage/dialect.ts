@@ -73,6 +73,17 @@ export function engineOf(knex: Knex): Engine {
 /** Kinds of published fields (same as the catalog's FieldKind). */
 export type ValueKind = 'uuid' | 'integer' | 'string' | 'date' | 'datetime' | 'decimal' | 'boolean';
 
+/**
+ * What `decodeValue` returns for a stored value that is no value of its field's kind as this
+ * engine stores it: text in an INTEGER or decimal column, a fraction in SQLite's scaled-integer
+ * decimal, a blob, a timestamp that names no instant ('infinity'). Never thrown, never guessed
+ * into a value: the reader names it (STORED_VALUE_UNREADABLE, docs/decisions/0370).
+ */
+export const UNREADABLE: unique symbol = Symbol('unreadable stored value');
+
+/** A decoded stored value: its published JSON form, null, or UNREADABLE. */
+export type DecodedValue = string | number | boolean | null | typeof UNREADABLE;
+
 /** A raw SQL fragment with `?` / `??` placeholders, for knex's whereRaw. */
 export interface SqlFragment {
   sql: string;
@@ -98,8 +109,12 @@ export interface QueryDialect {
    * datetimes, `YYYY-MM-DD` for dates, lower-case text for uuids.
    */
   encodeValue(kind: ValueKind, value: unknown, scale?: number): unknown;
-  /** Decodes what the driver returned into the published JSON form (null stays null). */
-  decodeValue(kind: ValueKind, raw: unknown, scale?: number): string | number | boolean | null;
+  /**
+   * Decodes what the driver returned into the published JSON form (null stays null); UNREADABLE
+   * when it is no value of `kind` as this engine stores it. Never throws. Whether a decoded value
+   * lies within its column's published bounds is src/catalog/bounds.ts's (fitsRead).
+   */
+  decodeValue(kind: ValueKind, raw: unknown, scale?: number): DecodedValue;
   /** `column IN (list)` with the whole list as ONE parameter (JSON), for lists of any length. */
   inList(column: ListColumn, encoded: unknown[]): SqlFragment;
   /**
@@ -293,61 +308,93 @@ function pad(n: number, width = 2): string {
   return String(n).padStart(width, '0');
 }
 
-/** A driver date (JS Date) as YYYY-MM-DD, reading the calendar fields in the given zone. */
-function dateOf(raw: unknown, local: boolean): string | null {
+/** A Date (or epoch milliseconds) that names an instant; UNREADABLE for an invalid one (pg's 'infinity' arrives as Infinity). */
+function instantOf(raw: Date | number): Date | typeof UNREADABLE {
+  const d = raw instanceof Date ? raw : new Date(raw);
+  return Number.isNaN(d.getTime()) ? UNREADABLE : d;
+}
+
+/** Text of a `date` column: the date, alone or at the head of a timestamp's text (not '0044-03-15 BC'). */
+const DATE_TEXT = /^\d{4}-\d{2}-\d{2}(?:$|[T ]\d{2}:\d{2})/;
+
+/**
+ * A driver date as YYYY-MM-DD, reading the calendar fields in the given zone. A year outside
+ * 1..9999 (pg: 10000, or a BC date) comes out in a form the read check refuses.
+ */
+function dateOf(raw: unknown, local: boolean): string | null | typeof UNREADABLE {
   if (raw === null || raw === undefined) return null;
-  if (raw instanceof Date) {
+  if (raw instanceof Date || typeof raw === 'number') {
+    const d = instantOf(raw);
+    if (d === UNREADABLE) return UNREADABLE;
     return local
-      ? `${pad(raw.getFullYear(), 4)}-${pad(raw.getMonth() + 1)}-${pad(raw.getDate())}`
-      : `${pad(raw.getUTCFullYear(), 4)}-${pad(raw.getUTCMonth() + 1)}-${pad(raw.getUTCDate())}`;
+      ? `${pad(d.getFullYear(), 4)}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`
+      : `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
   }
-  if (typeof raw === 'number') return new Date(raw).toISOString().slice(0, 10);
-  return String(raw).slice(0, 10);
+  if (typeof raw !== 'string') return UNREADABLE;
+  // The date alone (the read check looks at it), or at the head of a timestamp's text.
+  if (raw.length === 10) return raw;
+  return DATE_TEXT.test(raw) ? raw.slice(0, 10) : UNREADABLE;
 }
 
 /** A driver timestamp as ISO 8601 UTC; zone-less text (SQLite CURRENT_TIMESTAMP) is UTC. */
-function dateTimeOf(raw: unknown): string | null {
+function dateTimeOf(raw: unknown): string | null | typeof UNREADABLE {
   if (raw === null || raw === undefined) return null;
-  if (raw instanceof Date) return raw.toISOString();
-  if (typeof raw === 'number' || typeof raw === 'bigint') return new Date(Number(raw)).toISOString();
-  const text = String(raw).trim();
+  if (raw instanceof Date || typeof raw === 'number' || typeof raw === 'bigint') {
+    const d = instantOf(typeof raw === 'bigint' ? Number(raw) : raw);
+    return d === UNREADABLE ? UNREADABLE : d.toISOString();
+  }
+  if (typeof raw !== 'string') return UNREADABLE;
+  const text = raw.trim();
   let iso = text.includes('T') ? text : text.replace(' ', 'T');
   if (/^\d{4}-\d{2}-\d{2}$/.test(iso)) iso += 'T00:00:00';
   if (!/(Z|[+-]\d{2}:?\d{2})$/i.test(iso)) iso += 'Z';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? text : d.toISOString();
+  return Number.isNaN(d.getTime()) ? UNREADABLE : d.toISOString();
 }
 
-function integerOf(raw: unknown): number | null {
+/** Integer text (PostgreSQL's bigint arrives as text); `Number('')` would be 0. */
+const INTEGER_TEXT = /^-?\d+$/;
+
+function integerOf(raw: unknown): number | null | typeof UNREADABLE {
   if (raw === null || raw === undefined) return null;
-  return typeof raw === 'number' ? raw : Number(raw);
+  if (typeof raw === 'number') return raw;
+  if (typeof raw === 'bigint') return Number(raw);
+  return typeof raw === 'string' && INTEGER_TEXT.test(raw) ? Number(raw) : UNREADABLE;
 }
+
+const TRUE_TEXT = new Set(['1', 't', 'true']);
+const FALSE_TEXT = new Set(['0', 'f', 'false']);
 
 /**
  * A legacy boolean column as the driver returns it (PostgreSQL boolean, SQL Server bit, SQLite
- * 0/1, text 't'/'true'/'1' from older builds): the one decoding, for reads and for the posting
- * engines' checks (inactive flags, taxable, automatic close).
+ * 0/1, any other number as a bit (-1 is a legacy true), text 't'/'true'/'1' and 'f'/'false'/'0'
+ * in any case from older builds): the one decoding, for reads and for the posting engines' checks
+ * (inactive flags, taxable, automatic close). Other text is UNREADABLE, never false.
  */
-export function decodeLegacyBoolean(raw: unknown): boolean | null {
+export function decodeLegacyBoolean(raw: unknown): boolean | null | typeof UNREADABLE {
   if (raw === null || raw === undefined) return null;
   if (typeof raw === 'boolean') return raw;
-  if (typeof raw === 'number' || typeof raw === 'bigint') return Number(raw) !== 0;
-  return raw === '1' || raw === 't' || raw === 'true';
+  if (typeof raw === 'number') return Number.isNaN(raw) ? UNREADABLE : raw !== 0;
+  if (typeof raw === 'bigint') return raw !== 0n;
+  if (typeof raw !== 'string') return UNREADABLE;
+  const text = raw.toLowerCase();
+  return TRUE_TEXT.has(text) ? true : FALSE_TEXT.has(text) ? false : UNREADABLE;
 }
 
-function decodeCommon(
-  base: Dialect,
-  kind: ValueKind,
-  raw: unknown,
-  scale: number | undefined,
-  localDates: boolean,
-): string | number | boolean | null {
+/** Decimal text as PostgreSQL's NUMERIC and exact drivers return it ('NaN' parses to NaN, which the read check refuses). */
+const DECIMAL_TEXT = /^-?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$|^NaN$/i;
+
+/**
+ * The kinds every engine decodes alike. Decimals here are an exact engine's (PostgreSQL's text,
+ * SQL Server's number): SQLite decodes its scaled integers itself.
+ */
+function decodeCommon(kind: ValueKind, raw: unknown, localDates: boolean): DecodedValue {
   if (raw === null || raw === undefined) return null;
   switch (kind) {
-    case 'decimal': {
-      const dec = base.decodeDecimal(raw, scale ?? 2);
-      return dec === null ? null : Number(dec.toFixed());
-    }
+    case 'decimal':
+      // Number(text) is Number(decodeDecimal(raw).toFixed()): the double nearest the exact decimal.
+      if (typeof raw === 'number') return raw;
+      return typeof raw === 'string' && DECIMAL_TEXT.test(raw) ? Number(raw) : UNREADABLE;
     case 'integer':
       return integerOf(raw);
     case 'boolean':
@@ -357,9 +404,11 @@ function decodeCommon(
     case 'datetime':
       return dateTimeOf(raw);
     case 'uuid':
-      return String(raw).toLowerCase();
+      return typeof raw === 'string' ? raw.toLowerCase() : UNREADABLE;
     default:
-      return typeof raw === 'string' ? raw : String(raw);
+      // SQLite may hand a number from a column without TEXT affinity; a blob is no text.
+      if (typeof raw === 'string') return raw;
+      return typeof raw === 'number' || typeof raw === 'bigint' ? String(raw) : UNREADABLE;
   }
 }
 
@@ -406,10 +455,14 @@ const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
     }
   },
   decodeValue(kind, raw, scale) {
-    // Fast path, same value as Number(decodeDecimal(raw).toFixed()): the scaled integer's digits
-    // with the point put back, parsed once.
-    if (kind === 'decimal' && typeof raw === 'number' && Number.isSafeInteger(raw)) return scaledToNumber(raw, scale ?? 2);
-    return decodeCommon(base, kind, raw, scale, false);
+    if (kind === 'decimal') {
+      // Same value as Number(decodeDecimal(raw).toFixed()): the scaled integer's digits with the
+      // point put back, parsed once. Only a whole number is a scaled integer: INTEGER affinity
+      // keeps text and a fraction (REAL) as written, and neither is a value of the column.
+      if (typeof raw === 'number' && Number.isSafeInteger(raw)) return scaledToNumber(raw, scale ?? 2);
+      return raw === null || raw === undefined ? null : UNREADABLE;
+    }
+    return decodeCommon(kind, raw, false);
   },
   inList(column, encoded) {
     return { sql: '?? IN (SELECT value FROM json_each(?))', bindings: [column.column, JSON.stringify(encoded.map(jsonScalar))] };
@@ -526,10 +579,11 @@ const postgresQueryDialect = (base: Dialect): QueryDialect => ({
     }
   },
   decodeValue(kind, raw, scale) {
-    // NUMERIC arrives as its exact decimal text: parsing it is Number(decodeDecimal(raw).toFixed()).
+    // NUMERIC arrives as its exact decimal text: parsing it is Number(decodeDecimal(raw).toFixed())
+    // ('NaN', which NUMERIC stores, parses to NaN: the read check refuses it).
     if (kind === 'decimal' && typeof raw === 'string') return Number(raw);
-    // node-postgres parses DATE into a local-midnight Date.
-    return decodeCommon(base, kind, raw, scale, true);
+    // node-postgres parses DATE into a local-midnight Date ('infinity' into Infinity).
+    return decodeCommon(kind, raw, true);
   },
   inList(column, encoded) {
     return {
@@ -595,7 +649,7 @@ const mssqlQueryDialect = (base: Dialect): QueryDialect => ({
   },
   decodeValue(kind, raw, scale) {
     // tedious returns DATE as UTC midnight.
-    return decodeCommon(base, kind, raw, scale, false);
+    return decodeCommon(kind, raw, false);
   },
   inList(column, encoded) {
     return {

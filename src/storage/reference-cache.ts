@@ -17,14 +17,17 @@
  */
 import type { Knex } from 'knex';
 
-/** Columns cached per table (recnum first); a caller asking for others bypasses the cache. */
+/**
+ * Columns cached per table (recnum first); a caller asking for others bypasses the cache. The key
+ * (`_idnum`) last: a cached value that cannot be read names its record (docs/decisions/0370).
+ */
 export const CACHED_COLUMNS = {
-  lgract: ['recnum', 'inactv', 'acttyp'],
-  source: ['recnum', 'inactv'],
-  actpay: ['recnum', 'inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme'],
-  actrec: ['recnum', 'status'],
-  csttyp: ['recnum', 'inactv'],
-  eqpmnt: ['recnum'],
+  lgract: ['recnum', 'inactv', 'acttyp', '_idnum'],
+  source: ['recnum', 'inactv', '_idnum'],
+  actpay: ['recnum', 'inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme', '_idnum'],
+  actrec: ['recnum', 'status', '_idnum'],
+  csttyp: ['recnum', 'inactv', '_idnum'],
+  eqpmnt: ['recnum', '_idnum'],
 } as const;
 
 export type CachedTable = keyof typeof CACHED_COLUMNS;

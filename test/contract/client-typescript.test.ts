@@ -224,6 +224,7 @@ describe('what the client adds', () => {
     [500, {}],
     [429, {}],
     [503, { 'retry-after': '300' }],
+    [502, { 'x-error-code': 'STORED_VALUE_UNREADABLE' }],
   ] as Array<[number, Record<string, string>]>) {
     test(`${status} ${headers['x-error-code'] ?? ''}${headers['retry-after'] ? ` Retry-After ${headers['retry-after']}` : ''}: not retried`, async () => {
       const { api, seen } = scripted([[status, headers], [200]]);

@@ -21,7 +21,7 @@ import { Issues } from '../../errors/issues';
 import { withheldIssue } from '../../catalog/pii';
 import { entityUnavailable, unavailableIssue } from '../../catalog/installed';
 import { filterDepthProblem, resolveFilter } from '../query/filters';
-import { recordDecoder } from '../query/envelope';
+import { entitySubject, recordDecoder } from '../query/envelope';
 import { applyCondition, BASE, col } from '../query/sql';
 import { INLINE_PARAM_BUDGET } from '../../storage/parameter-budget';
 import { keyOf } from '../query/children';
@@ -277,7 +277,7 @@ export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan
         ),
     );
     const byKey = new Map(rows.map((r) => [keyOf(r[key]), r]));
-    const decode = recordDecoder(qd, plan.select);
+    const decode = recordDecoder(qd, plan.select, entitySubject(entity));
     const out: MatchResult['data'] = [];
     for (const hit of hits) {
       const row = byKey.get(hit.sortKey);

@@ -5,7 +5,7 @@
  */
 import type { ChildDef } from '../../catalog/types';
 import type { QueryDialect, SnapshotReader } from '../../storage/dialect';
-import { recordDecoder, type PublishedRecord } from './envelope';
+import { childSubject, recordDecoder, type PublishedRecord } from './envelope';
 import { childQueries } from './sql';
 
 /** Normalised form of a key for matching children to parents (uuid case differs by driver). */
@@ -16,6 +16,7 @@ export function keyOf(raw: unknown): string {
 export async function attachChildren(
   reader: SnapshotReader,
   qd: QueryDialect,
+  entity: string,
   children: readonly ChildDef[],
   parentKeys: unknown[],
   records: PublishedRecord[],
@@ -25,7 +26,7 @@ export async function attachChildren(
     const byParent = new Map<string, PublishedRecord[]>();
     for (const key of parentKeys) byParent.set(keyOf(key), []);
     if (parentKeys.length > 0) {
-      const decode = recordDecoder(qd, Object.values(child.fields));
+      const decode = recordDecoder(qd, Object.values(child.fields), childSubject(entity, child));
       for (const query of childQueries(reader.db, child, parentKeys)) {
         const rows = await reader.all(query);
         for (const row of rows) byParent.get(keyOf(row[child.parentColumn]))?.push(decode(row));

@@ -4,7 +4,7 @@ import { engineOf, queryDialectFor, type SnapshotReader } from '../../storage/di
 import { installedSchemaOf } from '../../storage/installed-schema';
 import { installedView } from '../../catalog/installed';
 import { attachChildren } from './children';
-import { recordDecoder, type PublishedRecord, type Row } from './envelope';
+import { entitySubject, recordDecoder, type DecoderOptions, type PublishedRecord, type Row } from './envelope';
 import { planQuery } from './plan';
 import { pageQuery } from './sql';
 import type { FilterNode } from './types';
@@ -20,7 +20,7 @@ import type { FilterNode } from './types';
  * whose column is missing is absent, as in a query; one the read filters or orders on is 422.
  */
 
-export interface ReadBackOptions {
+export interface ReadBackOptions extends DecoderOptions {
   /** Child collections to attach (e.g. ['lines']). */
   children?: string[];
 }
@@ -66,9 +66,9 @@ async function readPage(trx: Knex | Knex.Transaction, entityName: string, filter
   );
   const reader = transactionReader(trx);
   const rows = await reader.all(pageQuery(trx as Knex, qd, plan));
-  const records = rows.map(recordDecoder(qd, plan.fields));
+  const records = rows.map(recordDecoder(qd, plan.fields, entitySubject(entity), options));
   if (plan.children.length > 0) {
-    await attachChildren(reader, qd, plan.children, rows.map((r) => r[entity.keyColumn]), records);
+    await attachChildren(reader, qd, entity.entity, plan.children, rows.map((r) => r[entity.keyColumn]), records);
   }
   return records;
 }

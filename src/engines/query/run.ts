@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import type { PageRead, QueryDialect } from '../../storage/dialect';
 import { attachChildren } from './children';
-import { readEnvelope, recordDecoder, type ReadEnvelope, type Row } from './envelope';
+import { entitySubject, isUnnamedUnreadable, readEnvelope, recordDecoder, type PublishedRecord, type ReadEnvelope, type Row } from './envelope';
 import { countQuery, pageQuery } from './sql';
 import { cachedCount, countKey, holdsCount, rememberCount } from './count-cache';
 import { countSpent, holdsValues, indexableCount, indexedCount, readColumnValues, type IndexableCount } from './count-index';
@@ -40,7 +40,7 @@ export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan)
 
 /** Count, page and children read in one snapshot (QueryDialect.readSnapshot), statement by statement. */
 async function executeInSnapshot(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
-  const decode = recordDecoder(qd, plan.fields);
+  const decode = recordDecoder(qd, plan.fields, entitySubject(plan.entity));
   const counted = countSourcesOf(knex);
   return qd.readSnapshot(knex, async (reader) => {
     const count = countQuery(reader.db, qd, plan);
@@ -61,11 +61,14 @@ async function executeInSnapshot(knex: Knex, qd: QueryDialect, plan: QueryPlan):
     }
     // Past the last row there is nothing to read.
     const rows: Row[] = plan.offset < totalCount ? await reader.all(pageQuery(reader.db, qd, plan)) : [];
-    const records = rows.map(decode);
+    const records = await decodePage(rows, decode, async () => {
+      // The page did not select its key: read it again with the key (the same snapshot, the same rows).
+      return { rows: await reader.all(pageQuery(reader.db, qd, plan, { withKey: true })), decode };
+    });
     const keys = plan.children.length > 0 ? rows.map((r) => r[plan.entity.keyColumn]) : [];
     // The driver rows are garbage from here: not kept alive while the children are read.
     rows.length = 0;
-    if (plan.children.length > 0) await attachChildren(reader, qd, plan.children, keys, records);
+    if (plan.children.length > 0) await attachChildren(reader, qd, plan.entity.entity, plan.children, keys, records);
     return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, records);
   });
 }
@@ -105,7 +108,31 @@ async function executeAtOnce(knex: Knex, qd: QueryDialect, plan: QueryPlan): Pro
     rememberCount(knex, key, read.token, totalCount);
     if (indexable && countSpent(knex, indexable, read.token, performance.now() - started)) await readValuesAt(knex, qd, indexable, read.token!);
   }
-  return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, read!.rows.map(recordDecoder(qd, plan.fields)));
+  try {
+    return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, read!.rows.map(recordDecoder(qd, plan.fields, entitySubject(plan.entity))));
+  } catch (err) {
+    // A value that cannot be read, on a page that did not select its key: the read in a snapshot
+    // selects it and throws the problem naming the record (decodePage); only a failing read pays.
+    if (!isUnnamedUnreadable(err)) throw err;
+    await executeInSnapshot(knex, qd, plan);
+    throw err;
+  }
+}
+
+/**
+ * The page's records. A stored value that cannot be read is named by its record's key: when the
+ * page did not select the key, `withKey` reads the page again with it and decodes that (which
+ * throws the named problem), so that only a failing read pays for the key.
+ */
+async function decodePage(rows: Row[], decode: (row: Row) => PublishedRecord, withKey: () => Promise<{ rows: Row[]; decode: (row: Row) => PublishedRecord }>): Promise<PublishedRecord[]> {
+  try {
+    return rows.map(decode);
+  } catch (err) {
+    if (!isUnnamedUnreadable(err)) throw err;
+    const again = await withKey();
+    again.rows.forEach(again.decode);
+    throw err;
+  }
 }
 
 /** An empty page read at once: the first page is empty only when nothing matches; past it, read again in a snapshot. */

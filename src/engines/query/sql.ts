@@ -111,17 +111,20 @@ export function countQuery(db: Db, qd: QueryDialect, plan: QueryPlan): Knex.Quer
   return filtered(db, qd, plan).count({ n: '*' });
 }
 
-/** Storage columns to read for the page: the selected fields, and the key when children attach. */
-export function pageColumns(plan: QueryPlan): string[] {
+/**
+ * Storage columns to read for the page: the selected fields, and the key when children attach or
+ * when asked (`withKey`: a value that cannot be read names its record by the key).
+ */
+export function pageColumns(plan: QueryPlan, options: { withKey?: boolean } = {}): string[] {
   const columns = new Set(plan.fields.map((f) => f.column));
-  if (plan.children.length > 0) columns.add(plan.entity.keyColumn);
+  if (plan.children.length > 0 || options.withKey) columns.add(plan.entity.keyColumn);
   if (columns.size === 0) columns.add(plan.entity.keyColumn);
   return [...columns];
 }
 
 /** The page's rows, ordered, with the unique tiebreak. */
-export function pageQuery(db: Db, qd: QueryDialect, plan: QueryPlan): Knex.QueryBuilder {
-  const columns = pageColumns(plan);
+export function pageQuery(db: Db, qd: QueryDialect, plan: QueryPlan, options: { withKey?: boolean } = {}): Knex.QueryBuilder {
+  const columns = pageColumns(plan, options);
   if (plan.offset === 0) {
     const qb = filtered(db, qd, plan).select(columns.map((c) => col(BASE, c)));
     for (const t of plan.order) qb.orderBy(col(BASE, t.column), t.direction);

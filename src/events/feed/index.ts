@@ -8,7 +8,7 @@ import type { DetectedEvent, DetectedEventSink } from '../detector';
 import type { EventDocument } from '../document';
 import { EVENT_TYPES, kindOfType, type EventKind } from '../kinds';
 import { DELIVERY_LOG_RETENTION_MS } from '../schedule';
-import { ownerMayReceive, visibleRecord } from '../visibility';
+import { ownerMayReceive, visibleFieldNames, visibleRecord } from '../visibility';
 import { encodeCursor } from './cursor';
 import { planEventQuery, selectFields, type EventQueryBody } from './request';
 import { FeedStore, PositionOutOfRange, type FeedRow, type LogPage, type LogPosition } from './store';
@@ -229,7 +229,9 @@ export class EventFeed implements DetectedEventSink {
       const kind = kindOfType(doc.type) as EventKind;
       const record = visibleRecord(key, kind, doc.data.record);
       if (!record) continue; // not readable by this key (a key without `read` is refused before this)
-      data.push(selectFields({ id: row.eventId, type: doc.type, timestamp: doc.timestamp, data: { ...doc.data, record } }, select));
+      const { unreadableFields, ...rest } = doc.data;
+      const unreadable = visibleFieldNames(key, kind, unreadableFields ?? []);
+      data.push(selectFields({ id: row.eventId, type: doc.type, timestamp: doc.timestamp, data: { ...rest, record, ...(unreadable.length > 0 ? { unreadableFields: unreadable } : {}) } }, select));
     }
     return {
       asOf: new Date().toISOString(),

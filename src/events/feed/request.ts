@@ -46,7 +46,7 @@ export const EVENT_LOG: EntityDef = {
 };
 
 /** Names `select` accepts: the document's fields, and those of `data` as dotted paths. */
-export const SELECTABLE = ['id', 'type', 'timestamp', 'data', 'data.entity', 'data.source', 'data.changedAt', 'data.changedBy', 'data.record'] as const;
+export const SELECTABLE = ['id', 'type', 'timestamp', 'data', 'data.entity', 'data.source', 'data.changedAt', 'data.changedBy', 'data.record', 'data.unreadableFields'] as const;
 export type Selectable = (typeof SELECTABLE)[number];
 
 export interface EventQueryBody {
@@ -154,6 +154,8 @@ export function selectFields(doc: Record<string, any>, select: readonly Selectab
     if (name.startsWith('data.')) {
       const key = name.slice(5);
       out.data = { ...(out.data ?? {}), [key]: doc.data?.[key] };
+      // A record comes with the names of the fields left out of it (absent when none).
+      if (key === 'record' && doc.data?.unreadableFields) out.data.unreadableFields = doc.data.unreadableFields;
     } else out[name] = doc[name];
   }
   // `data` and `data.x` together: the whole of data wins.

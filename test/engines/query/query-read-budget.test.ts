@@ -62,13 +62,13 @@ test('weight counts the page and an estimate of its children', () => {
 test('decoded records carry the fields in published order, decoded by the dialect', () => {
   const qd = queryDialectFor('sqlite');
   const fields = [
-    { name: 'zeta', column: 'z', kind: 'string' },
-    { name: 'amount', column: 'amt', kind: 'decimal', scale: 2 },
-    { name: 'active', column: 'act', kind: 'boolean' },
-  ] as unknown as FieldDef[];
-  const decode = recordDecoder(qd, fields);
+    { name: 'zeta', column: 'z', kind: 'string', sqlType: 'nvarchar(10)', nullable: false },
+    { name: 'amount', column: 'amt', kind: 'decimal', scale: 2, sqlType: 'decimal(14, 2)', nullable: true },
+    { name: 'active', column: 'act', kind: 'boolean', sqlType: 'bit', nullable: false },
+  ] as FieldDef[];
+  const decode = recordDecoder(qd, fields, { entity: 'zetas', keyColumn: 'z' });
   const record = decode({ amt: 12345, z: 'x', act: 1, other: 'ignored' });
   assert.equal(JSON.stringify(record), '{"zeta":"x","amount":123.45,"active":true}');
   // The same list again reuses the constructor and still decodes this row's values.
-  assert.equal(JSON.stringify(recordDecoder(qd, fields)({ amt: null, z: 'y', act: 0 })), '{"zeta":"y","amount":null,"active":false}');
+  assert.equal(JSON.stringify(recordDecoder(qd, fields, { entity: 'zetas', keyColumn: 'z' })({ amt: null, z: 'y', act: 0 })), '{"zeta":"y","amount":null,"active":false}');
 });

@@ -5,7 +5,7 @@ import { engineOf, queryDialectFor } from '../../../storage/dialect';
 import { Pending, type StatementBatch } from '../../../storage/statement-batch';
 import { installedSchemaOf } from '../../../storage/installed-schema';
 import { columnsUnavailable, installedView } from '../../../catalog/installed';
-import { recordDecoder, type PublishedRecord, type Row } from '../../query/envelope';
+import { childSubject, entitySubject, recordDecoder, type PublishedRecord, type Row } from '../../query/envelope';
 import type { StorageRow } from './rows';
 import { shapeOf } from './shapes';
 
@@ -78,7 +78,7 @@ export function insertRecordsReturning(batch: StatementBatch, entityName: string
   const entity = entityOf(entityName, batch.trx);
   const fields = Object.values(entity.fields);
   const columns = [...new Set([...fields.map((f) => f.column), entity.keyColumn])];
-  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields);
+  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields, entitySubject(entity));
   return insertReturningRows(batch, entity.table, entity.keyColumn, columns, rows).map((stored) => stored.map(decode));
 }
 
@@ -94,7 +94,7 @@ export function insertChildrenReturning(batch: StatementBatch, entityName: strin
   if (!child) throw new Error(`read-back: ${entityName} has no child collection ${collection}`);
   const fields = Object.values(child.fields);
   const columns = [...new Set([...fields.map((f) => f.column), child.parentColumn, child.orderColumn, keyColumn])];
-  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields);
+  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields, { ...childSubject(entityName, child), keyColumn });
   // The read orders by (parent, order column); one parent here. Stable: ties keep insert order.
   const order = (row: Row) => row[child.orderColumn] as number | string;
   return insertReturningRows(batch, child.table, keyColumn, columns, rows).map((stored) => sortedByOrder(stored, order).map(decode));

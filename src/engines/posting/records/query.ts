@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { Dec } from '../../../storage/decimal';
-import { toIsoDate } from '../../../storage/db-time';
-import type { Dialect } from '../../../storage/dialect';
+import { UNREADABLE, queryDialectFor, type Dialect } from '../../../storage/dialect';
+import { publishedValue, storedValueUnreadable, type RecordSubject } from '../../query/envelope';
 import type { FieldDef } from '../../../catalog/types';
 import type { PostingContext } from '../context';
 import { updateStamps } from './audit';
@@ -18,6 +18,9 @@ import { PARENT_ID, fieldOf, shapeOf, type RecordShape } from './shapes';
  *
  * Values come back decoded by their field's kind: integers as numbers, decimals as Dec (at the
  * column's scale), booleans as booleans, dates as YYYY-MM-DD, text as stored; null stays null.
+ * A stored value is read as a query reads it (envelope.ts, publishedValue): one the contract
+ * cannot publish for its field is 502 STORED_VALUE_UNREADABLE naming the record, and the posting
+ * rolls back; it is never taken for another value (text in an inactive flag is not "active").
  * Condition and change values are encoded the same way (a Dec at its column's scale). Every
  * update sets the audit stamps (audit.ts). A read or update runs at once (the posting's queued
  * inserts wait in its statement batch; the cascades await each insert before the next read).
@@ -60,21 +63,34 @@ function encode(dialect: Dialect, shape: RecordShape, field: FieldDef, value: Re
   throw new Error(`records: ${shape.name}.${field.name} is a decimal, got ${typeof value}`);
 }
 
-function decode(dialect: Dialect, field: FieldDef, raw: unknown): unknown {
-  if (raw === null || raw === undefined) return null;
+/** The output name under which a read that did not ask for `id` selects the key anyway: a value that cannot be read names its record. */
+const KEY = '__key';
+
+/** Whose rows a set's are (envelope.ts): names the record of a value that cannot be read. */
+function subjectOf(shape: RecordShape, row: Record<string, unknown>): RecordSubject {
+  const collection = shape.name.includes('.') ? shape.name.slice(shape.entityName.length + 1) : undefined;
+  return {
+    entity: shape.entityName,
+    ...(collection !== undefined ? { collection } : {}),
+    keyColumn: row[shape.keyColumn] !== undefined ? shape.keyColumn : KEY,
+    ...(shape.parentColumn !== undefined ? { parentColumn: shape.parentColumn } : {}),
+  };
+}
+
+function decode(dialect: Dialect, shape: RecordShape, field: FieldDef, raw: unknown, row: Record<string, unknown>): unknown {
+  const value = publishedValue(queryDialectFor(dialect.engine), field, raw);
+  if (value === UNREADABLE) throw storedValueUnreadable(subjectOf(shape, row), field, raw, row);
+  if (value === null) return null;
   switch (field.kind) {
-    case 'integer':
-      return Number(raw);
     case 'decimal':
+      // Exact, from what is stored (the check above saw it is a value of the column).
       return dialect.decodeDecimal(raw, field.scale ?? 0);
-    case 'boolean':
-      return raw === true || raw === 1 || raw === '1' || raw === 't' || raw === 'true';
-    case 'date':
-      return toIsoDate(raw);
     case 'uuid':
       return String(raw);
-    default:
+    case 'datetime':
       return raw;
+    default:
+      return value;
   }
 }
 
@@ -83,7 +99,7 @@ function decodeRecord(dialect: Dialect, shape: RecordShape, row: Record<string, 
   const out: StoredRecord = {};
   for (const [column, raw] of Object.entries(row)) {
     const name = shape.nameOfColumn.get(column);
-    if (name !== undefined) out[name] = decode(dialect, shape.fields[name]!, raw);
+    if (name !== undefined) out[name] = decode(dialect, shape, shape.fields[name]!, raw, row);
   }
   return out;
 }
@@ -166,8 +182,11 @@ export class RecordQuery {
     return this;
   }
 
-  private selected(fields: readonly string[] | undefined): string[] {
-    return fields === undefined ? [] : fields.map((f) => this.column(f));
+  /** The columns of `fields`, and the key (as KEY) when they do not hold it; none: every column. */
+  private selected(fields: readonly string[] | undefined): Array<string | Record<string, string>> {
+    if (fields === undefined) return [];
+    const columns = fields.map((f) => this.column(f));
+    return columns.includes(this.shape.keyColumn) ? columns : [...columns, { [KEY]: this.shape.keyColumn }];
   }
 
   /** The matching records with `fields` (every stored column that has a published name when absent). */
@@ -189,7 +208,9 @@ export class RecordQuery {
     const group = fieldOf(this.shape, groupField);
     const summed = fieldOf(this.shape, sumField);
     const rows = (await this.query.groupBy(group.column).select(group.column, this.ctx.trx.raw('sum(??) as v', [summed.column]))) as Array<Record<string, unknown>>;
-    return rows.map((row) => ({ group: decode(this.ctx.dialect, group, row[group.column]), sum: decode(this.ctx.dialect, summed, row.v) }));
+    // A sum is no stored value (it may exceed its column): decoded, not checked against the column.
+    const sumOf = (raw: unknown) => (raw === null || raw === undefined ? null : summed.kind === 'decimal' ? this.ctx.dialect.decodeDecimal(raw, summed.scale ?? 0) : Number(raw));
+    return rows.map((row) => ({ group: decode(this.ctx.dialect, this.shape, group, row[group.column], row), sum: sumOf(row.v) }));
   }
 
   /** Changes the matching records (and their audit stamps); returns how many rows changed. */
