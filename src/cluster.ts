@@ -3,8 +3,10 @@
  * meanwhile, prepares the database once (migrations, seeding an empty embedded database, the demo
  * key) and closes its connection; it holds no pool while serving. A worker loads its modules while
  * the primary prepares, and touches the database only after the primary's `prepared` message
- * (start-up time: the two overlap instead of adding up). Connections are handed to the workers
- * round-robin.
+ * (start-up time: the two overlap instead of adding up). A worker listens as soon as it is
+ * prepared (src/server.ts `listenWhenPrepared`): the port opens with the first ready worker and
+ * the others join it (docs/decisions/0330-the-port-opens-with-the-first-ready-worker.md).
+ * Connections are handed round-robin to the workers that listen.
  * Each worker is a whole server (src/server.ts) with its own pool, caches, rate-limit buckets and
  * instance name (`INSTANCE_ID/w<n>`); the state that must agree between them lives in the
  * database (docs/deployment.md).
@@ -32,11 +34,6 @@ export interface WorkerSetup {
   /** Settles when the primary has prepared the database (its `prepared` message): only then may the worker read it. */
   boot: Promise<BootReport>;
   /**
-   * Called once this worker is prepared (validator, rehearsal): settles when it may listen, that
-   * is when every worker is prepared, or LISTEN_TOGETHER_WAIT_MS after the first one was.
-   */
-  mayListen: () => Promise<void>;
-  /**
    * Called once this worker has closed its server and drained, before it exits: settles when the
    * primary has answered (at most LEAVE_WAIT_MS). The primary hands a connection to a worker and
    * waits for the worker's reply to close its own copy or hand it to another worker; a connection
@@ -50,17 +47,6 @@ export interface WorkerSetup {
 
 /** How long a stopping worker waits for the primary's answer to `leaving` (the primary may be gone). */
 export const LEAVE_WAIT_MS = 1000;
-
-/**
- * How long the first prepared worker waits for the others before the service opens without them.
- * The workers open together: a worker that listens while its sibling still compiles serves the
- * first requests next to that compile (two cores, one of them busy) and, on SQLite, next to the
- * sibling's rehearsal holding the write lock: a first posting took 40 to 95 ms instead of 15 to
- * 25 (bench/README.md, "First request", sixth pass). On an idle machine the last worker is
- * prepared 50 to 150 ms after the first; the bound keeps one stuck worker from holding the
- * service closed.
- */
-export const LISTEN_TOGETHER_WAIT_MS = 1000;
 
 /**
  * The handshake by which a worker learns that the database is migrated and seeded: the worker asks
@@ -80,13 +66,6 @@ interface LeavingMessage {
 }
 interface LeftMessage {
   type: 'left';
-}
-/** A worker is prepared and waits for `listen`; the primary answers when every worker is (LISTEN_TOGETHER_WAIT_MS). */
-interface WarmedMessage {
-  type: 'warmed';
-}
-interface ListenMessage {
-  type: 'listen';
 }
 
 /**
@@ -235,17 +214,6 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
     channel.on('message', onMessage);
     channel.send?.({ type: 'prepared?' } satisfies AskPreparedMessage);
   });
-  const mayListen = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      if (!channel.send) return resolve();
-      const onMessage = (message: Partial<ListenMessage> | undefined) => {
-        if (message?.type !== 'listen') return;
-        channel.off('message', onMessage);
-        resolve();
-      };
-      channel.on('message', onMessage);
-      channel.send({ type: 'warmed' } satisfies WarmedMessage);
-    });
   const leave = (): Promise<void> =>
     new Promise<void>((resolve) => {
       if (!channel.send) return resolve();
@@ -265,7 +233,7 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
         done(); // the primary is gone: nothing is waiting in the channel
       }
     });
-  return { index, workers, boot, mayListen, leave };
+  return { index, workers, boot, leave };
 }
 
 /** A worker's configuration: its own instance name and its share of the rate limit and of the failed-authentication bound. */
@@ -278,54 +246,6 @@ export function workerConfig(config: Config, setup: WorkerSetup): Config {
     // Counted in each worker's memory like the rate limit: each worker its share (docs/decisions/0250-auth-failure-throttle.md).
     authFailuresPerMinute: perWorkerRate(config.authFailuresPerMinute, setup.workers),
   };
-}
-
-/**
- * The primary's side of opening together: prepared workers wait until every live worker is (or
- * LISTEN_TOGETHER_WAIT_MS after the first), then all are told to listen; once open, a worker
- * (a replacement after a crash) listens as soon as it is prepared.
- */
-export class ListenGate {
-  private readonly waiting = new Set<Pick<Worker, 'send'>>();
-  private opened = false;
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly liveWorkers: () => number,
-    private readonly waitMs = LISTEN_TOGETHER_WAIT_MS,
-  ) {}
-
-  get isOpen(): boolean {
-    return this.opened;
-  }
-
-  warmed(worker: Pick<Worker, 'send'>): void {
-    this.waiting.add(worker);
-    if (this.opened || this.waiting.size >= this.liveWorkers()) this.open();
-    else this.timer ??= setTimeout(() => this.open(), this.waitMs);
-  }
-
-  /** A worker that exited while waiting. */
-  forget(worker: Pick<Worker, 'send'>): void {
-    this.waiting.delete(worker);
-    if (!this.opened && this.waiting.size > 0 && this.waiting.size >= this.liveWorkers()) this.open();
-  }
-
-  /**
-   * The primary is stopping: the waiting workers are told to listen too, so that each finishes its
-   * start and then drains on the SIGTERM like the others (left waiting, a worker would never
-   * exit and be killed after the grace period).
-   */
-  stop(): void {
-    this.open();
-  }
-
-  private open(): void {
-    this.opened = true;
-    clearTimeout(this.timer);
-    for (const w of this.waiting) w.send({ type: 'listen' } satisfies ListenMessage);
-    this.waiting.clear();
-  }
 }
 
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
@@ -344,7 +264,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   const workers = new Map<number, Worker>();
   const lockRelay = new LockRelayHub(() => workers);
   const listening = new Set<number>();
-  const gate = new ListenGate(() => workers.size);
+  let opened = false;
   let announced = false;
   let stopping = false;
   let exitCode = 0;
@@ -367,10 +287,6 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
         tellPrepared(worker);
         return;
       }
-      if (message?.type === 'warmed') {
-        gate.warmed(worker);
-        return;
-      }
       if (message?.type === 'leaving') {
         // Sent after every connection handed to this worker so far (see WorkerSetup.leave).
         if (worker.isConnected()) worker.send({ type: 'left' } satisfies LeftMessage);
@@ -379,6 +295,12 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       if (message?.type !== 'listening') return;
       listened = true;
       listening.add(index);
+      // The first worker that listens opens the port (the primary's handle): the service answers
+      // from then on, while its siblings finish starting and join one by one.
+      if (!opened) {
+        opened = true;
+        log.info({ port: message.port, worker: index, workers: config.workers }, 'open: the first worker listens, the others join when ready');
+      }
       if (!announced && listening.size === config.workers && report && banner) {
         announced = true;
         log.info({ port: message.port, workers: config.workers, database: database?.display, engine: database?.engine }, 'listening');
@@ -389,7 +311,6 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       workers.delete(index);
       lockRelay.exited(index);
       asked.delete(worker);
-      gate.forget(worker);
       listening.delete(index);
       if (stopping) {
         log.info({ worker: index, code, signal }, 'worker stopped');
@@ -418,7 +339,6 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   let checkpointer: { stop(): void } | undefined;
 
   const stop = (signal: NodeJS.Signals, code = 0): void => {
-    gate.stop();
     checkpointer?.stop();
     checkpointer = undefined;
     if (stopping) {
