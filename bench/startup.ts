@@ -14,9 +14,8 @@
  *
  * With WORKERS > 1 the port opens with the first ready worker and the others join: the first 200
  * is the service ready; "every worker" is the last worker's `listening` log time (a cluster worker
- * listens once it is prepared), and each worker's readiness gate the later of its `request path
- * warmed` and `contract validator prepared` log times. The first requests go out after
- * 2 × WORKERS 200s in a row. CPU and RSS cover the primary and its workers (RSS: the largest).
+ * listens once it is prepared; per start the times each worker listened are printed). The first
+ * requests go out after 2 × WORKERS 200s in a row. CPU and RSS cover the primary and its workers (RSS: the largest).
  *
  *   npx tsx bench/startup.ts [--starts N] [--workers LIST] [--no-build] [--verbose] [--settle MS|compiled (CONTRACT_PRECOMPILE=true)] [--node-args "--cpu-prof ..."] [--dist DIR[,DIR]]
  */
@@ -102,8 +101,8 @@ interface Started {
   readyMs: number;
   /** When every worker listened (the last worker's `listening` log time; WORKERS=1: the first 200). Filled as the lines arrive. */
   allReadyMs: () => number;
-  /** Per serving process, ms after spawn at which it passed its readiness gate: the later of its `request path warmed` (the rehearsal before readiness) and `contract validator prepared` log lines (their order differs between builds). Filled as the lines arrive. */
-  prepared: () => number[];
+  /** WORKERS > 1: ms after spawn at which each worker listened (it listens once prepared). Filled as the lines arrive. */
+  listened: () => number[];
   /** Per serving process, when it logged `contract validator compiled` (every operation compiled, the idle-time warm-up over). */
   compiled: number[];
 }
@@ -119,22 +118,15 @@ async function start(port: number, workers: number, dist: string): Promise<Start
     env: { ...process.env, WORKERS: String(workers), PORT: String(port), DATABASE_URL: `sqlite://${DB}`, DEMO_API_KEY: KEY, LOG_LEVEL: 'info', VALIDATE_RESPONSES: 'false', RATE_LIMIT_PER_MINUTE: '100000' },
   });
   let stderr = '';
-  /** Per process (pid): its readiness gate lines seen so far. */
-  const gate = new Map<number, { at: number; lines: number }>();
   const compiled: number[] = [];
   const listening: number[] = [];
-  const gates = () => [...gate.values()].filter((g) => g.lines === 2).map((g) => g.at);
   child.stderr!.on('data', (c) => (stderr = (stderr + String(c)).slice(-4000)));
   let rest = '';
   child.stdout!.on('data', (c) => {
     const lines = (rest + String(c)).split('\n');
     rest = lines.pop()!;
     for (const l of lines) {
-      if (l.includes('"request path warmed"') || l.includes('"warm-up failed') || l.includes('"contract validator prepared"')) {
-        const { pid, time } = JSON.parse(l) as { pid: number; time: number };
-        const g = gate.get(pid) ?? { at: 0, lines: 0 };
-        gate.set(pid, { at: Math.max(g.at, time - wall0), lines: g.lines + 1 });
-      } else if (l.includes('"contract validator compiled"')) compiled.push(JSON.parse(l).time - wall0);
+      if (l.includes('"contract validator compiled"')) compiled.push(JSON.parse(l).time - wall0);
       else if (l.includes('"msg":"listening"') && (workers === 1 || l.includes('"worker":'))) listening.push(JSON.parse(l).time - wall0);
     }
   });
@@ -149,11 +141,11 @@ async function start(port: number, workers: number, dist: string): Promise<Start
     if (ok) {
       readyMs ||= elapsed();
       run += 1;
-      if (run >= 2 * workers) return { child, readyMs, allReadyMs, prepared: gates, compiled };
+      if (run >= 2 * workers) return { child, readyMs, allReadyMs, listened: () => [...listening], compiled };
     } else run = 0;
     if (!readyMs && elapsed() > 120e3) throw new Error(`not ready after 120 s: ${stderr}`);
     // 200 once, but not 2 x WORKERS in a row within 20 s (a worker stuck at 503): recorded, not fatal.
-    if (readyMs && elapsed() > 20e3) return { child, readyMs, allReadyMs, prepared: gates, compiled };
+    if (readyMs && elapsed() > 20e3) return { child, readyMs, allReadyMs, listened: () => [...listening], compiled };
     if (!ok) await new Promise((r) => setTimeout(r, 5));
   }
 }
@@ -169,7 +161,6 @@ interface Configuration {
   label: string;
   ready: number[];
   allReady: number[];
-  preparedAll: number[];
   readyCpu: number[];
   first: number[];
   firstCpu: number[];
@@ -182,7 +173,7 @@ const max = (values: number[]) => Math.max(...values);
 
 async function measure(c: Configuration, s: number, reqs: Request[], settle: number, settleCompiled: boolean): Promise<void> {
   const port = await freePort();
-  const { child, readyMs, allReadyMs, prepared: gates, compiled } = await start(port, c.workers, c.dist);
+  const { child, readyMs, allReadyMs, listened, compiled } = await start(port, c.workers, c.dist);
   try {
     c.ready.push(readyMs);
     const procs = [child.pid!, ...childPids(child.pid!)];
@@ -217,10 +208,8 @@ async function measure(c: Configuration, s: number, reqs: Request[], settle: num
     for (let i = 0; i < 400 && !Number.isFinite(allReadyMs()); i += 1) await new Promise((r) => setTimeout(r, 50));
     const allReady = allReadyMs();
     c.allReady.push(allReady);
-    const prepared = gates();
-    c.preparedAll.push(...prepared);
     process.stdout.write(
-      `${c.label} start ${s + 1}: ready ${readyMs.toFixed(0)} ms, every worker ${allReady.toFixed(0)} ms (prepared at ${prepared.map((x) => x.toFixed(0)).join(', ')} ms; CPU of all processes ${c.readyCpu.at(-1)!.toFixed(0)} ms), RSS ${c.rssReady.at(-1)!.toFixed(0)} MB; first requests max ${max(first).toFixed(0)} ms; RSS after ${c.rssAfter.at(-1)!.toFixed(0)} MB\n`,
+      `${c.label} start ${s + 1}: ready ${readyMs.toFixed(0)} ms, every worker ${allReady.toFixed(0)} ms (${c.workers > 1 ? `workers listened at ${listened().map((x) => x.toFixed(0)).join(', ')} ms; ` : ''}CPU of all processes ${c.readyCpu.at(-1)!.toFixed(0)} ms), RSS ${c.rssReady.at(-1)!.toFixed(0)} MB; first requests max ${max(first).toFixed(0)} ms; RSS after ${c.rssAfter.at(-1)!.toFixed(0)} MB\n`,
     );
     if (process.argv.includes('--verbose')) process.stdout.write(`  ${times.join(', ')}\n`);
   } finally {
@@ -259,7 +248,6 @@ async function main(): Promise<void> {
       label: `WORKERS=${workers}${dists.length > 1 ? ` ${dist}` : ''}`,
       ready: [],
       allReady: [],
-      preparedAll: [],
       readyCpu: [],
       first: [],
       firstCpu: [],
@@ -275,7 +263,6 @@ async function main(): Promise<void> {
     process.stdout.write(
       `${c.label}: readyz 200 (new connection each poll) after start: p50 ${fmt(c.ready, (v) => pct(v, 50))} ms, max ${fmt(c.ready, max)} ms; ` +
         `every worker listening: p50 ${fmt(c.allReady, (v) => pct(v, 50))} ms, max ${fmt(c.allReady, max)} ms; ` +
-        `worker ready (warmed) per worker: p50 ${fmt(c.preparedAll, (v) => pct(v, 50))} ms, max ${fmt(c.preparedAll, max)} ms; ` +
         `CPU of all processes by ready p50 ${fmt(c.readyCpu, (v) => pct(v, 50))} ms, max ${fmt(c.readyCpu, max)} ms; ` +
         `first request per operation: p50 ${fmt(c.first, (v) => pct(v, 50), 1)} ms, p99 ${fmt(c.first, (v) => pct(v, 99), 1)} ms, max ${fmt(c.first, max, 1)} ms; ` +
         `server CPU per request (10 ms ticks) p50 ${fmt(c.firstCpu, (v) => pct(v, 50))} ms, p99 ${fmt(c.firstCpu, (v) => pct(v, 99))} ms, sum per start ${(c.firstCpu.reduce((a, b) => a + b, 0) / starts).toFixed(0)} ms; ` +

@@ -34,6 +34,12 @@ export interface WorkerSetup {
   /** Settles when the primary has prepared the database (its `prepared` message): only then may the worker read it. */
   boot: Promise<BootReport>;
   /**
+   * Whether the port is open, i.e. a sibling already serves (the primary's `open` message). A
+   * worker that joins an open service rehearses its posting path only once it listens (src/server.ts
+   * `siblingsServe`): a rehearsal before would hold SQLite's write lock while the sibling serves.
+   */
+  serviceOpen: () => boolean;
+  /**
    * Called once this worker has closed its server and drained, before it exits: settles when the
    * primary has answered (at most LEAVE_WAIT_MS). The primary hands a connection to a worker and
    * waits for the worker's reply to close its own copy or hand it to another worker; a connection
@@ -59,6 +65,10 @@ interface AskPreparedMessage {
 interface PreparedMessage {
   type: 'prepared';
   seeded: boolean;
+}
+/** The first worker listens: the port is open (WorkerSetup.serviceOpen). */
+interface OpenMessage {
+  type: 'open';
 }
 /** A stopping worker's server is closed; it exits once the primary has answered `left` (WorkerSetup.leave). */
 interface LeavingMessage {
@@ -205,6 +215,14 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
   const index = Number(env.WORKER_INDEX);
   const workers = Number(env.WORKER_COUNT);
   if (!Number.isInteger(index) || index < 1 || !Number.isInteger(workers) || workers < 1) throw new Error('a cluster worker needs WORKER_INDEX and WORKER_COUNT');
+  let open = false;
+  const onOpen = (message: Partial<OpenMessage> | undefined) => {
+    if (message?.type !== 'open') return;
+    open = true;
+    channel.off('message', onOpen);
+  };
+  // Before `prepared?` is sent: the primary tells a worker that the port is open only once it has asked.
+  channel.on('message', onOpen);
   const boot = new Promise<BootReport>((resolve) => {
     const onMessage = (message: Partial<PreparedMessage> | undefined) => {
       if (message?.type !== 'prepared') return;
@@ -233,7 +251,7 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
         done(); // the primary is gone: nothing is waiting in the channel
       }
     });
-  return { index, workers, boot, leave };
+  return { index, workers, boot, serviceOpen: () => open, leave };
 }
 
 /** A worker's configuration: its own instance name and its share of the rate limit and of the failed-authentication bound. */
@@ -260,11 +278,21 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     if (!report || !asked.delete(worker)) return;
     worker.send({ type: 'prepared', seeded: report.seeded } satisfies PreparedMessage);
   };
+  /** Workers that asked `prepared?` (they listen for messages); once the port is open, each is told so. */
+  const listeningForMessages = new Set<Worker>();
+  let opened = false;
+  const tellOpen = (worker: Worker): void => {
+    if (!opened || !listeningForMessages.has(worker)) return;
+    try {
+      worker.send({ type: 'open' } satisfies OpenMessage);
+    } catch {
+      // The worker's channel closed (it is exiting).
+    }
+  };
 
   const workers = new Map<number, Worker>();
   const lockRelay = new LockRelayHub(() => workers);
   const listening = new Set<number>();
-  let opened = false;
   let announced = false;
   let stopping = false;
   let exitCode = 0;
@@ -284,7 +312,9 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       }
       if (message?.type === 'prepared?') {
         asked.add(worker);
+        listeningForMessages.add(worker);
         tellPrepared(worker);
+        tellOpen(worker);
         return;
       }
       if (message?.type === 'leaving') {
@@ -300,6 +330,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       if (!opened) {
         opened = true;
         log.info({ port: message.port, worker: index, workers: config.workers }, 'open: the first worker listens, the others join when ready');
+        for (const w of workers.values()) if (w !== worker) tellOpen(w);
       }
       if (!announced && listening.size === config.workers && report && banner) {
         announced = true;
@@ -311,6 +342,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       workers.delete(index);
       lockRelay.exited(index);
       asked.delete(worker);
+      listeningForMessages.delete(worker);
       listening.delete(index);
       if (stopping) {
         log.info({ worker: index, code, signal }, 'worker stopped');

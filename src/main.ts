@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     logger = logger.child({ worker: setup.index });
     // The primary prepares the database while this worker loads its modules; startServer waits
     // for that (setup.boot) before it reads the database.
-    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, checkpointsElsewhere: true, lockRelay: workerLockRelay() });
+    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, siblingsServe: setup.serviceOpen, checkpointsElsewhere: true, lockRelay: workerLockRelay() });
     void setup.boot.then(() => (databasePrepared = true));
   }
 

@@ -71,6 +71,14 @@ export interface StartServerOptions {
    * worker, which then joins the port its siblings may already serve; default: listen first).
    */
   listenWhenPrepared?: boolean;
+  /**
+   * A cluster worker: whether a sibling already serves the port (src/cluster.ts `serviceOpen`).
+   * Asked when the posting rehearsal before readiness would start: if so, this worker rehearses
+   * only once it listens, while idle, with the other postings (src/warm-up.ts). The rehearsal is a
+   * write transaction: on SQLite, before listening it would hold the write lock the sibling's
+   * first postings wait for (a cold rehearsal on a busy machine: hundreds of milliseconds).
+   */
+  siblingsServe?: () => boolean;
   /** SQLite: the cluster primary runs the WAL checkpoints (storage/wal-checkpointer.ts); a cluster worker. */
   checkpointsElsewhere?: boolean;
   /** A cluster worker: the maintenance lock's relay to and from its siblings (src/cluster.ts). */
@@ -185,9 +193,16 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // The rehearsal first, then the validator: the rehearsal is a write transaction, and on SQLite a
   // cluster worker that is still starting while its sibling already serves (the port opens with
   // the first ready worker) would hold the write lock a first posting there waits for. Done
-  // before its validator (~120 ms of CPU), it is usually over before the first sibling opens.
+  // before its validator (~120 ms of CPU), it is usually over before the first sibling opens; a
+  // worker that finds the port open already (siblingsServe) rehearses once it listens instead.
+  let rehearsedBeforeReady = false;
   const preparing = (): Promise<boolean> =>
-    warmPostings((route) => BEFORE_READY.has(route), 'request path warmed')
+    Promise.resolve()
+      .then(() => {
+        if (options.siblingsServe?.()) return;
+        rehearsedBeforeReady = true;
+        return warmPostings((route) => BEFORE_READY.has(route), 'request path warmed');
+      })
       .then(() => prepare(BEFORE_READY_OPERATIONS))
       .then(
         (prepared) => {
@@ -213,8 +228,9 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const idle = () => inFlight === 0 && Date.now() - lastEnded >= QUIET_MS;
   const warmed = prepared.then(async (ok) => {
     if (!ok) return;
-    // The other postings' first use, then (CONTRACT_PRECOMPILE) every operation's validator, while idle.
-    await warmPostings((route) => !BEFORE_READY.has(route), 'request path warmed (the rest)', idle);
+    // The other postings' first use (all of them in a worker that joined an open port), then
+    // (CONTRACT_PRECOMPILE) every operation's validator, while idle.
+    await warmPostings((route) => !rehearsedBeforeReady || !BEFORE_READY.has(route), 'request path warmed (the rest)', idle);
     if (!config.contractPrecompile) return;
     return warm({ idle }).then((result) => logger.info(result, 'contract validator compiled'), failed);
   });

@@ -22,6 +22,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory from 'knex';
 import { LEAVE_WAIT_MS, workerSetup } from '../../src/cluster';
+import { WRITES } from '../../src/engines/posting/writes';
 import { secretsEnv } from '../support/secrets';
 
 const ENGINE = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
@@ -181,6 +182,25 @@ test('the port opens with the first ready worker: /readyz 200 through it while w
   assert.ok(lines.indexOf(open!) < lines.indexOf(w2Listening), 'after the port was open');
 });
 
+test('worker 2, prepared after the port opened, held no write transaction before it listened: it rehearsed its postings once it listened, every one of them', async () => {
+  let rest: Record<string, any> | undefined;
+  for (let i = 0; i < 1200 && !rest; i += 1) {
+    rest = logLines().find((l) => l.worker === 2 && l.msg === 'request path warmed (the rest)');
+    if (!rest) await sleep(50);
+  }
+  const lines = logLines();
+  const w2Listening = lines.find((l) => l.worker === 2 && l.msg === 'listening');
+  assert.ok(rest && w2Listening, 'worker 2 listened and rehearsed');
+  assert.deepEqual(
+    lines.slice(0, lines.indexOf(w2Listening)).filter((l) => l.worker === 2 && String(l.msg).startsWith('request path warmed')),
+    [],
+    'no rehearsal before it listened',
+  );
+  assert.equal(rest.rehearsed + rest.refused + rest.failed, WRITES.filter((w) => w.definition).length, 'the BEFORE_READY postings too, after listening');
+  const w1Early = lines.find((l) => l.worker === 1 && l.msg === 'request path warmed');
+  assert.ok(w1Early && lines.indexOf(w1Early) < lines.indexOf(lines.find((l) => l.worker === 1 && l.msg === 'listening')!), 'worker 1, the first, rehearsed before it listened');
+});
+
 test('every worker compiles its own contract validator (warm-up not answered by the other worker); /readyz 200 from both', async () => {
   let compiled: Array<Record<string, any>> = [];
   for (let i = 0; i < 1200 && compiled.length < 2; i += 1) {
@@ -203,7 +223,7 @@ test('a worker learns that the database is prepared from the primary\'s message,
   assert.equal(setup.index, 2);
   // It asks only once it listens: an answer sent before a process listens for it would be lost.
   assert.deepEqual(channel.sent, [{ type: 'prepared?' }]);
-  assert.equal(channel.listenerCount('message'), 1);
+  assert.equal(channel.listenerCount('message'), 2, 'the prepared answer and the open port');
   let report: unknown;
   void setup.boot.then((r) => (report = r));
   channel.emit('message', { type: 'something else' });
@@ -212,7 +232,11 @@ test('a worker learns that the database is prepared from the primary\'s message,
   channel.emit('message', { type: 'prepared', seeded: true });
   await sleep(10);
   assert.deepEqual(report, { seeded: true });
-  assert.equal(channel.listenerCount('message'), 0, 'the listener is removed');
+  assert.equal(channel.listenerCount('message'), 1, 'the prepared listener is removed');
+  assert.equal(setup.serviceOpen(), false);
+  channel.emit('message', { type: 'open' });
+  assert.equal(setup.serviceOpen(), true, 'the primary told it that a sibling serves the port');
+  assert.equal(channel.listenerCount('message'), 0, 'and that listener is removed');
 });
 
 test('what a primary loads before it forks (configuration, cluster) does not load knex: the workers start loading first', () => {
@@ -237,7 +261,7 @@ test('leave: a stopping worker tells the primary and exits on its answer (every 
   channel.emit('message', { type: 'left' });
   await sleep(10);
   assert.equal(left, true);
-  assert.equal(channel.listenerCount('message'), 1, 'only the prepared? listener is left');
+  assert.equal(channel.listenerCount('message'), 2, 'only the prepared? and open listeners are left');
 
   const started = Date.now();
   await setup.leave();
