@@ -3,8 +3,10 @@
  * meanwhile, prepares the database once (migrations, seeding an empty embedded database, the demo
  * key) and closes its connection; it holds no pool while serving. A worker loads its modules while
  * the primary prepares, and touches the database only after the primary's `prepared` message
- * (start-up time: the two overlap instead of adding up). Connections are handed to the workers
- * round-robin.
+ * (start-up time: the two overlap instead of adding up). A worker listens as soon as it is
+ * prepared (src/server.ts `listenWhenPrepared`): the port opens with the first ready worker and
+ * the others join it (docs/decisions/0330-the-port-opens-with-the-first-ready-worker.md).
+ * Connections are handed round-robin to the workers that listen.
  * Each worker is a whole server (src/server.ts) with its own pool, caches, rate-limit buckets and
  * instance name (`INSTANCE_ID/w<n>`); the state that must agree between them lives in the
  * database (docs/deployment.md).
@@ -32,10 +34,11 @@ export interface WorkerSetup {
   /** Settles when the primary has prepared the database (its `prepared` message): only then may the worker read it. */
   boot: Promise<BootReport>;
   /**
-   * Called once this worker is prepared (validator, rehearsal): settles when it may listen, that
-   * is when every worker is prepared, or LISTEN_TOGETHER_WAIT_MS after the first one was.
+   * Whether the port is open, i.e. a sibling already serves (the primary's `open` message). A
+   * worker that joins an open service rehearses its posting path only once it listens (src/server.ts
+   * `siblingsServe`): a rehearsal before would hold SQLite's write lock while the sibling serves.
    */
-  mayListen: () => Promise<void>;
+  serviceOpen: () => boolean;
   /**
    * Called once this worker has closed its server and drained, before it exits: settles when the
    * primary has answered (at most LEAVE_WAIT_MS). The primary hands a connection to a worker and
@@ -52,17 +55,6 @@ export interface WorkerSetup {
 export const LEAVE_WAIT_MS = 1000;
 
 /**
- * How long the first prepared worker waits for the others before the service opens without them.
- * The workers open together: a worker that listens while its sibling still compiles serves the
- * first requests next to that compile (two cores, one of them busy) and, on SQLite, next to the
- * sibling's rehearsal holding the write lock: a first posting took 40 to 95 ms instead of 15 to
- * 25 (bench/README.md, "First request", sixth pass). On an idle machine the last worker is
- * prepared 50 to 150 ms after the first; the bound keeps one stuck worker from holding the
- * service closed.
- */
-export const LISTEN_TOGETHER_WAIT_MS = 1000;
-
-/**
  * The handshake by which a worker learns that the database is migrated and seeded: the worker asks
  * once it listens for the answer (a message sent before a process has a 'message' listener is
  * lost), the primary answers when it has prepared the database, at once if it has already.
@@ -74,19 +66,16 @@ interface PreparedMessage {
   type: 'prepared';
   seeded: boolean;
 }
+/** The first worker listens: the port is open (WorkerSetup.serviceOpen). */
+interface OpenMessage {
+  type: 'open';
+}
 /** A stopping worker's server is closed; it exits once the primary has answered `left` (WorkerSetup.leave). */
 interface LeavingMessage {
   type: 'leaving';
 }
 interface LeftMessage {
   type: 'left';
-}
-/** A worker is prepared and waits for `listen`; the primary answers when every worker is (LISTEN_TOGETHER_WAIT_MS). */
-interface WarmedMessage {
-  type: 'warmed';
-}
-interface ListenMessage {
-  type: 'listen';
 }
 
 /**
@@ -226,6 +215,14 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
   const index = Number(env.WORKER_INDEX);
   const workers = Number(env.WORKER_COUNT);
   if (!Number.isInteger(index) || index < 1 || !Number.isInteger(workers) || workers < 1) throw new Error('a cluster worker needs WORKER_INDEX and WORKER_COUNT');
+  let open = false;
+  const onOpen = (message: Partial<OpenMessage> | undefined) => {
+    if (message?.type !== 'open') return;
+    open = true;
+    channel.off('message', onOpen);
+  };
+  // Before `prepared?` is sent: the primary tells a worker that the port is open only once it has asked.
+  channel.on('message', onOpen);
   const boot = new Promise<BootReport>((resolve) => {
     const onMessage = (message: Partial<PreparedMessage> | undefined) => {
       if (message?.type !== 'prepared') return;
@@ -235,17 +232,6 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
     channel.on('message', onMessage);
     channel.send?.({ type: 'prepared?' } satisfies AskPreparedMessage);
   });
-  const mayListen = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      if (!channel.send) return resolve();
-      const onMessage = (message: Partial<ListenMessage> | undefined) => {
-        if (message?.type !== 'listen') return;
-        channel.off('message', onMessage);
-        resolve();
-      };
-      channel.on('message', onMessage);
-      channel.send({ type: 'warmed' } satisfies WarmedMessage);
-    });
   const leave = (): Promise<void> =>
     new Promise<void>((resolve) => {
       if (!channel.send) return resolve();
@@ -265,7 +251,7 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
         done(); // the primary is gone: nothing is waiting in the channel
       }
     });
-  return { index, workers, boot, mayListen, leave };
+  return { index, workers, boot, serviceOpen: () => open, leave };
 }
 
 /** A worker's configuration: its own instance name and its share of the rate limit and of the failed-authentication bound. */
@@ -280,54 +266,6 @@ export function workerConfig(config: Config, setup: WorkerSetup): Config {
   };
 }
 
-/**
- * The primary's side of opening together: prepared workers wait until every live worker is (or
- * LISTEN_TOGETHER_WAIT_MS after the first), then all are told to listen; once open, a worker
- * (a replacement after a crash) listens as soon as it is prepared.
- */
-export class ListenGate {
-  private readonly waiting = new Set<Pick<Worker, 'send'>>();
-  private opened = false;
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly liveWorkers: () => number,
-    private readonly waitMs = LISTEN_TOGETHER_WAIT_MS,
-  ) {}
-
-  get isOpen(): boolean {
-    return this.opened;
-  }
-
-  warmed(worker: Pick<Worker, 'send'>): void {
-    this.waiting.add(worker);
-    if (this.opened || this.waiting.size >= this.liveWorkers()) this.open();
-    else this.timer ??= setTimeout(() => this.open(), this.waitMs);
-  }
-
-  /** A worker that exited while waiting. */
-  forget(worker: Pick<Worker, 'send'>): void {
-    this.waiting.delete(worker);
-    if (!this.opened && this.waiting.size > 0 && this.waiting.size >= this.liveWorkers()) this.open();
-  }
-
-  /**
-   * The primary is stopping: the waiting workers are told to listen too, so that each finishes its
-   * start and then drains on the SIGTERM like the others (left waiting, a worker would never
-   * exit and be killed after the grace period).
-   */
-  stop(): void {
-    this.open();
-  }
-
-  private open(): void {
-    this.opened = true;
-    clearTimeout(this.timer);
-    for (const w of this.waiting) w.send({ type: 'listen' } satisfies ListenMessage);
-    this.waiting.clear();
-  }
-}
-
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
   const log = logger.child({ role: 'primary' });
   /** Set once the database is prepared: then told to every worker that asked, also to one forked later. */
@@ -340,11 +278,21 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     if (!report || !asked.delete(worker)) return;
     worker.send({ type: 'prepared', seeded: report.seeded } satisfies PreparedMessage);
   };
+  /** Workers that asked `prepared?` (they listen for messages); once the port is open, each is told so. */
+  const listeningForMessages = new Set<Worker>();
+  let opened = false;
+  const tellOpen = (worker: Worker): void => {
+    if (!opened || !listeningForMessages.has(worker)) return;
+    try {
+      worker.send({ type: 'open' } satisfies OpenMessage);
+    } catch {
+      // The worker's channel closed (it is exiting).
+    }
+  };
 
   const workers = new Map<number, Worker>();
   const lockRelay = new LockRelayHub(() => workers);
   const listening = new Set<number>();
-  const gate = new ListenGate(() => workers.size);
   let announced = false;
   let stopping = false;
   let exitCode = 0;
@@ -364,11 +312,9 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       }
       if (message?.type === 'prepared?') {
         asked.add(worker);
+        listeningForMessages.add(worker);
         tellPrepared(worker);
-        return;
-      }
-      if (message?.type === 'warmed') {
-        gate.warmed(worker);
+        tellOpen(worker);
         return;
       }
       if (message?.type === 'leaving') {
@@ -379,6 +325,13 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       if (message?.type !== 'listening') return;
       listened = true;
       listening.add(index);
+      // The first worker that listens opens the port (the primary's handle): the service answers
+      // from then on, while its siblings finish starting and join one by one.
+      if (!opened) {
+        opened = true;
+        log.info({ port: message.port, worker: index, workers: config.workers }, 'open: the first worker listens, the others join when ready');
+        for (const w of workers.values()) if (w !== worker) tellOpen(w);
+      }
       if (!announced && listening.size === config.workers && report && banner) {
         announced = true;
         log.info({ port: message.port, workers: config.workers, database: database?.display, engine: database?.engine }, 'listening');
@@ -389,7 +342,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       workers.delete(index);
       lockRelay.exited(index);
       asked.delete(worker);
-      gate.forget(worker);
+      listeningForMessages.delete(worker);
       listening.delete(index);
       if (stopping) {
         log.info({ worker: index, code, signal }, 'worker stopped');
@@ -418,7 +371,6 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   let checkpointer: { stop(): void } | undefined;
 
   const stop = (signal: NodeJS.Signals, code = 0): void => {
-    gate.stop();
     checkpointer?.stop();
     checkpointer = undefined;
     if (stopping) {

@@ -13,7 +13,6 @@ import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './config';
 // The app (./server) is imported only by a process that serves: a cluster primary never loads it.
 import type { RunningServer, StartServerOptions } from './server';
-import { startTracing } from './telemetry/tracing';
 import { runPrimary, workerConfig, workerLockRelay, workerSetup, type WorkerSetup } from './cluster';
 
 async function main(): Promise<void> {
@@ -43,11 +42,13 @@ async function main(): Promise<void> {
     logger = logger.child({ worker: setup.index });
     // The primary prepares the database while this worker loads its modules; startServer waits
     // for that (setup.boot) before it reads the database.
-    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, beforeListen: setup.mayListen, checkpointsElsewhere: true, lockRelay: workerLockRelay() });
+    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, siblingsServe: setup.serviceOpen, checkpointsElsewhere: true, lockRelay: workerLockRelay() });
     void setup.boot.then(() => (databasePrepared = true));
   }
 
   // OpenTelemetry in each serving process: the SDK and OTLP exporter load only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  // Imported here, not at the top: a cluster primary forks its workers without loading it (start-up time).
+  const { startTracing } = await import('./telemetry/tracing');
   const stopTracing = await startTracing(process.env).catch((err: unknown) => {
     logger.warn({ err }, 'tracing not started');
     return async () => {};

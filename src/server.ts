@@ -66,13 +66,19 @@ export interface StartServerOptions {
    * is read): skip migrations, seeding and key creation, and report this.
    */
   prepared?: BootReport | Promise<BootReport>;
-  /** Listen only once the contract validator is prepared (a cluster worker; default: listen first). */
+  /**
+   * Listen only once the contract validator is prepared and the request path warmed (a cluster
+   * worker, which then joins the port its siblings may already serve; default: listen first).
+   */
   listenWhenPrepared?: boolean;
   /**
-   * With listenWhenPrepared: awaited between prepared and listen (a cluster worker waits for its
-   * siblings, src/cluster.ts `mayListen`, so the service opens with every worker warm).
+   * A cluster worker: whether a sibling already serves the port (src/cluster.ts `serviceOpen`).
+   * Asked when the posting rehearsal before readiness would start: if so, this worker rehearses
+   * only once it listens, while idle, with the other postings (src/warm-up.ts). The rehearsal is a
+   * write transaction: on SQLite, before listening it would hold the write lock the sibling's
+   * first postings wait for (a cold rehearsal on a busy machine: hundreds of milliseconds).
    */
-  beforeListen?: () => Promise<void>;
+  siblingsServe?: () => boolean;
   /** SQLite: the cluster primary runs the WAL checkpoints (storage/wal-checkpointer.ts); a cluster worker. */
   checkpointsElsewhere?: boolean;
   /** A cluster worker: the maintenance lock's relay to and from its siblings (src/cluster.ts). */
@@ -173,7 +179,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
     opsState.warmError = err instanceof Error ? err.message : String(err);
     logger.error({ err }, 'contract validator failed to compile openapi.yaml');
   };
-  // Then, still before ready, the posting path's first-use cost (src/warm-up.ts: the engines of
+  // Before ready too, the posting path's first-use cost (src/warm-up.ts: the engines of
   // BEFORE_READY once each in a rolled-back transaction, ~40 ms; the others once ready, while
   // idle). A failure is logged and the start goes on.
   let examples: Map<string, unknown> | undefined;
@@ -184,24 +190,36 @@ export async function startServer(config: Config, options: StartServerOptions = 
         (report) => logger.info(report, label),
         (err) => logger.warn({ err }, 'warm-up failed (the start goes on)'),
       );
+  // The rehearsal first, then the validator: the rehearsal is a write transaction, and on SQLite a
+  // cluster worker that is still starting while its sibling already serves (the port opens with
+  // the first ready worker) would hold the write lock a first posting there waits for. Done
+  // before its validator (~120 ms of CPU), it is usually over before the first sibling opens; a
+  // worker that finds the port open already (siblingsServe) rehearses once it listens instead.
+  let rehearsedBeforeReady = false;
   const preparing = (): Promise<boolean> =>
-    prepare(BEFORE_READY_OPERATIONS).then(
-      async (prepared) => {
-        logger.info(prepared, 'contract validator prepared');
-        await warmPostings((route) => BEFORE_READY.has(route), 'request path warmed');
-        opsState.warming = false;
-        return true;
-      },
-      (err) => (failed(err), false),
-    );
+    Promise.resolve()
+      .then(() => {
+        if (options.siblingsServe?.()) return;
+        rehearsedBeforeReady = true;
+        return warmPostings((route) => BEFORE_READY.has(route), 'request path warmed');
+      })
+      .then(() => prepare(BEFORE_READY_OPERATIONS))
+      .then(
+        (prepared) => {
+          logger.info(prepared, 'contract validator prepared');
+          opsState.warming = false;
+          return true;
+        },
+        (err) => (failed(err), false),
+      );
   // One process: the port opens first (/readyz answers 503 meanwhile). A cluster worker listens
   // once prepared (or failed, to answer why): the primary hands connections only to workers that
-  // listen, so no request waits behind a worker that is still compiling while another is ready.
+  // listen, so no request waits behind a worker that is still compiling while another is ready;
+  // the first prepared worker opens the port (src/cluster.ts) and the others join it.
   let prepared: Promise<boolean>;
   let port: number;
   if (options.listenWhenPrepared) {
     await (prepared = preparing());
-    await options.beforeListen?.();
     port = await listen();
   } else {
     port = await listen();
@@ -210,8 +228,9 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const idle = () => inFlight === 0 && Date.now() - lastEnded >= QUIET_MS;
   const warmed = prepared.then(async (ok) => {
     if (!ok) return;
-    // The other postings' first use, then (CONTRACT_PRECOMPILE) every operation's validator, while idle.
-    await warmPostings((route) => !BEFORE_READY.has(route), 'request path warmed (the rest)', idle);
+    // The other postings' first use (all of them in a worker that joined an open port), then
+    // (CONTRACT_PRECOMPILE) every operation's validator, while idle.
+    await warmPostings((route) => !rehearsedBeforeReady || !BEFORE_READY.has(route), 'request path warmed (the rest)', idle);
     if (!config.contractPrecompile) return;
     return warm({ idle }).then((result) => logger.info(result, 'contract validator compiled'), failed);
   });

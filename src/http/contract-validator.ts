@@ -2,7 +2,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
+import * as expressOpenApiValidator from 'express-openapi-validator';
 import { OPERATIONS } from '../../generated/operations';
 import { contractDocument } from './openapi-document';
 import { isStorableDate, isStorableDateTime } from '../catalog/bounds';
@@ -184,8 +184,9 @@ shareComponentSchemas();
  * ajv (`ajv.getSchema(ref).schema`) only to read the schema object back: it compiled every
  * component schema once more at load, on an ajv instance of its own (about half of the load).
  * A component ref is resolved here by looking the same object up in the document (what ajv
- * returns is that very object, registered under `#/components/schemas/<name>`); any other ref
- * goes the original way.
+ * returns is that very object, registered under `#/components/schemas/<name>`; for the other
+ * kinds, parameters for one, ajv finds nothing and the validator looks the same path up in the
+ * document); any other ref goes the original way.
  */
 function resolveComponentRefsWithoutCompiling(): void {
   const modPath = path.join(path.dirname(require.resolve('express-openapi-validator')), 'middlewares', 'parsers', 'schema.preprocessor.js');
@@ -196,8 +197,8 @@ function resolveComponentRefsWithoutCompiling(): void {
   proto.resolveSchema = function (this: { apiDoc: Record<string, any> }, schema: unknown) {
     const ref = (schema as { $ref?: unknown } | null)?.$ref;
     if (typeof ref === 'string') {
-      const m = /^#\/components\/schemas\/([A-Za-z0-9_.-]+)$/.exec(ref);
-      const target = m ? this.apiDoc?.components?.schemas?.[m[1]!] : undefined;
+      const m = /^#\/components\/([A-Za-z]+)\/([A-Za-z0-9_.-]+)$/.exec(ref);
+      const target = m ? this.apiDoc?.components?.[m[1]!]?.[m[2]!] : undefined;
       if (target !== undefined) return target;
     }
     return original.call(this, schema);
@@ -205,6 +206,56 @@ function resolveComponentRefsWithoutCompiling(): void {
   proto.__direct = true;
 }
 resolveComponentRefsWithoutCompiling();
+
+/**
+ * The schema preprocessor builds an ajv instance of its own in its constructor (createRequestAjv:
+ * a walk of the whole document and every component schema added, about a tenth of a worker's
+ * validator start) and uses it only to resolve a ref the lookup above does not (none in our
+ * document: its refs are all `#/components/...` names) and for discriminators (none). It is
+ * built on first use instead: the preprocessor's constructor gets a stand-in that creates the
+ * real instance when anything of it is first read. Every other ajv (the request validator's) is
+ * built as before.
+ */
+function buildPreprocessorAjvOnFirstUse(): void {
+  const base = path.dirname(require.resolve('express-openapi-validator'));
+  const ajvModule = require(path.join(base, 'framework', 'ajv', 'index.js')) as { createRequestAjv?: (doc: unknown, options: unknown) => object };
+  const mod = require(path.join(base, 'middlewares', 'parsers', 'schema.preprocessor.js')) as { SchemaPreprocessor?: new (...args: any[]) => object };
+  const Original = mod.SchemaPreprocessor;
+  if (typeof Original !== 'function' || typeof ajvModule.createRequestAjv !== 'function' || (Original as { __lazyAjv?: boolean }).__lazyAjv) return;
+  const onFirstUse = (create: () => object): object => {
+    let real: object | undefined;
+    const target = (): object => (real ??= create());
+    return new Proxy(
+      {},
+      {
+        get: (_t, key) => {
+          const value = Reflect.get(target(), key);
+          return typeof value === 'function' ? value.bind(target()) : value;
+        },
+        set: (_t, key, value) => Reflect.set(target(), key, value),
+        has: (_t, key) => Reflect.has(target(), key),
+      },
+    );
+  };
+  class SchemaPreprocessor extends Original {
+    static __lazyAjv = true;
+    constructor(...args: any[]) {
+      const create = ajvModule.createRequestAjv!;
+      ajvModule.createRequestAjv = (doc, options) => onFirstUse(() => create(doc, options));
+      try {
+        super(...args);
+      } finally {
+        ajvModule.createRequestAjv = create;
+      }
+    }
+  }
+  try {
+    mod.SchemaPreprocessor = SchemaPreprocessor;
+  } catch {
+    /* read-only exports: run as shipped */
+  }
+}
+buildPreprocessorAjvOnFirstUse();
 
 /**
  * express-openapi-validator (5.6.2) builds an OpenAPISchemaValidator at every load, which compiles
@@ -229,6 +280,22 @@ function compileMetaSchemaOnlyWhenUsed(): void {
   }
 }
 compileMetaSchemaOnlyWhenUsed();
+
+/**
+ * express-openapi-validator's `middleware(options)` deep-copies the document (lodash.clonedeep
+ * over all of it: about a tenth of a worker's validator start, and as much garbage) so that it may
+ * change it. Ours is a fresh copy made for this one validator (contractDocument, v2Document), so
+ * the two steps of `middleware` run here without the copy. A build whose internals moved runs
+ * `middleware` as shipped.
+ */
+function middlewareOnOwnDocument(options: Record<string, any>): RequestHandler[] {
+  const base = path.dirname(require.resolve('express-openapi-validator'));
+  const { OpenApiValidator } = require(path.join(base, 'openapi.validator.js')) as { OpenApiValidator?: new (o: unknown) => { installMiddleware(spec: unknown): unknown } };
+  const { OpenApiSpecLoader } = require(path.join(base, 'framework', 'openapi.spec.loader.js')) as { OpenApiSpecLoader?: new (o: unknown) => { load(): unknown } };
+  if (typeof OpenApiValidator !== 'function' || typeof OpenApiSpecLoader !== 'function') return expressOpenApiValidator.middleware(options as any) as unknown as RequestHandler[];
+  const validator = new OpenApiValidator(options);
+  return validator.installMiddleware(new OpenApiSpecLoader({ apiDoc: options.apiSpec, validateApiSpec: options.validateApiSpec, $refParser: options.$refParser }).load()) as RequestHandler[];
+}
 
 /** Whether every `$ref` in the document points into the document itself (`#/...`). */
 export function onlyLocalRefs(node: unknown): boolean {
@@ -366,10 +433,11 @@ function loopbackRequest(port: number, method: string, route: string, body: stri
   });
 }
 
+/** `document`: a fresh copy of the document at each call (the validator changes it); default contractDocument. */
 export function contractValidator(options: { base: string; validateResponses: boolean; document?: () => Record<string, any> }): ContractValidator {
   // Built on first use (warm-up or first request): loading the document takes seconds of CPU,
   // which would otherwise hold up the server's listen.
-  const build = () => OpenApiValidator.middleware({
+  const build = () => middlewareOnOwnDocument({
     apiSpec: keyPresenceLeftToTheRunner(options.validateResponses ? (options.document ?? contractDocument)() : requestOnly((options.document ?? contractDocument)())) as any,
     // allErrors: one entry per culprit, not just the first one ajv meets. coerceTypes false: body
     // values must have their declared type ("5" is not a number); query parameters are always
@@ -377,6 +445,9 @@ export function contractValidator(options: { base: string; validateResponses: bo
     validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false, allErrors: true },
     validateResponses: options.validateResponses ? ({ onError: undefined } as any) : false,
     validateSecurity: false,
+    // No operation takes multipart/form-data: without this the validator builds one more ajv over
+    // the whole document at start (createRequestAjv for multer's middleware), never used.
+    fileUploader: false,
     // ajv-formats' default ("fast") date check is a regex that takes 2026-02-30 and 0000-01-01:
     // dates and timestamps must be real and within what every engine stores (0001..9999).
     formats: {
@@ -389,7 +460,7 @@ export function contractValidator(options: { base: string; validateResponses: bo
     ignoreUndocumented: false,
     ignorePaths: (p: string) => !p.startsWith(options.base),
     $refParser: { mode: 'bundle' },
-  }) as unknown as RequestHandler[];
+  });
   let chain: RequestHandler[] | undefined;
 
   /** Runs the validator's middleware chain in order, as `app.use(...chain)` would. */

@@ -79,3 +79,52 @@ test('the background compile (warm) compiles nothing while the server has reques
   await warming;
   assert.equal(settled!.operations, OPERATIONS.length, 'every operation compiled once idle');
 });
+
+test('prepare works on the document it is given (no deep copy) and builds the request validator\'s two ajv instances only: none for multipart uploads, the preprocessor\'s not until used', async () => {
+  const factory = require(path.join(EOV, 'framework', 'ajv', 'factory.js')) as { factoryAjv: (...a: unknown[]) => unknown };
+  const preprocessor = require(path.join(EOV, 'middlewares', 'parsers', 'schema.preprocessor.js')) as { SchemaPreprocessor: new (...a: any[]) => object };
+  // Both are called through their module objects: count and capture there.
+  const factoryAjv = factory.factoryAjv;
+  let built = 0;
+  factory.factoryAjv = (...a: unknown[]) => ((built += 1), factoryAjv(...a));
+  const Preprocessor = preprocessor.SchemaPreprocessor;
+  let preprocessed: unknown;
+  preprocessor.SchemaPreprocessor = class extends Preprocessor {
+    constructor(doc: unknown, ...rest: unknown[]) {
+      super(doc, ...rest);
+      preprocessed = doc;
+    }
+  };
+  try {
+    const { contractValidator } = await import('../../src/http/contract-validator');
+    let given: unknown;
+    const validator = contractValidator({ base: '/api/v3', validateResponses: false, document: () => (given = contractDocument()) });
+    await validator.prepare();
+    assert.ok(given !== undefined && preprocessed === given, 'the validator preprocessed the very object the document function returned');
+    assert.equal(built, 2, 'two ajv instances: the request validator\'s (parameters, bodies)');
+  } finally {
+    factory.factoryAjv = factoryAjv;
+    preprocessor.SchemaPreprocessor = Preprocessor;
+  }
+});
+
+test('the schema preprocessor\'s ajv is built on its first use, and then answers as ajv does', () => {
+  const factory = require(path.join(EOV, 'framework', 'ajv', 'factory.js')) as { factoryAjv: (...a: unknown[]) => unknown };
+  const { SchemaPreprocessor } = require(path.join(EOV, 'middlewares', 'parsers', 'schema.preprocessor.js')) as { SchemaPreprocessor: new (...a: any[]) => { ajv: any } };
+  const factoryAjv = factory.factoryAjv;
+  let built = 0;
+  factory.factoryAjv = (...a: unknown[]) => ((built += 1), factoryAjv(...a));
+  try {
+    const doc = { openapi: '3.1.0', info: { title: 't', version: '1' }, paths: {}, components: { schemas: { A: { type: 'string', maxLength: 2 } } } };
+    const preprocessor = new SchemaPreprocessor(doc, { formats: {} }, undefined);
+    assert.equal(built, 0, 'not built by the constructor');
+    const validate = preprocessor.ajv.getSchema('#/components/schemas/A');
+    assert.equal(built, 1, 'built on first use');
+    assert.equal(validate('ab'), true);
+    assert.equal(validate('abc'), false);
+    assert.equal(preprocessor.ajv.getSchema('#/components/schemas/A'), validate, 'the same instance afterwards');
+    assert.equal(built, 1);
+  } finally {
+    factory.factoryAjv = factoryAjv;
+  }
+});

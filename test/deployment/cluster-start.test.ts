@@ -2,7 +2,10 @@
  * How a WORKERS=2 cluster starts (src/cluster.ts), on an EMPTY database of TEST_ENGINE: the
  * primary forks the workers at once and migrates meanwhile; the migrations run once, in the
  * primary, and no worker listens (so none answers /readyz) before they are applied, nor before its
- * contract validator is prepared. Each worker (CONTRACT_PRECOMPILE on here; off by default)
+ * contract validator is prepared. The port opens with the first ready worker and the others join:
+ * worker 2 is held back here (test/support/hold-worker.cjs keeps the primary's `prepared` message
+ * from it) until /readyz has answered 200 through the port, then released, and it joins under the
+ * same gates. Each worker (CONTRACT_PRECOMPILE on here; off by default)
  * compiles its own contract validator in the background: its warm-up requests go to its own
  * loopback server, never to the other worker's (a plain listen(0) in a cluster worker is shared
  * through the primary), so both log "contract validator compiled" and neither "failed".
@@ -11,20 +14,29 @@
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { LEAVE_WAIT_MS, ListenGate, workerSetup } from '../../src/cluster';
-import { readyz, spawnCluster, type SpawnedCluster } from '../support/cluster-process';
-import { createThrowawayDatabase } from '../support/pg-throwaway';
+import knexFactory from 'knex';
+import { LEAVE_WAIT_MS, workerSetup } from '../../src/cluster';
+import { WRITES } from '../../src/engines/posting/writes';
 import { secretsEnv } from '../support/secrets';
 
 const ENGINE = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 let url = '';
 let drop: () => Promise<void> = async () => {};
-let cluster: SpawnedCluster;
+let primary: ChildProcess;
+let exited: Promise<number | null>;
+let out = '';
+let port = 0;
+/** Worker 2 waits for the primary's `prepared` message until this file exists (test/support/hold-worker.cjs). */
+let releaseFile = '';
+/** What the port answered while worker 2 was held: every /readyz status, and worker 2's log lines by then. */
+const whileHeld = { statuses: [] as number[], worker2Lines: [] as Array<Record<string, any>> };
 
 /** An empty database: no table at all, so the start must migrate it. */
 async function emptyDatabase(): Promise<void> {
@@ -34,27 +46,94 @@ async function emptyDatabase(): Promise<void> {
     drop = async () => fs.rmSync(dir, { recursive: true, force: true });
     return;
   }
-  const db = await createThrowawayDatabase(process.env.TEST_POSTGRES_URL!, 'ais_t');
-  url = db.url;
-  drop = async () => db.drop();
+  const adminUrl = process.env.TEST_POSTGRES_URL!;
+  const name = `ais_t_${process.pid}_${randomUUID().slice(0, 8)}`;
+  const admin = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
+  await admin.raw(`create database "${name}"`);
+  await admin.destroy();
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  url = u.toString();
+  drop = async () => {
+    const again = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
+    await again.raw(`drop database if exists "${name}" with (force)`).finally(() => again.destroy());
+  };
 }
 
-const logLines = (): Array<Record<string, any>> => cluster.logLines();
+function logLines(): Array<Record<string, any>> {
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
+}
+
+/** GET /readyz on a new connection (round-robin: successive calls reach both workers). */
+function readyz(): Promise<number> {
+  return new Promise((resolve) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      })
+      .on('error', () => resolve(0));
+  });
+}
 
 before(async () => {
   await emptyDatabase();
-  cluster = await spawnCluster({
-    databaseUrl: url,
-    workers: 2,
-    env: { INSTANCE_ID: 'cs', LOG_LEVEL: 'info', DEMO_API_KEY: randomUUID(), CONTRACT_PRECOMPILE: 'true', ...secretsEnv(ENGINE) },
-    // The start migrates the empty database first.
-    startupTimeoutMs: 120_000,
+  releaseFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ais-cluster-hold-')), 'release');
+  const preload = path.join(__dirname, '..', 'support', 'hold-worker.cjs');
+  primary = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
+    cwd: path.resolve(__dirname, '..', '..'),
+    env: {
+      ...process.env,
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${preload}`.trim(),
+      HOLD_WORKER_INDEX: '2',
+      HOLD_WORKER_RELEASE: releaseFile,
+      DATABASE_URL: url,
+      PORT: '0',
+      WORKERS: '2',
+      INSTANCE_ID: 'cs',
+      LOG_LEVEL: 'info',
+      SEED_ON_START: 'false',
+      DEMO_API_KEY: randomUUID(),
+      CONTRACT_PRECOMPILE: 'true',
+      ...secretsEnv(ENGINE),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  primary.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  primary.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  exited = new Promise((resolve) => primary.on('exit', (code) => resolve(code)));
+  // The port opens with worker 1 (worker 2 is held): /readyz through it, a new connection each.
+  for (let i = 0; i < 2400 && !port; i += 1) {
+    const line = logLines().find((l) => l.msg === 'listening' && l.worker === 1);
+    if (line) port = line.port;
+    else await sleep(50);
+  }
+  assert.ok(port, `worker 1 listens:\n${out}`);
+  for (let i = 0; i < 2400 && whileHeld.statuses.at(-1) !== 200; i += 1) {
+    whileHeld.statuses.push(await readyz());
+    if (whileHeld.statuses.at(-1) !== 200) await sleep(20);
+  }
+  for (let i = 0; i < 4; i += 1) whileHeld.statuses.push(await readyz());
+  whileHeld.worker2Lines = logLines().filter((l) => l.worker === 2);
+  fs.writeFileSync(releaseFile, '');
+  let joined = false;
+  for (let i = 0; i < 2400 && !joined; i += 1) {
+    joined = logLines().some((l) => l.role === 'primary' && l.msg === 'listening');
+    if (!joined) await sleep(50);
+  }
+  assert.ok(joined, `worker 2 joins once released:\n${out}`);
 });
 
 after(async () => {
-  await cluster?.kill('SIGKILL');
+  if (primary && primary.exitCode === null && primary.signalCode === null) {
+    primary.kill('SIGKILL');
+    for (const l of logLines()) if (l.msg === 'listening' && l.worker) process.kill(l.pid, 'SIGKILL');
+  }
   await drop();
+  if (releaseFile) fs.rmSync(path.dirname(releaseFile), { recursive: true, force: true });
 });
 
 test('the primary forks the workers first, migrates once meanwhile, and no worker listens before the migrations are applied', () => {
@@ -80,65 +159,46 @@ test('a worker listens only once its contract validator is prepared (no connecti
   }
 });
 
-test('the workers open together: none listens before every worker is prepared (its first requests do not run beside a sibling still starting)', () => {
+test('the port opens with the first ready worker: /readyz 200 through it while worker 2 is still held short of the database; worker 2 joins once released', () => {
   const lines = logLines();
-  const warmed = lines.filter((l) => l.worker && l.msg === 'request path warmed');
-  const listening = lines.filter((l) => l.worker && l.msg === 'listening');
-  assert.equal(warmed.length, 2, 'both workers logged their warm-up');
-  assert.equal(listening.length, 2);
-  const lastWarmed = Math.max(...warmed.map((l) => l.time));
-  for (const l of listening) assert.ok(l.time >= lastWarmed, `worker ${l.worker} listened at ${l.time}, before the last worker was prepared at ${lastWarmed}`);
+  assert.equal(whileHeld.statuses.at(-1), 200, `readyz answered 200 while worker 2 was held: ${whileHeld.statuses.join(' ')}`);
+  assert.deepEqual(whileHeld.statuses.slice(-5), [200, 200, 200, 200, 200], 'every connection to the open port is answered by the ready worker (none waits for the held one)');
+  assert.deepEqual(
+    whileHeld.worker2Lines.filter((l) => ['installed schema read', 'contract validator prepared', 'listening'].some((m) => String(l.msg).startsWith(m))).map((l) => l.msg),
+    [],
+    'worker 2 had not read the database, prepared or listened by then',
+  );
+  // Prepared: its validator and its rehearsal (src/server.ts), whichever it logged last.
+  const w1Prepared = Math.max(...lines.filter((l) => l.worker === 1 && ['contract validator prepared', 'request path warmed'].includes(l.msg)).map((l) => l.time));
+  const w1Listening = lines.find((l) => l.worker === 1 && l.msg === 'listening');
+  assert.ok(Number.isFinite(w1Prepared) && w1Listening);
+  // Before, the first prepared worker waited for its siblings, up to 1 s for one that was not
+  // ready: it listens as soon as it is prepared now (a listen call, milliseconds).
+  assert.ok(w1Listening.time - w1Prepared < 1000, `worker 1 listened ${w1Listening.time - w1Prepared} ms after it was prepared: it waited for its sibling`);
+  const open = lines.find((l) => l.role === 'primary' && String(l.msg).startsWith('open'));
+  assert.equal(open?.worker, 1, 'the primary logs the opening with the first worker');
+  const w2Listening = lines.find((l) => l.worker === 2 && l.msg === 'listening');
+  assert.ok(w2Listening, 'worker 2 joined');
+  assert.ok(lines.indexOf(open!) < lines.indexOf(w2Listening), 'after the port was open');
 });
 
-test('ListenGate: prepared workers wait for the others, then all listen; once open a replacement listens at once; a stuck worker holds them at most waitMs; a stop lets them go', async () => {
-  const sent = (name: string, log: string[]) => ({ send: (m: unknown) => (log.push(`${name} ${JSON.stringify(m)}`), true) });
-  const log: string[] = [];
-  let live = 2;
-  const gate = new ListenGate(() => live, 60_000);
-  gate.warmed(sent('w1', log));
-  assert.deepEqual(log, [], 'the first waits for its sibling');
-  gate.warmed(sent('w2', log));
-  assert.deepEqual(log, ['w1 {"type":"listen"}', 'w2 {"type":"listen"}']);
-  gate.warmed(sent('w1-replacement', log));
-  assert.equal(log.at(-1), 'w1-replacement {"type":"listen"}', 'open: a replacement listens as soon as it is prepared');
-  gate.stop();
-
-  const stopping: string[] = [];
-  const early = new ListenGate(() => 2, 60_000);
-  early.warmed(sent('w1', stopping));
-  early.stop();
-  assert.deepEqual(stopping, ['w1 {"type":"listen"}'], 'a stop lets the waiting worker go on (it then drains on its SIGTERM instead of hanging)');
-
-  const slow: string[] = [];
-  const bounded = new ListenGate(() => 2, 40);
-  bounded.warmed(sent('w1', slow));
-  await sleep(10);
-  assert.deepEqual(slow, []);
-  await sleep(80);
-  assert.deepEqual(slow, ['w1 {"type":"listen"}'], 'the service opens without the stuck worker after waitMs');
-  assert.ok(bounded.isOpen);
-
-  const gone: string[] = [];
-  const exits = new ListenGate(() => live, 60_000);
-  const w2 = sent('w2', gone);
-  exits.warmed(sent('w1', gone));
-  live = 1;
-  exits.forget(w2);
-  assert.deepEqual(gone, ['w1 {"type":"listen"}'], 'a sibling that exited is not waited for');
-});
-
-test('mayListen: the worker says it is prepared and listens only on the primary\'s answer', async () => {
-  const channel = Object.assign(new EventEmitter(), { sent: [] as unknown[], send(m: unknown) { this.sent.push(m); return true; } });
-  const setup = workerSetup({ WORKER_INDEX: '1', WORKER_COUNT: '2' }, channel as unknown as NodeJS.Process);
-  let may = false;
-  void setup.mayListen().then(() => (may = true));
-  assert.deepEqual(channel.sent, [{ type: 'prepared?' }, { type: 'warmed' }]);
-  channel.emit('message', { type: 'prepared', seeded: false });
-  await sleep(10);
-  assert.equal(may, false, 'not before the listen message');
-  channel.emit('message', { type: 'listen' });
-  await sleep(10);
-  assert.equal(may, true);
+test('worker 2, prepared after the port opened, held no write transaction before it listened: it rehearsed its postings once it listened, every one of them', async () => {
+  let rest: Record<string, any> | undefined;
+  for (let i = 0; i < 1200 && !rest; i += 1) {
+    rest = logLines().find((l) => l.worker === 2 && l.msg === 'request path warmed (the rest)');
+    if (!rest) await sleep(50);
+  }
+  const lines = logLines();
+  const w2Listening = lines.find((l) => l.worker === 2 && l.msg === 'listening');
+  assert.ok(rest && w2Listening, 'worker 2 listened and rehearsed');
+  assert.deepEqual(
+    lines.slice(0, lines.indexOf(w2Listening)).filter((l) => l.worker === 2 && String(l.msg).startsWith('request path warmed')),
+    [],
+    'no rehearsal before it listened',
+  );
+  assert.equal(rest.rehearsed + rest.refused + rest.failed, WRITES.filter((w) => w.definition).length, 'the BEFORE_READY postings too, after listening');
+  const w1Early = lines.find((l) => l.worker === 1 && l.msg === 'request path warmed');
+  assert.ok(w1Early && lines.indexOf(w1Early) < lines.indexOf(lines.find((l) => l.worker === 1 && l.msg === 'listening')!), 'worker 1, the first, rehearsed before it listened');
 });
 
 test('every worker compiles its own contract validator (warm-up not answered by the other worker); /readyz 200 from both', async () => {
@@ -151,10 +211,10 @@ test('every worker compiles its own contract validator (warm-up not answered by 
   assert.deepEqual(failed.map((l) => l.err?.message), [], 'no worker failed its warm-up');
   assert.deepEqual(compiled.map((l) => l.worker).sort(), [1, 2], 'both workers compiled every operation');
   const statuses = [];
-  for (let i = 0; i < 4; i += 1) statuses.push(await readyz(cluster.port));
+  for (let i = 0; i < 4; i += 1) statuses.push(await readyz());
   assert.deepEqual(statuses, [200, 200, 200, 200]);
-  cluster.child.kill('SIGTERM');
-  assert.equal(await cluster.exited, 0);
+  primary.kill('SIGTERM');
+  assert.equal(await exited, 0);
 });
 
 test('a worker learns that the database is prepared from the primary\'s message, not before', async () => {
@@ -163,7 +223,7 @@ test('a worker learns that the database is prepared from the primary\'s message,
   assert.equal(setup.index, 2);
   // It asks only once it listens: an answer sent before a process listens for it would be lost.
   assert.deepEqual(channel.sent, [{ type: 'prepared?' }]);
-  assert.equal(channel.listenerCount('message'), 1);
+  assert.equal(channel.listenerCount('message'), 2, 'the prepared answer and the open port');
   let report: unknown;
   void setup.boot.then((r) => (report = r));
   channel.emit('message', { type: 'something else' });
@@ -172,7 +232,11 @@ test('a worker learns that the database is prepared from the primary\'s message,
   channel.emit('message', { type: 'prepared', seeded: true });
   await sleep(10);
   assert.deepEqual(report, { seeded: true });
-  assert.equal(channel.listenerCount('message'), 0, 'the listener is removed');
+  assert.equal(channel.listenerCount('message'), 1, 'the prepared listener is removed');
+  assert.equal(setup.serviceOpen(), false);
+  channel.emit('message', { type: 'open' });
+  assert.equal(setup.serviceOpen(), true, 'the primary told it that a sibling serves the port');
+  assert.equal(channel.listenerCount('message'), 0, 'and that listener is removed');
 });
 
 test('what a primary loads before it forks (configuration, cluster) does not load knex: the workers start loading first', () => {
@@ -197,7 +261,7 @@ test('leave: a stopping worker tells the primary and exits on its answer (every 
   channel.emit('message', { type: 'left' });
   await sleep(10);
   assert.equal(left, true);
-  assert.equal(channel.listenerCount('message'), 1, 'only the prepared? listener is left');
+  assert.equal(channel.listenerCount('message'), 2, 'only the prepared? and open listeners are left');
 
   const started = Date.now();
   await setup.leave();

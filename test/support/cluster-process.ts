@@ -1,8 +1,11 @@
 /**
  * The real entry point (src/main.ts) in a child process with WORKERS=n, on a free port: what an
  * operator runs, with the default process model (bench/posting.ts `BENCH_SERVER=cluster`). The API
- * keys must exist in the database before (ApiKeyRepository.ensure). Resolves when /readyz has
- * answered 200 on `readyPolls` fresh connections in a row (connections spread over the workers).
+ * keys must exist in the database before (ApiKeyRepository.ensure). Resolves when every worker
+ * listens (the primary's banner on stderr, printed whatever LOG_LEVEL: the port opens with the
+ * first ready worker and the others join, so /readyz alone may be answered by one worker only)
+ * and /readyz has answered 200 on `readyPolls` fresh connections in a row (connections spread
+ * over the workers).
  * The JSON log lines are kept as they arrive (`logLines`), so the workers' pids stay known after
  * a worker is replaced (test/deployment/ kills single workers).
  */
@@ -98,17 +101,24 @@ export async function spawnCluster(options: {
       if (parsed.msg === 'listening' && parsed.worker) workers.set(parsed.worker, parsed.pid);
     }
   });
-  child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+  // The banner: printed by the primary once every worker listens (by the process itself with WORKERS=1).
+  let everyWorker = false;
+  let errTail = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    out = (out + d.toString()).slice(-20_000);
+    errTail = (errTail + d.toString()).slice(-200);
+    if (errTail.includes(' listening on http')) everyWorker = true;
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const startupTimeoutMs = options.startupTimeoutMs ?? STARTUP_TIMEOUT_MS;
   const deadline = Date.now() + startupTimeoutMs;
   let inARow = 0;
   const wanted = options.readyPolls ?? 10 * options.workers;
-  while (inARow < wanted) {
+  while (inARow < wanted || !everyWorker) {
     if (child.exitCode !== null) throw new Error(`cluster exited before ready:\n${out}`);
     if (Date.now() > deadline) throw new Error(`cluster not ready in ${startupTimeoutMs} ms:\n${out}`);
     inARow = (await readyz(port)) === 200 ? inARow + 1 : 0;
-    if (inARow === 0) await new Promise((r) => setTimeout(r, 50));
+    if (inARow === 0 || !everyWorker) await new Promise((r) => setTimeout(r, 50));
   }
   return {
     port,
