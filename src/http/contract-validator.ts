@@ -331,6 +331,31 @@ function skipBundlingSelfContainedDocuments(): void {
 skipBundlingSelfContainedDocuments();
 
 /**
+ * Response validation (VALIDATE_RESPONSES, on in the test suite, off in production) compiles the
+ * response schemas of each operation on its first answer: entity records with every field and
+ * their line records, the largest schemas of the document. ajv then spends most of that compile
+ * in its generated-code optimiser (a pass that drops unused names: a quarter of the CPU of a test
+ * file such as test/engines/query/query-http.test.ts), whose only gain is a slightly smaller
+ * validator. The responses' ajv is built without it; what it accepts and refuses is the same
+ * (ajv's `code.optimize` changes the generated code's shape, never a rule). Request validation,
+ * what production runs, keeps the optimiser.
+ */
+export const RESPONSE_AJV_CODE = { optimize: false } as const;
+function compileResponseValidatorsUnoptimised(): void {
+  const modPath = path.join(path.dirname(require.resolve('express-openapi-validator')), 'framework', 'ajv', 'index.js');
+  const mod = require(modPath) as { createResponseAjv?: (doc: unknown, options?: Record<string, unknown>) => unknown; __unoptimised?: boolean };
+  const original = mod.createResponseAjv;
+  if (typeof original !== 'function' || mod.__unoptimised) return;
+  try {
+    mod.createResponseAjv = (doc, options = {}) => original(doc, { ...options, code: { ...(options.code as object | undefined), ...RESPONSE_AJV_CODE } });
+    mod.__unoptimised = true;
+  } catch {
+    /* read-only exports: run as shipped */
+  }
+}
+compileResponseValidatorsUnoptimised();
+
+/**
  * The document without what only response validation reads (responses, response headers,
  * examples): the validator preprocesses every response schema of every operation at load (a third
  * of its start-up work) even when responses are not validated, as in production.

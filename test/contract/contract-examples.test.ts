@@ -31,6 +31,7 @@ import { CATALOG } from '../../generated/catalog';
 import { startTestApp, type TestApp } from '../support/app';
 import { assertBooksInvariants } from '../support/invariants';
 import { seedEventExamples } from '../support/events';
+import { RESPONSE_AJV_CODE } from '../../src/http/contract-validator';
 
 type Json = Record<string, any>;
 
@@ -199,7 +200,8 @@ before(async () => {
   t = await startTestApp();
   await seedEventExamples(t);
   assert.equal(t.services.config.validateResponses, true, 'the server validates its responses too');
-  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
+  // Without ajv's code optimiser (as the server's response validators, RESPONSE_AJV_CODE): the same verdicts, a quarter less compile.
+  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true, code: RESPONSE_AJV_CODE });
   addFormats(ajv);
   ajv.addSchema({ ...DOC, $id: 'contract' });
   const compiled = new Map<string, ReturnType<typeof ajv.compile>>();

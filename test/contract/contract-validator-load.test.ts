@@ -5,10 +5,14 @@
  *   goes through the parser;
  * - the OpenAPI meta-schema is compiled only when `validateApiSpec` is on, and then still
  *   refuses a broken document.
+ * - response validators are compiled without ajv's code optimiser (request validators keep it),
+ *   and still refuse a response off the contract.
  * And the background compile after readiness (warm) waits while the server has requests in flight.
  */
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import $RefParser from '@apidevtools/json-schema-ref-parser';
 import { onlyLocalRefs } from '../../src/http/contract-validator';
@@ -63,6 +67,44 @@ test('the OpenAPI meta-schema is compiled only when validateApiSpec is on, and t
   const broken = { openapi: '3.1.0', info: { title: 't' }, paths: 5 };
   assert.deepEqual(new OpenAPISchemaValidator({ version: '3.1.0', validateApiSpec: false }).validate(broken).errors, []);
   assert.ok(new OpenAPISchemaValidator({ version: '3.1.0', validateApiSpec: true }).validate(broken).errors.length > 0);
+});
+
+test('response validators are compiled without ajv\'s code optimiser, request validators with it; a response off the contract is still refused', async () => {
+  const { contractValidator } = await import('../../src/http/contract-validator');
+  const ajvModule = require(path.join(EOV, 'framework', 'ajv', 'index.js')) as Record<string, (...a: any[]) => { opts: { code: { optimize: number } } }>;
+  const seen: Array<[string, number]> = [];
+  const spied = ['createRequestAjv', 'createResponseAjv'] as const;
+  const originals = spied.map((name) => ajvModule[name]!);
+  spied.forEach((name, i) => {
+    ajvModule[name] = (...a: any[]) => {
+      const ajv = originals[i]!(...a);
+      seen.push([name, ajv.opts.code.optimize]);
+      return ajv;
+    };
+  });
+  const { default: express } = await import('express');
+  const app = express();
+  app.use(express.json());
+  app.use(...contractValidator({ base: '/api/v3', validateResponses: true }).middleware);
+  let answer: unknown;
+  app.post('/api/v3/utility/ping', (_req, res) => void res.json(answer));
+  app.use(((err, _req, res, _next) => void res.status(err.status ?? 500).json({ message: String(err.message) })) as import('express').ErrorRequestHandler);
+  const server = http.createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const ping = () => fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v3/utility/ping`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    answer = { status: 'ok', serverTime: '2026-11-26T10:00:00Z' };
+    assert.equal((await ping()).status, 200, 'a response as declared passes');
+    answer = { status: 'fine', serverTime: '2026-11-26T10:00:00Z' };
+    const refused = await ping();
+    assert.equal(refused.status, 500, 'a response off the contract is refused');
+    assert.match(((await refused.json()) as { message: string }).message, /status/);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+    spied.forEach((name, i) => (ajvModule[name] = originals[i]!));
+  }
+  assert.ok(seen.some(([name, optimize]) => name === 'createResponseAjv' && optimize === 0), `the responses' ajv: ${JSON.stringify(seen)}`);
+  assert.ok(seen.filter(([name]) => name === 'createRequestAjv').every(([, optimize]) => optimize === 1), `the requests' ajv: ${JSON.stringify(seen)}`);
 });
 
 test('the background compile (warm) compiles nothing while the server has requests in flight, and finishes once idle', async () => {

@@ -20,11 +20,11 @@ import { UUID_RE } from '../support/http';
 import { OPERATIONS } from '../../generated/operations';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
 /**
  * `node --import tsx` rather than the tsx CLI for processes that get signals: the CLI relays a
  * signal to its child and SIGKILLs it when the child has not acknowledged within 30 ms, which a
- * child busy compiling the validator at boot cannot do.
+ * child busy compiling the validator at boot cannot do. The others use it too: one Node process
+ * a run instead of the CLI's two.
  */
 const NODE_TSX = ['--import', 'tsx'];
 let dir: string;
@@ -190,7 +190,7 @@ test('a bad configuration value exits 1 with a message naming the variable', () 
     [{ DEMO_API_KEY: 'not-a-uuid' }, /DEMO_API_KEY must be a UUID/],
     [{ RATE_LIMIT_PER_MINUTE: '-1' }, /RATE_LIMIT_PER_MINUTE/],
   ] as const) {
-    const res = spawnSync(TSX, ['src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+    const res = spawnSync(process.execPath, [...NODE_TSX, 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
     assert.equal(res.status, 1, JSON.stringify(env));
     assert.match(res.stderr, /^configuration error: /m);
     assert.match(res.stderr, pattern);

@@ -5,7 +5,7 @@
  * within the bound (plus the check interval), through a raw socket. An idle keep-alive connection
  * between two requests is not cut by them. REQUEST_TIMEOUT_MS must be above DB_DEADLINE_MS.
  */
-import test, { after, before } from 'node:test';
+import test, { after, before, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { Writable } from 'node:stream';
@@ -89,43 +89,47 @@ function assertCut(res: Trickled, boundMs: number, what: string): void {
   assert.match(res.response, /"type":"https:\/\/accounting-integration\.example\/problems\/request-timeout"/);
 }
 
-test(`a client that trickles its headers a line a second is answered 408 and cut after HEADERS_TIMEOUT_MS (${HEADERS_TIMEOUT_MS} ms)`, async () => {
-  const res = await trickle(running.port, 'POST /api/v3/utility/ping HTTP/1.1\r\nHost: x\r\n', ['X-Slow: 1\r\n'], 1000, 15_000);
-  assertCut(res, HEADERS_TIMEOUT_MS, 'trickled headers');
-  assert.ok(res.writes >= 2, 'it was still sending headers');
-});
+// Each of these waits out a bound on its own connection to the one server: they run side by side
+// (the sum of their waits was 10 s, the longest is 3 s); the cluster's check below runs alone.
+describe('slow clients of one server, side by side', { concurrency: true }, () => {
+  test(`a client that trickles its headers a line a second is answered 408 and cut after HEADERS_TIMEOUT_MS (${HEADERS_TIMEOUT_MS} ms)`, async () => {
+    const res = await trickle(running.port, 'POST /api/v3/utility/ping HTTP/1.1\r\nHost: x\r\n', ['X-Slow: 1\r\n'], 1000, 15_000);
+    assertCut(res, HEADERS_TIMEOUT_MS, 'trickled headers');
+    assert.ok(res.writes >= 2, 'it was still sending headers');
+  });
 
-test('a connection that sends nothing is cut after HEADERS_TIMEOUT_MS too', async () => {
-  const res = await trickle(running.port, '', [''], 1000, 15_000);
-  assert.ok(res.closedAfterMs <= HEADERS_TIMEOUT_MS + CHECK_MS + MARGIN_MS, `closed after ${res.closedAfterMs} ms`);
-});
+  test('a connection that sends nothing is cut after HEADERS_TIMEOUT_MS too', async () => {
+    const res = await trickle(running.port, '', [''], 1000, 15_000);
+    assert.ok(res.closedAfterMs <= HEADERS_TIMEOUT_MS + CHECK_MS + MARGIN_MS, `closed after ${res.closedAfterMs} ms`);
+  });
 
-test(`a client that trickles its body is answered 408 and cut after REQUEST_TIMEOUT_MS (${REQUEST_TIMEOUT_MS} ms)`, async () => {
-  const head = `POST /api/v3/utility/ping HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nx-api-key: 5b0e7d8c-3f7c-4c8e-9a49-1d2f3e4a5b6c\r\n\r\n`;
-  const res = await trickle(running.port, head, [' '], 250, 15_000);
-  assertCut(res, REQUEST_TIMEOUT_MS, 'trickled body');
-});
+  test(`a client that trickles its body is answered 408 and cut after REQUEST_TIMEOUT_MS (${REQUEST_TIMEOUT_MS} ms)`, async () => {
+    const head = `POST /api/v3/utility/ping HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nx-api-key: 5b0e7d8c-3f7c-4c8e-9a49-1d2f3e4a5b6c\r\n\r\n`;
+    const res = await trickle(running.port, head, [' '], 250, 15_000);
+    assertCut(res, REQUEST_TIMEOUT_MS, 'trickled body');
+  });
 
-test('an idle keep-alive connection between two requests is not cut by the headers timeout', async () => {
-  const socket = net.connect(running.port, '127.0.0.1');
-  let data = '';
-  socket.setEncoding('utf8').on('data', (d: string) => (data += d));
-  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-  const request = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
-  const answered = async (n: number) => {
-    for (let i = 0; i < 200 && (data.match(/HTTP\/1\.1 200/g) ?? []).length < n; i += 1) await new Promise((r) => setTimeout(r, 25));
-    return (data.match(/HTTP\/1\.1 200/g) ?? []).length;
-  };
-  try {
-    socket.write(request);
-    assert.equal(await answered(1), 1);
-    await new Promise((r) => setTimeout(r, HEADERS_TIMEOUT_MS + CHECK_MS + 500));
-    assert.equal(socket.destroyed, false, 'still open after the headers timeout');
-    socket.write(request);
-    assert.equal(await answered(2), 2, 'the second request is answered on the same connection');
-  } finally {
-    socket.destroy();
-  }
+  test('an idle keep-alive connection between two requests is not cut by the headers timeout', async () => {
+    const socket = net.connect(running.port, '127.0.0.1');
+    let data = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (data += d));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    const request = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+    const answered = async (n: number) => {
+      for (let i = 0; i < 200 && (data.match(/HTTP\/1\.1 200/g) ?? []).length < n; i += 1) await new Promise((r) => setTimeout(r, 25));
+      return (data.match(/HTTP\/1\.1 200/g) ?? []).length;
+    };
+    try {
+      socket.write(request);
+      assert.equal(await answered(1), 1);
+      await new Promise((r) => setTimeout(r, HEADERS_TIMEOUT_MS + CHECK_MS + 500));
+      assert.equal(socket.destroyed, false, 'still open after the headers timeout');
+      socket.write(request);
+      assert.equal(await answered(2), 2, 'the second request is answered on the same connection');
+    } finally {
+      socket.destroy();
+    }
+  });
 });
 
 test('HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS: defaults 10 s and 60 s; the request timeout above DB_DEADLINE_MS, the headers timeout not above it', () => {

@@ -22,7 +22,6 @@ before(async () => {
 });
 after(async () => {
   delete t.services.writes.hooks.beforeCommit;
-  await sleep(200);
   await t?.close();
 });
 
@@ -30,24 +29,48 @@ function keyed(body: unknown, key: string, path = PATH) {
   return t.http.post(path).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body as object);
 }
 
-/** Makes the next posting of `trnnum` slow (and optionally fail after the delay). */
-function slowOnce(ms: number, fail?: Error): Promise<void> {
-  let done!: () => void;
-  const finished = new Promise<void>((r) => (done = r));
+/**
+ * Holds the next posting inside its transaction, right before COMMIT, until `release()` (then
+ * fails it with `fail`, if given): released once its request has answered 504, it is late by
+ * construction, however slow the machine. `ended` resolves when its transaction has ended
+ * (committed or rolled back).
+ */
+function holdNextPosting(fail?: Error): { release: () => void; ended: Promise<void> } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  // A test that fails before its release() must not leave the posting (and the file) hanging.
+  setTimeout(() => release(), 30_000).unref();
+  let ended!: () => void;
+  const hasEnded = new Promise<void>((r) => (ended = r));
   let used = false;
-  t.services.writes.hooks.beforeCommit = async () => {
+  t.services.writes.hooks.beforeCommit = async ({ trx }) => {
     if (used) return;
     used = true;
-    await sleep(ms);
-    done();
+    trx.executionPromise.then(ended, ended);
+    await released;
     if (fail) throw fail;
   };
-  return finished;
+  return { release, ended: hasEnded };
 }
+
+/**
+ * A retry once the late outcome has been settled: the late posting's transaction has ended, and
+ * its process replaces the unknown outcome right after that (recording a failure, giving the key
+ * back); until then a retry is answered 504 (replayed) and changes nothing, so it is sent again.
+ */
+async function retryOnceSettled(send: () => Promise<Response>): Promise<Response> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const res = await send();
+    if (!(res.status === 504 && res.headers['idempotency-status'] === 'replayed') || Date.now() > until) return res;
+    await sleep(20);
+  }
+}
+type Response = Awaited<ReturnType<typeof keyed>>;
 
 test('a posting that misses the deadline answers 504; retries see unknown until it commits, then the real result', async () => {
   const key = `k-${randomUUID()}`;
-  const finished = slowOnce(DEADLINE_MS * 3);
+  const hold = holdNextPosting();
   const first = await keyed(journal('DL-1'), key);
   const problem = assertProblem(first, 'UPSTREAM_TIMEOUT');
   assert.equal(first.headers['idempotency-status'], 'applied');
@@ -55,12 +78,16 @@ test('a posting that misses the deadline answers 504; retries see unknown until 
 
   if (t.engine === 'postgres') {
     // The record says unknown while the late posting runs (another connection of the pool).
-    await sleep(50);
+    const unknown = async () => (await t.knex('idmkey').where({ idem_key: key }).first())?.state === 'unknown';
+    for (let i = 0; i < 100 && !(await unknown()); i += 1) await sleep(20);
     const record = await t.knex('idmkey').where({ idem_key: key }).first();
     assert.equal(record.state, 'unknown');
     assert.equal(Number(record.status_code), 504);
   }
-  const during = await keyed(journal('DL-1'), key);
+  const retried = keyed(journal('DL-1'), key).then((r) => r);
+  // SQLite: one connection, so the retry's key lookup waits for the late commit: let it commit.
+  if (t.engine === 'sqlite') hold.release();
+  const during = await retried;
   if (during.status === 504) {
     assert.equal(during.headers['idempotency-status'], 'replayed', 'answered as unknown');
     assertProblem(during, 'UPSTREAM_TIMEOUT');
@@ -72,9 +99,9 @@ test('a posting that misses the deadline answers 504; retries see unknown until 
   // Another body under the same key is still refused.
   assertProblem(await keyed(journal('DL-1', { description: 'other' }), key), 'IDEMPOTENCY_KEY_REUSED');
 
-  await finished;
-  await sleep(150);
-  const afterwards = await keyed(journal('DL-1'), key);
+  hold.release();
+  await hold.ended;
+  const afterwards = await retryOnceSettled(() => keyed(journal('DL-1'), key));
   assert.equal(afterwards.status, 200, afterwards.text);
   assert.equal(afterwards.headers['idempotency-status'], 'replayed');
   assert.equal(afterwards.body.document.transactionNumber, 'DL-1');
@@ -87,42 +114,44 @@ test('a posting that misses the deadline answers 504; retries see unknown until 
 test('a late posting that fails is recorded: the retry gets the 502, nothing was posted', async () => {
   const key = `k-${randomUUID()}`;
   const refusal = Object.assign(new Error('simulated deadlock'), { code: t.engine === 'postgres' ? '40P01' : 'SQLITE_BUSY' });
-  const finished = slowOnce(DEADLINE_MS * 2, refusal);
+  const hold = holdNextPosting(refusal);
   assertProblem(await keyed(journal('DL-2'), key), 'UPSTREAM_TIMEOUT');
-  await finished;
-  await sleep(200);
-  const retry = await keyed(journal('DL-2'), key);
+  hold.release();
+  await hold.ended;
+  const retry = await retryOnceSettled(() => keyed(journal('DL-2'), key));
   assertProblem(retry, 'DATABASE_REFUSED');
   assert.equal(retry.headers['idempotency-status'], 'replayed');
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-2' }), 0);
 });
 
 test('without a key a late posting still commits (its outcome was unknown to the client); a dry run that misses the deadline leaves nothing', async () => {
-  let finished = slowOnce(DEADLINE_MS * 2);
+  let hold = holdNextPosting();
   assertProblem(await t.post(PATH, journal('DL-3')), 'UPSTREAM_TIMEOUT');
-  await finished;
-  await sleep(150);
+  hold.release();
+  await hold.ended;
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-3' }), 1);
 
-  finished = slowOnce(DEADLINE_MS * 2);
+  hold = holdNextPosting();
   const dry = await t.post(`${PATH}?dryRun=true`, journal('DL-4'));
   const body = assertProblem(dry, 'UPSTREAM_TIMEOUT');
   assert.doesNotMatch(body.detail, /Idempotency-Key/);
-  await finished;
-  await sleep(150);
+  hold.release();
+  await hold.ended;
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-4' }), 0);
 });
 
 test('a late posting that loses its connection before COMMIT gives the key back: the retry posts once', async () => {
   const key = `k-${randomUUID()}`;
   const lost = new Error('Connection terminated unexpectedly');
-  const finished = slowOnce(DEADLINE_MS * 2, lost);
+  const hold = holdNextPosting(lost);
   assertProblem(await keyed(journal('DL-5'), key), 'UPSTREAM_TIMEOUT');
-  await finished;
-  await sleep(200);
+  hold.release();
+  await hold.ended;
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-5' }), 0, 'nothing committed');
+  // The key is given back right after the rollback.
+  for (let i = 0; i < 100 && (await countRows(t.knex, 'idmkey', { idem_key: key })) > 0; i += 1) await sleep(20);
   assert.equal(await countRows(t.knex, 'idmkey', { idem_key: key }), 0, 'the key was released, not stored as a 502');
-  const retry = await keyed(journal('DL-5'), key);
+  const retry = await retryOnceSettled(() => keyed(journal('DL-5'), key));
   assert.equal(retry.status, 200, retry.text);
   assert.equal(retry.headers['idempotency-status'], 'applied');
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-5' }), 1);
@@ -135,18 +164,21 @@ test('a payroll posting that misses the deadline: 504, then the key replays the 
   const recnum = Number(record.recnum);
   const body = { recordNumbers: [recnum] };
   const key = `k-${randomUUID()}`;
-  const finished = slowOnce(DEADLINE_MS * 2);
+  const hold = holdNextPosting();
   const first = await keyed(body, key, PAYROLL);
   assertProblem(first, 'UPSTREAM_TIMEOUT');
   assert.equal(first.headers['idempotency-status'], 'applied');
   // A retry while the late posting runs must not post it again (504 unknown, or on SQLite the replay).
-  const during = await keyed(body, key, PAYROLL);
+  const retried = keyed(body, key, PAYROLL).then((r) => r);
+  // SQLite: one connection, so the retry's key lookup waits for the late commit: let it commit.
+  if (t.engine === 'sqlite') hold.release();
+  const during = await retried;
   assert.ok(during.status === 504 || during.status === 200, during.text);
   assert.equal(during.headers['idempotency-status'], 'replayed');
 
-  await finished;
-  await sleep(150);
-  const afterwards = await keyed(body, key, PAYROLL);
+  hold.release();
+  await hold.ended;
+  const afterwards = await retryOnceSettled(() => keyed(body, key, PAYROLL));
   assert.equal(afterwards.status, 200, afterwards.text);
   assert.equal(afterwards.headers['idempotency-status'], 'replayed');
   assert.deepEqual(afterwards.body.document.records.map((r: any) => [r.recordNumber, r.status]), [[recnum, 3]]);

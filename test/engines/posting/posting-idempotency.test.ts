@@ -24,6 +24,26 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 usePostingApp((app) => (t = app), { invariants: false });
 
+/**
+ * Holds the posting of `key` right after it has claimed the key, until `release()`: `claimed`
+ * resolves once it holds the claim. A duplicate sent after `claimed` meets the claim in flight
+ * however slow the machine, and nothing waits longer than the duplicate's answer.
+ */
+function holdAfterClaim(key: string): { claimed: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  // A posting that waited for its own duplicate would otherwise hang the file: it goes on after 30 s.
+  setTimeout(() => release(), 30_000).unref();
+  let claimed!: () => void;
+  const hasClaimed = new Promise<void>((r) => (claimed = r));
+  t.services.writes.hooks.afterClaim = (info) => {
+    if (info.key !== key) return;
+    claimed();
+    return released;
+  };
+  return { claimed: hasClaimed, release };
+}
+
 function keyed(path: string, body: unknown, key: string, apiKey = t.apiKey) {
   return t.http.post(path).set('x-api-key', apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body as object);
 }
@@ -179,13 +199,15 @@ test('Idempotency-Status is absent on every refusal decided before the write (40
   none(await keyed('/api/v3/ap-invoices', apInvoice('JS-2-INV'), used), 'IDEMPOTENCY_KEY_REUSED');
   // 409 in flight: the same key while its first request holds the claim.
   const flying = `k-${randomUUID()}`;
-  t.services.writes.hooks.afterClaim = () => sleep(1000);
+  const hold = holdAfterClaim(flying);
   try {
     const first = keyed(PATH, journal('JS-3'), flying).then((r) => r);
-    await sleep(200);
+    await Promise.race([hold.claimed, first]);
     none(await keyed(PATH, journal('JS-3'), flying), 'IDEMPOTENCY_KEY_IN_FLIGHT');
+    hold.release();
     assert.equal((await first).headers['idempotency-status'], 'applied');
   } finally {
+    hold.release();
     delete t.services.writes.hooks.afterClaim;
   }
   // 423: the maintenance lock.
@@ -297,17 +319,19 @@ test('the store cannot answer: the write goes ahead without deduplication (Idemp
 test('a concurrent duplicate is 409 IDEMPOTENCY_KEY_IN_FLIGHT with a short Retry-After', async () => {
   const key = `k-${randomUUID()}`;
   // The first request holds its claim (no connection) while the duplicate arrives.
-  t.services.writes.hooks.afterClaim = () => sleep(1000);
+  const hold = holdAfterClaim(key);
   try {
     const first = keyed(PATH, journal('JI-10'), key).then((r) => r);
-    await sleep(200);
+    await Promise.race([hold.claimed, first]);
     const second = await keyed(PATH, journal('JI-10'), key);
+    hold.release();
     const body = assertProblem(second, 'IDEMPOTENCY_KEY_IN_FLIGHT');
     assert.equal(second.headers['retry-after'], '1');
     assert.equal(second.headers['idempotency-status'], undefined);
     assert.match(body.detail, /still being processed/);
     assert.equal((await first).status, 200);
   } finally {
+    hold.release();
     delete t.services.writes.hooks.afterClaim;
   }
   const after = await keyed(PATH, journal('JI-10'), key);
@@ -332,13 +356,12 @@ test('two service instances on one database: the unique (api key, key) decides, 
     // Warm the second instance's validator so that its request arrives while the first is in flight.
     assert.equal((await second.post(PATH, journal('JI-12w'))).status, 200);
     const key = `k-${randomUUID()}`;
-    t.services.writes.hooks.afterClaim = () => sleep(1000);
+    const hold = holdAfterClaim(key);
     const first = keyed(PATH, journal('JI-12'), key).then((r) => r);
-    await sleep(200);
-    const results = await Promise.all([
-      first,
-      second.http.post(PATH).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(journal('JI-12')),
-    ]);
+    await Promise.race([hold.claimed, first]);
+    const other = await second.http.post(PATH).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(journal('JI-12'));
+    hold.release();
+    const results = [await first, other];
     delete t.services.writes.hooks.afterClaim;
     const codes = results.map((r) => `${r.status}:${r.headers['x-error-code'] ?? r.headers['idempotency-status']}`).sort();
     assert.ok(
