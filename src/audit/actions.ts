@@ -32,7 +32,7 @@ export const AUDIT_ACTIONS = {
 } as const;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;
-export type AuditTargetType = (typeof AUDIT_ACTIONS)[AuditAction];
+type AuditTargetType = (typeof AUDIT_ACTIONS)[AuditAction];
 
 /**
  * Who acted: an API key (its name and id), the operator at the keys CLI (the operating-system

@@ -18,7 +18,7 @@ import { PeriodicJob } from '../storage/periodic-job';
 import type { AuditActor, AuditEntry } from './actions';
 import { auditRow, insertAuditRows, purgeAuditRows, type AuditRow } from './store';
 
-export { AUDIT_ACTIONS, SERVICE_ACTOR, type AuditAction, type AuditActor, type AuditEntry, type AuditOutcome } from './actions';
+export { SERVICE_ACTOR, type AuditAction, type AuditActor, type AuditEntry, type AuditOutcome } from './actions';
 
 /** How often entries waiting in memory are written (when the pool is there). */
 export const FLUSH_EVERY_MS = 1000;

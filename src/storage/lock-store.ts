@@ -7,7 +7,7 @@ import { openOwnConnection, type Engine } from './database';
 import { toDatabaseProblem } from './boundary';
 import type { Scope } from '../auth/scopes';
 import { fromDbTime, toDbTime } from './db-time';
-import { LOCK_RETRY_AFTER_SECONDS, PoolDrain } from './pool-drain';
+import { PoolDrain } from './pool-drain';
 import { lockedProblem, lockHeldProblem, notConfirmedProblem } from './lock-problems';
 import { lockTableExclusive, readLockShared } from './lock-fence';
 import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity } from './instance-heartbeat';
@@ -65,7 +65,6 @@ export interface PoolStats {
   pendingCreates: number;
 }
 
-export { LOCK_RETRY_AFTER_SECONDS };
 
 /** Between two reads of the acknowledgements while a lock or un-lock waits for them. */
 const ACK_POLL_MS = 10;

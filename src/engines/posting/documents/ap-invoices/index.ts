@@ -23,8 +23,8 @@ import { resolveLines } from './references';
  * ledgerTransaction key), no job costs. Both statuses go through the same checks.
  */
 
-export { AP_SOURCE, checkApTotals, prepareApInvoice, type ApInvoiceInput, type ApLineInput } from './input';
-export { readPostedApInvoice, type ApInvoiceWriteResult, type PostedApInvoice } from './read-back';
+export { type ApInvoiceInput, type ApLineInput } from './input';
+export { type ApInvoiceWriteResult, type PostedApInvoice } from './read-back';
 export { insertInvoice, invoiceJobCosts, invoiceJournalLines, type InvoiceToWrite } from './cascade';
 export { resolveLines as resolveApLines, type ResolvedLine as ResolvedApLine } from './references';
 

@@ -32,7 +32,6 @@ import { resolve } from './references';
  *   read-back.ts   the allocation as the query engine reads it; duplicates
  */
 
-export { ALLOCATION_SOURCE } from './input';
 
 export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, AllocationNumbers, AllocationWriteResult> = {
   route: '/inventory-allocations',

@@ -45,7 +45,6 @@ import { loadSetup } from './setup';
  * status only (never employee names, pay rates or amounts), because problems reach the logs.
  */
 
-export { PAYROLL_SOURCE } from './input';
 
 export const payrollPostWrite: WriteDefinition<PayrollPostInput, LedgerRecordNumbers, PayrollPostResult> = {
   route: '/payroll-records/post',

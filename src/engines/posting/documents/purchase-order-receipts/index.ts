@@ -40,7 +40,6 @@ import { readOrder, resolveInvoice } from './references';
  *   read-back.ts   the order and the invoice as the query engine reads them; the receipt's lines
  */
 
-export { PO_RECEIPT_SOURCE } from './input';
 
 interface Numbers {
   invoiceRecord: number;

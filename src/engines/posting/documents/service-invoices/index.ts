@@ -34,7 +34,6 @@ import { readWorkOrder, resolveWorkOrder } from './references';
  *   read-back.ts   the work order as the query engine reads it
  */
 
-export { SERVICE_SOURCE } from './input';
 
 export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, LedgerRecordNumbers, ServiceInvoicePostResult> = {
   route: '/service-invoices/post',
