@@ -34,12 +34,20 @@ after(async () => {
 
 const ping = (key: string) => t.post('/api/v3/utility/ping', undefined, key);
 
-/** Pings until `done(res)`; returns the ms from `since` to the first answer that satisfied it. */
-async function pingUntil(key: string, since: number, done: (status: number) => boolean): Promise<{ ms: number; res: Awaited<ReturnType<typeof ping>> }> {
+/**
+ * Pings until `done(status)`, from `committed` (taken once the change through the other connection
+ * has returned). The bound is about when a request STARTS: one that starts more than BOUND_MS after
+ * the commit must see the new state (README: API_KEY_CACHE_MS), however long it then takes on a busy
+ * machine; one that starts earlier may still be answered from the remembered key (that check, in
+ * the loop, is the bound). Returns the ms from the commit to the start of the first request that saw
+ * the new state.
+ */
+async function pingUntil(key: string, committed: number, done: (status: number) => boolean): Promise<{ ms: number; res: Awaited<ReturnType<typeof ping>> }> {
   for (;;) {
+    const started = performance.now();
     const res = await ping(key);
-    if (done(res.status)) return { ms: performance.now() - since, res };
-    if (performance.now() - since > 5_000) throw new Error(`still ${res.status} after 5 s`);
+    if (done(res.status)) return { ms: started - committed, res };
+    assert.ok(started - committed <= BOUND_MS, `a request started ${(started - committed).toFixed(0)} ms after the commit (bound ${BOUND_MS} ms) still answered ${res.status}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }
@@ -60,27 +68,21 @@ test('a key created through another connection works on its first request (unkno
 test('disabled through another connection: 503 with the reason within the bound; enabled again: 200 within the bound', async () => {
   const key = await newKey('cached');
   assert.equal((await ping(key)).status, 200);
-  const before = performance.now();
   await other('apikey').where({ key_hash: hashApiKey(key) }).update({ state: 'disabled', reason: 'Invoice unpaid' });
-  const off = await pingUntil(key, before, (s) => s !== 200);
-  assert.ok(off.ms <= BOUND_MS + 300, `refused after ${off.ms.toFixed(0)} ms (bound ${BOUND_MS} ms)`);
+  const off = await pingUntil(key, performance.now(), (s) => s !== 200);
   const body = assertProblem(off.res, 'SERVICE_DISABLED');
   assert.equal(off.res.headers['retry-after'], '300');
   assert.equal(body.reason, 'Invoice unpaid');
 
-  const again = performance.now();
   await other('apikey').where({ key_hash: hashApiKey(key) }).update({ state: 'active', reason: null });
-  const on = await pingUntil(key, again, (s) => s === 200);
-  assert.ok(on.ms <= BOUND_MS + 300, `accepted after ${on.ms.toFixed(0)} ms`);
+  const on = await pingUntil(key, performance.now(), (s) => s === 200);
 });
 
 test('revoked through another connection: the same 401 as an unknown key within the bound', async () => {
   const key = await newKey('to revoke');
   assert.equal((await ping(key)).status, 200);
-  const before = performance.now();
   await other('apikey').where({ key_hash: hashApiKey(key) }).update({ state: 'revoked' });
-  const gone = await pingUntil(key, before, (s) => s !== 200);
-  assert.ok(gone.ms <= BOUND_MS + 300, `refused after ${gone.ms.toFixed(0)} ms`);
+  const gone = await pingUntil(key, performance.now(), (s) => s !== 200);
   const revoked = assertProblem(gone.res, 'UNAUTHORIZED');
   const unknown = assertProblem(await ping(randomUUID()), 'UNAUTHORIZED');
   assert.equal(revoked.detail, unknown.detail);
