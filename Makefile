@@ -3,7 +3,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NODE_BIN := node_modules/.bin
 TSX := $(NODE_BIN)/tsx
-# Every test file (find test -name '*.test.ts'), the longest first (scripts/test-files.sh).
+# Every test file (find test -name '*.test.ts'), the longest first (scripts/test-files.sh), run in
+# that order by scripts/run-tests.ts (node --test would sort them by name).
 TEST_FILES = $(shell bash scripts/test-files.sh)
 CHECK_JOBS := $(shell nproc 2>/dev/null || echo 2)
 
@@ -60,14 +61,14 @@ seed: install
 # then fails on any status its operation does not declare in openapi.yaml.
 test-sqlite: install
 	$(if $(TEST_FILES),,$(error scripts/test-files.sh listed no test file))
-	@log=$$(mktemp); TEST_ENGINE=sqlite STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
+	@log=$$(mktemp); TEST_ENGINE=sqlite STATUS_LOG=$$log node --import tsx scripts/run-tests.ts --concurrency=2 $(TEST_FILES); \
 	rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc
 
 # Runs the same suite on PostgreSQL when TEST_POSTGRES_URL is set (CI sets it).
 test-postgres: install
 	$(if $(TEST_FILES),,$(error scripts/test-files.sh listed no test file))
 	@if [ -n "$$TEST_POSTGRES_URL" ]; then \
-	  log=$$(mktemp); TEST_ENGINE=postgres STATUS_LOG=$$log node --import tsx --test --test-concurrency=2 --test-reporter=spec $(TEST_FILES); \
+	  log=$$(mktemp); TEST_ENGINE=postgres STATUS_LOG=$$log node --import tsx scripts/run-tests.ts --concurrency=2 $(TEST_FILES); \
 	  rc=$$?; if [ $$rc -eq 0 ]; then $(TSX) scripts/check-statuses.ts $$log; rc=$$?; fi; rm -f $$log; exit $$rc; \
 	else echo "TEST_POSTGRES_URL not set: PostgreSQL suite skipped"; fi
 

@@ -2,7 +2,8 @@
  * Every test file is run, by both suites: `make test-sqlite` and `make test-postgres` take their
  * files from scripts/test-files.sh, which lists each file under test/ named *.test.ts exactly
  * once (the longest first, then the others in name order). A file nobody listed runs too; a
- * listed name that no longer exists is an error here, not a silent gap in the order.
+ * listed name that no longer exists is an error here, not a silent gap in the order. The suites
+ * run them through scripts/run-tests.ts, which starts them in that order (node --test sorts them).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -69,9 +70,33 @@ test('make test-sqlite and make test-postgres run the files of scripts/test-file
     // -n: print the recipe only; -o: never (re)install node_modules for it.
     const run = spawnSync('make', ['-n', '--no-print-directory', '-o', 'node_modules/.install-stamp', target], { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, TEST_POSTGRES_URL: 'postgres://unused' } });
     assert.equal(run.status, 0, run.stderr);
-    const command = run.stdout.split('\n').find((l) => l.includes('node --import tsx --test '));
-    assert.ok(command, `${target} runs node --test:\n${run.stdout}`);
+    const command = run.stdout.split('\n').find((l) => l.includes('node --import tsx scripts/run-tests.ts '));
+    assert.ok(command, `${target} runs scripts/run-tests.ts:\n${run.stdout}`);
     const given = command.split(/\s+/).filter((w) => w.endsWith('.test.ts') || w.endsWith('.test.ts;'));
     assert.deepEqual(given.map((w) => w.replace(/;$/, '')), files, target);
+  }
+});
+
+test('scripts/run-tests.ts starts the files in the order given (node --test sorts them), and fails the run on a failed test', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ais-run-tests-'));
+  try {
+    const log = path.join(dir, 'started');
+    const write = (name: string, body: string) =>
+      fs.writeFileSync(path.join(dir, name), `const test = require('node:test');\nrequire('node:fs').appendFileSync(${JSON.stringify(log)}, '${name}\\n');\ntest('${name}', () => { ${body} });\n`);
+    for (const name of ['c.test.js', 'a.test.js', 'b.test.js']) write(name, '');
+    write('fails.test.js', "throw new Error('expected');");
+    // Without this process's NODE_TEST_CONTEXT: a runner started from inside a test file runs nothing.
+    const { NODE_TEST_CONTEXT: _context, ...env } = process.env;
+    const runner = (files: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'run-tests.ts'), '--concurrency=1', ...files.map((f) => path.join(dir, f))], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
+    const passing = runner(['c.test.js', 'a.test.js', 'b.test.js']);
+    assert.equal(passing.status, 0, passing.stdout + passing.stderr);
+    assert.deepEqual(fs.readFileSync(log, 'utf8').split('\n').filter(Boolean), ['c.test.js', 'a.test.js', 'b.test.js']);
+    assert.match(passing.stdout, /tests 3\b/);
+    const failing = runner(['fails.test.js', 'a.test.js']);
+    assert.equal(failing.status, 1, 'a failed test fails the run');
+    assert.match(failing.stdout, /fail 1\b/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -18,8 +18,6 @@ import { loadConfig, type Config } from '../../src/config';
 import { createServices, type Services } from '../../src/services';
 import { createApp } from '../../src/app';
 import { parseDatabaseUrl, openDatabase, type Engine } from '../../src/storage/database';
-import { migrateLatest } from '../../db/migrate';
-import { seedDemoCompany } from '../../db/seed';
 import { recordStatuses } from './statuses';
 import { createThrowawayDatabase, databaseUrl } from './pg-throwaway';
 import { secretsEnv } from './secrets';
@@ -70,6 +68,19 @@ function sleep(ms: number) {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * Migrates (and seeds) a template database. The migrations and the seed are loaded here, when a
+ * template is built (once per source version), not by every test file that imports this module.
+ */
+async function buildTemplate(knex: Knex, seeded: boolean): Promise<void> {
+  const { migrateLatest } = await import('../../db/migrate');
+  await migrateLatest(knex);
+  if (seeded) {
+    const { seedDemoCompany } = await import('../../db/seed');
+    await seedDemoCompany(knex, { scale: 1 });
+  }
+}
+
 /** Runs `create` once across concurrent test processes (lock file), unless `done` exists. */
 async function once(done: string, create: () => Promise<void>): Promise<void> {
   const lock = `${done}.lock`;
@@ -106,8 +117,7 @@ async function sqliteDatabase(seeded: boolean): Promise<{ url: string; drop: () 
     fs.rmSync(tmp, { force: true });
     const knex = openDatabase(parseDatabaseUrl(`sqlite://${tmp}`));
     try {
-      await migrateLatest(knex);
-      if (seeded) await seedDemoCompany(knex, { scale: 1 });
+      await buildTemplate(knex, seeded);
       await knex.raw('PRAGMA wal_checkpoint(TRUNCATE)');
     } finally {
       await knex.destroy();
@@ -141,8 +151,7 @@ async function postgresDatabase(seeded: boolean): Promise<{ url: string; drop: (
         await admin.raw(`create database "${building}"`);
         const knex = openDatabase(parseDatabaseUrl(databaseUrl(adminUrl, building)));
         try {
-          await migrateLatest(knex);
-          if (seeded) await seedDemoCompany(knex, { scale: 1 });
+          await buildTemplate(knex, seeded);
         } finally {
           await knex.destroy();
         }

@@ -11,7 +11,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parse } from 'yaml';
 import type { Registry } from 'prom-client';
 import { OPERATIONS } from '../../generated/operations';
 
@@ -44,6 +43,8 @@ let declared: Map<string, Set<number>> | undefined;
 /** operationId -> the statuses openapi.yaml declares on it. */
 export function declaredStatuses(): Map<string, Set<number>> {
   if (declared) return declared;
+  // The YAML parser loaded here, not at import: every test app imports this module for recordStatuses.
+  const { parse } = require('yaml') as typeof import('yaml');
   const doc = parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'openapi.yaml'), 'utf8'));
   declared = new Map();
   for (const item of Object.values<Record<string, any>>(doc.paths)) {
