@@ -22,10 +22,38 @@ import type { Engine } from './database';
  *                transaction exclude each other already; a plain read is enough.
  */
 
-/** Inside a posting transaction: the lock row (undefined when unlocked), read under the shared lock. */
-export async function readLockShared(trx: Knex.Transaction, engine: Engine): Promise<Record<string, unknown> | undefined> {
-  const rows = (await lockShared(trx, engine)) as Array<Record<string, unknown>>;
-  return rows[0];
+/**
+ * A scalar subquery read in the same statement as the lock row (`sql`, e.g. the reference change
+ * counter of storage/reference-cache.ts), its value handed to `take`: one statement a posting
+ * instead of two. The statement is still the transaction's first, and takes the same shared lock.
+ */
+export interface FenceRider {
+  sql: string;
+  take(value: unknown): void;
+}
+
+/** Inside a posting transaction: the lock row (undefined when unlocked), read under the shared lock; a rider read with it. */
+export async function readLockShared(trx: Knex.Transaction, engine: Engine, rider?: FenceRider): Promise<Record<string, unknown> | undefined> {
+  if (!rider) {
+    const rows = (await lockShared(trx, engine)) as Array<Record<string, unknown>>;
+    return rows[0];
+  }
+  const rows = (await lockSharedWith(trx, engine, rider.sql)) as Array<Record<string, unknown>>;
+  const row = rows[0];
+  rider.take(row?.rider);
+  return row && row.user_name !== null && row.user_name !== undefined ? { user_name: row.user_name, locked_at: row.locked_at } : undefined;
+}
+
+/**
+ * The statement of `readLockShared` with a rider: always one row, `rider` and the lock row's
+ * columns (null when unlocked), the lock row read by `lockShared`'s very statement (its shared
+ * lock included) as a derived table outer-joined to one row. Exported for the compile tests.
+ */
+export function lockSharedWith(db: Knex | Knex.Transaction, engine: Engine, riderSql: string): Knex.QueryBuilder {
+  return db
+    .select(db.raw(`${riderSql} as ??`, ['rider']), 'm.user_name', 'm.locked_at')
+    .from(db.raw(engine === 'mssql' ? '(select 1 as ??) as ??' : '(select 1 as ??) ??', ['one', 'o']))
+    .leftJoin(lockShared(db, engine).as('m'), db.raw('1 = 1'));
 }
 
 /** The statement of `readLockShared` (exported for the SQL Server compile test). */

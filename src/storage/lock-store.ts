@@ -8,7 +8,7 @@ import { toDatabaseProblem } from './boundary';
 import type { Scope } from '../auth/scopes';
 import { fromDbTime, toDbTime } from './db-time';
 import { LOCK_RETRY_AFTER_SECONDS, PoolDrain } from './pool-drain';
-import { lockTableExclusive, readLockShared } from './lock-fence';
+import { lockTableExclusive, readLockShared, type FenceRider } from './lock-fence';
 import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity } from './instance-heartbeat';
 
 /**
@@ -359,9 +359,10 @@ export class MaintenanceLock {
   /**
    * Inside a posting transaction, before anything is written: 423 when the lock is recorded (the
    * fence of storage/lock-fence.ts: a lock being recorded waits for this transaction to end).
+   * `rider`: a value read in the same statement (the reference change counter).
    */
-  async recheck(trx: Knex.Transaction): Promise<void> {
-    const row = await readLockShared(trx, this.engine);
+  async recheck(trx: Knex.Transaction, rider?: FenceRider): Promise<void> {
+    const row = await readLockShared(trx, this.engine, rider);
     if (row) throw this.lockedProblem(holderOf(row));
   }
 

@@ -44,6 +44,29 @@ test('postings reuse the cached reference rows while nothing changes (one counte
   assert.ok(s.hits - before.hits >= 6, 'setup and accounts served from the cache');
 });
 
+test('the counter rides in the lock fence: a posting runs no statement of its own for it, and every posting reads it', async () => {
+  assert.equal((await t.post(PATH, journal(next()))).status, 200);
+  const statements: string[] = [];
+  const listen = (q: { sql?: string }) => statements.push(String(q.sql ?? '').replace(/["`[\]]/g, ''));
+  t.knex.on('query', listen);
+  const reads = cache().stats.versionReads;
+  try {
+    for (let i = 0; i < 3; i++) assert.equal((await t.post(PATH, journal(next()))).status, 200);
+  } finally {
+    t.knex.off('query', listen);
+  }
+  assert.equal(cache().stats.versionReads - reads, 3, 'the counter read by every posting');
+  // The fence's lock row read (the lock store's periodic re-read, `select *`, is not a posting's).
+  const fences = statements.filter((sql) => /user_name, locked_at from mntlck/i.test(sql));
+  assert.equal(fences.length, 3, `one fence statement a posting: ${JSON.stringify(fences)}`);
+  for (const sql of fences) assert.match(sql, /\(select n from refchg where id = 1\)/i, 'the counter is read in the fence statement');
+  assert.deepEqual(
+    statements.filter((sql) => /from refchg/i.test(sql) && !/from mntlck/i.test(sql)),
+    [],
+    'no statement of its own for the counter',
+  );
+});
+
 test('an open period closed by a direct UPDATE from another connection refuses the very next posting', async () => {
   assert.equal((await t.post(PATH, journal(next(), { transactionDate: FX.earlierDate }))).status, 200, 'period 10 takes postings');
   // Lock period 10 of the year (administrator lock, status 3) from the other connection.

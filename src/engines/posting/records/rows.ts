@@ -36,6 +36,15 @@ function encodeField(ctx: WriteContext, where: string, field: FieldDef, value: P
   throw new Error(`write-rows: ${where}.${field.name} is a decimal, got ${typeof value}`);
 }
 
+/** The storage columns that have a published name, per field set (built once: a row per line asked for it anew). */
+const publishedColumnSets = new WeakMap<Record<string, FieldDef>, ReadonlySet<string>>();
+
+function publishedColumns(fields: Record<string, FieldDef>): ReadonlySet<string> {
+  let set = publishedColumnSets.get(fields);
+  if (!set) publishedColumnSets.set(fields, (set = new Set(Object.values(fields).map((f) => f.column))));
+  return set;
+}
+
 function buildRow(ctx: WriteContext, where: string, table: string, fields: Record<string, FieldDef>, values: Record<string, PublishedValue>, extra: StorageRow): StorageRow {
   const row: StorageRow = {};
   const installed = ctx.installed && ctx.installed.generation > 0 ? ctx.installed : undefined;
@@ -52,7 +61,7 @@ function buildRow(ctx: WriteContext, where: string, table: string, fields: Recor
     if (!fits(field.column, value, `${where}.${name}`)) continue;
     row[field.column] = encodeField(ctx, where, field, value);
   }
-  const published = new Set(Object.values(fields).map((f) => f.column));
+  const published = publishedColumns(fields);
   for (const [column, value] of Object.entries(extra)) {
     if (published.has(column)) throw new Error(`write-rows: ${where} column ${column} has a published name: write it through that name`);
     if (Object.hasOwn(row, column)) throw new Error(`write-rows: ${where} column ${column} given twice`);
