@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Engine } from './database';
+import { compiledOnce } from './compiled-statements';
 
 /**
  * The fence between the maintenance lock and the writes, on the table `mntlck` (the lock row).
@@ -38,10 +39,19 @@ export async function readLockShared(trx: Knex.Transaction, engine: Engine, ride
     const rows = (await lockShared(trx, engine)) as Array<Record<string, unknown>>;
     return rows[0];
   }
-  const rows = (await lockSharedWith(trx, engine, rider.sql)) as Array<Record<string, unknown>>;
+  // Compiled once (storage/compiled-statements.ts): the same text for every posting, the lock row's id bound.
+  const rows = (await compiledOnce(lockSharedWith(trx, engine, rider.sql), fenceShape(rider.sql), [1])) as Array<Record<string, unknown>>;
   const row = rows[0];
   rider.take(row?.rider);
   return row && row.user_name !== null && row.user_name !== undefined ? { user_name: row.user_name, locked_at: row.locked_at } : undefined;
+}
+
+const fenceShapes = new Map<string, string>();
+/** The compiled-statement shape of the fence with a rider (one constant string per rider). */
+function fenceShape(riderSql: string): string {
+  let shape = fenceShapes.get(riderSql);
+  if (!shape) fenceShapes.set(riderSql, (shape = `lock fence with ${riderSql}`));
+  return shape;
 }
 
 /**
