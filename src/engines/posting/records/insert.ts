@@ -32,9 +32,13 @@ function entityOf(entityName: string, db: Knex | Knex.Transaction) {
 /** Inserts `rows` (built by rows.ts) into the table of `set` (`entity` or `entity.collection`), sent at once (not queued), in chunks. */
 export async function insertRecords(trx: Knex.Transaction, set: string, rows: ReadonlyArray<StorageRow>): Promise<void> {
   if (rows.length === 0) return;
-  const table = shapeOf(set).table;
+  const { table } = shapeOf(set);
   const size = rowsPerStatement(rows);
-  for (let i = 0; i < rows.length; i += size) await trx(table).insert(rows.slice(i, i + size));
+  for (let i = 0; i < rows.length; i += size) {
+    const chunk = rows.slice(i, i + size);
+    // Compiled once per table, columns and row count (storage/compiled-statements.ts).
+    await compiledInsert(`insert into ${table}`, chunk, () => trx(table).insert(chunk));
+  }
 }
 
 /**
