@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { engineOf } from './dialect';
 
@@ -102,11 +101,14 @@ function reuse<S extends Knex.QueryBuilder | Knex.Raw>(statement: S, shape: stri
   return statement;
 }
 
+/** knex's per-run query id (its query events and the tracing spans key on it): unique in the process. */
+let queryCount = 0;
+
 /** Makes `statement.toSQL()` answer `template` with `bindings` (a new object each call, as knex's own). */
 function pin(statement: Knex.QueryBuilder | Knex.Raw, template: Compiled, bindings: unknown[]): void {
   const client = (statement as unknown as { client: KnexClient }).client;
   (statement as unknown as { toSQL: () => Compiled }).toSQL = function compiledToSQL() {
-    const compiled = Object.assign({}, template, { bindings: bindings.slice(), __knexQueryUid: randomUUID() }) as Compiled;
+    const compiled = Object.assign({}, template, { bindings: bindings.slice(), __knexQueryUid: `compiled-${(queryCount += 1)}` }) as Compiled;
     Object.defineProperty(compiled, 'toNative', { value: nativeOf(client, compiled), enumerable: false });
     return compiled;
   };

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Engine } from './database';
+import type { BeginStatement, Engine } from './database';
 import { compiledOnce } from './compiled-statements';
 
 /**
@@ -33,17 +33,38 @@ export interface FenceRider {
   take(value: unknown): void;
 }
 
-/** Inside a posting transaction: the lock row (undefined when unlocked), read under the shared lock; a rider read with it. */
-export async function readLockShared(trx: Knex.Transaction, engine: Engine, rider?: FenceRider): Promise<Record<string, unknown> | undefined> {
-  if (!rider) {
-    const rows = (await lockShared(trx, engine)) as Array<Record<string, unknown>>;
-    return rows[0];
-  }
+/**
+ * Inside a posting transaction: the lock row (undefined when unlocked), read under the shared lock;
+ * a rider read with it. `atBegin`: the fence as the transaction's BEGIN already read it
+ * (`fenceAtBegin`), where the engine could; otherwise the statement is sent here.
+ */
+export async function readLockShared(trx: Knex.Transaction, engine: Engine, rider?: FenceRider, atBegin?: BeginStatement): Promise<Record<string, unknown> | undefined> {
   // Compiled once (storage/compiled-statements.ts): the same text for every posting, the lock row's id bound.
-  const rows = (await compiledOnce(lockSharedWith(trx, engine, rider.sql), fenceShape(rider.sql), [1])) as Array<Record<string, unknown>>;
+  const rows = (atBegin?.rows ??
+    (await (rider ? compiledOnce(lockSharedWith(trx, engine, rider.sql), fenceShape(rider.sql), [1]) : lockShared(trx, engine)))) as Array<Record<string, unknown>>;
   const row = rows[0];
-  rider.take(row?.rider);
+  rider?.take(row?.rider);
+  // Outer-joined (a rider): one row, its lock columns null while unlocked.
   return row && row.user_name !== null && row.user_name !== undefined ? { user_name: row.user_name, locked_at: row.locked_at } : undefined;
+}
+
+/** The fence's text per engine and rider, compiled once. */
+const fenceTexts = new Map<string, { sql: string; bindings: readonly (string | number)[] }>();
+
+/**
+ * The fence (with `riderSql`, or without) as a statement for the BEGIN of a posting transaction
+ * (storage/database.ts BeginStatement): the very statement readLockShared sends, read by BEGIN on
+ * the engines that can (SQLite, PostgreSQL: one round trip a posting less there), its rows then
+ * handed to readLockShared. A new object per transaction (it receives the rows).
+ */
+export function fenceAtBegin(db: Knex, engine: Engine, riderSql?: string): BeginStatement {
+  const key = `${engine}\u0000${riderSql ?? ''}`;
+  let text = fenceTexts.get(key);
+  if (!text) {
+    const compiled = (riderSql === undefined ? lockShared(db, engine) : lockSharedWith(db, engine, riderSql)).toSQL();
+    fenceTexts.set(key, (text = { sql: compiled.sql, bindings: compiled.bindings as (string | number)[] }));
+  }
+  return { sql: text.sql, bindings: text.bindings };
 }
 
 const fenceShapes = new Map<string, string>();
