@@ -144,15 +144,15 @@ export function compiledInsert<S extends Knex.QueryBuilder>(shape: string, rows:
   const statement = build();
   if (rows.length === 0) return statement;
   const columns = Object.keys(rows[0]!).sort();
-  const bindings: unknown[] = new Array(rows.length * columns.length);
-  let i = 0;
-  for (const row of rows) {
-    let own = 0;
-    for (const key in row) if (Object.hasOwn(row, key)) own += 1;
-    if (own !== columns.length) return statement;
+  const bindings: unknown[] = [];
+  for (let r = 0; r < rows.length; r += 1) {
+    const row = rows[r]!;
+    if (r > 0 && Object.keys(row).length !== columns.length) return statement;
     for (const column of columns) {
-      if (!Object.hasOwn(row, column)) return statement;
-      bindings[i++] = row[column];
+      const value = row[column];
+      // A column the row lacks reads undefined, which is no plain binding either: compiled by knex.
+      if (value === undefined) return statement;
+      bindings.push(value);
     }
   }
   return reuse(statement, shape, rows.length, columns, bindings);
