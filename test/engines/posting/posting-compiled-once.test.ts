@@ -1,6 +1,6 @@
 /**
  * A posting's statements are compiled once per shape (src/storage/compiled-statements.ts, issue
- * 27): after the first journal and AP invoice, with and without an Idempotency-Key, the next ones
+ * 27): after the first journal, AP invoice and service inventory item, a journal with an Idempotency-Key too, the next ones
  * have knex's query compiler write none of their statements (the number counter's occasional block excepted),
  * and post what they always posted. Observed on knex's compiler itself.
  */
@@ -38,6 +38,8 @@ const cases = [
   ['a journal', '/api/v3/ledger-transactions', () => journal(`CO-J-${++n}`), false],
   ['a journal with an Idempotency-Key', '/api/v3/ledger-transactions', () => journal(`CO-JK-${++n}`), true],
   ['an AP invoice of 3 lines', '/api/v3/ap-invoices', () => apInvoice(`CO-I-${++n}`, 3), false],
+  // Seeded client 12 and its site 9 (the read-back test's).
+  ['a service inventory item', '/api/v3/service-inventories', () => ({ clientNumber: 12, serviceLocation: 9, description: 'Compiled once', serialNumber: `CO-S-${++n}`, installDate: '2026-03-01' }), false],
 ] as const;
 
 for (const [what, path, body, keyed] of cases) {
