@@ -41,8 +41,18 @@ let templateCount = 0;
 let nextId = 1;
 /** engine -> shape -> row count -> templates. */
 const templates = new Map<string, Map<string, Map<number, Template[]>>>();
-/** The template each statement handed out reusable was compiled from. */
-const templateOf = new WeakMap<object, Template>();
+/**
+ * On a statement handed out reusable: its template and bindings, which `pinnedToSQL` answers from
+ * (a property of the statement: no closure and no weak map entry a statement).
+ */
+const PINNED = Symbol('compiled once');
+
+interface Pinned {
+  template: Template;
+  bindings: unknown[];
+}
+
+type PinnedStatement = { [PINNED]?: Pinned; toSQL: () => Compiled; client: KnexClient };
 
 /** A value knex binds as is (written `?`, passed to the driver unchanged). */
 function plainBinding(value: unknown): boolean {
@@ -97,22 +107,21 @@ function reuse<S extends Knex.QueryBuilder | Knex.Raw>(statement: S, shape: stri
     templateCount += 1;
   }
   if (template.compiled === null) return statement;
-  pin(statement, template.compiled, bindings);
-  templateOf.set(statement, template);
+  const pinned = statement as unknown as PinnedStatement;
+  pinned[PINNED] = { template, bindings };
+  pinned.toSQL = pinnedToSQL;
   return statement;
 }
 
 /** knex's per-run query id (its query events and the tracing spans key on it): unique in the process. */
 let queryCount = 0;
 
-/** Makes `statement.toSQL()` answer `template` with `bindings` (a new object each call, as knex's own). */
-function pin(statement: Knex.QueryBuilder | Knex.Raw, template: Compiled, bindings: unknown[]): void {
-  const client = (statement as unknown as { client: KnexClient }).client;
-  (statement as unknown as { toSQL: () => Compiled }).toSQL = function compiledToSQL() {
-    const compiled = Object.assign({}, template, { bindings: bindings.slice(), __knexQueryUid: `compiled-${(queryCount += 1)}` }) as Compiled;
-    Object.defineProperty(compiled, 'toNative', { value: nativeOf(client, compiled), enumerable: false });
-    return compiled;
-  };
+/** A pinned statement's `toSQL`: its template with its bindings, a new object each call (as knex's own). */
+function pinnedToSQL(this: PinnedStatement): Compiled {
+  const { template, bindings } = this[PINNED]!;
+  const compiled = Object.assign({}, template.compiled, { bindings: bindings.slice(), __knexQueryUid: `compiled-${(queryCount += 1)}` }) as Compiled;
+  Object.defineProperty(compiled, 'toNative', { value: nativeOf(this.client, compiled), enumerable: false });
+  return compiled;
 }
 
 interface KnexClient {
@@ -167,14 +176,14 @@ export function compiledInsert<S extends Knex.QueryBuilder>(shape: string, rows:
 export function compiledJoint<S extends Knex.QueryBuilder | Knex.Raw>(statement: S, parts: readonly object[], bindings: unknown[]): S {
   let shape = 'joint';
   for (const part of parts) {
-    const template = templateOf.get(part);
-    if (!template) return statement;
-    shape += `:${template.id}`;
+    const pinned = (part as PinnedStatement)[PINNED];
+    if (!pinned) return statement;
+    shape += `:${pinned.template.id}`;
   }
   return reuse(statement, shape, 0, undefined, bindings);
 }
 
 /** Whether `statement` runs a text compiled once here (tests). */
 export function isCompiledOnce(statement: object): boolean {
-  return templateOf.has(statement);
+  return (statement as PinnedStatement)[PINNED] !== undefined;
 }
