@@ -2,12 +2,15 @@
  * The write runner called in-process (services.writes.run, the call the route makes, no HTTP) on
  * its own connection to the bench database: the "engine" of bench/posting.ts and
  * bench/posting-engine.ts. A write that requires an Idempotency-Key gets a new key each time (its
- * claim is then part of the engine's work, as through HTTP); the others post without one.
+ * claim is then part of the engine's work, as through HTTP); the others post without one. The
+ * writes run under an API key of their own (idempotency records belong to an API key), and a keyed
+ * answer must be `applied`: a claim the store refused would post without its record unnoticed.
  */
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import type { Knex } from 'knex';
 import { openDatabase, parseDatabaseUrl } from '../src/storage/database';
+import { ApiKeyRepository } from '../src/storage/api-keys';
 import { loadConfig } from '../src/config';
 import { createServices, type Services } from '../src/services';
 import { WRITES, type AnyWriteDefinition } from '../src/engines/posting/writes';
@@ -31,6 +34,7 @@ export async function openEngineLoop(databaseUrl: string, ctx: BenchContext): Pr
   ensureTraceContext(); // as the server does (the AsyncLocalStorage context manager)
   const services = createServices({ ...loadConfig({ ...process.env, DATABASE_URL: databaseUrl }), seedOnStart: false }, pino({ level: 'error' }), knex, target.engine);
   await services.lock.load();
+  const apiKey = await new ApiKeyRepository(knex).ensure(`bench-engine-${ctx.runId}`, 'bench engine loop', 'integration');
   const definitions = new Map<string, AnyWriteDefinition>();
   const definitionOf = (scenario: Scenario) => {
     let def = definitions.get(scenario.path);
@@ -47,13 +51,14 @@ export async function openEngineLoop(databaseUrl: string, ctx: BenchContext): Pr
       route: def.route,
       instance: def.route,
       correlationId: 'bench',
-      apiKeyId: 'bench',
+      apiKeyId: apiKey.id,
       apiKeyName: 'bench',
       dryRun: false,
       body: scenario.body(ctx, n, tag),
       ...(scenario.key === 'required' ? { idempotencyKey: `bench-engine-${ctx.runId}-${randomUUID()}` } : {}),
     });
     if (out.status !== 200) throw new Error(`engine ${scenario.name}: ${out.status} ${JSON.stringify(out.body).slice(0, 300)}`);
+    if (scenario.key === 'required' && out.idempotencyStatus !== 'applied') throw new Error(`engine ${scenario.name}: keyed posting answered Idempotency-Status ${out.idempotencyStatus}, not applied`);
   };
   return {
     knex,

@@ -9,12 +9,13 @@
  * anything the service allocates (the service's counters are synced with max(recnum) once, during
  * the warm-up, before any raw row exists).
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { FX, apInvoice, journal } from '../test/support/posting-fixture';
 import { postJson } from '../test/support/server-process';
 import { Dec } from '../src/storage/decimal';
 import { dialectFor, engineOf } from '../src/storage/dialect';
+import { toDbTime } from '../src/storage/db-time';
 
 export interface BenchContext {
   knex: Knex;
@@ -37,6 +38,18 @@ export interface Scenario {
   body(ctx: BenchContext, n: number, tag: string): unknown;
   /** One document's rows in `trx`; `recnum` is unique in the run (far above the service's numbers). */
   raw(trx: Knex.Transaction, ctx: BenchContext, recnum: number): Promise<void>;
+  /**
+   * What the raw loop writes before the transaction of document `recnum`, on its own (a write
+   * whose key is required: the idempotency record's claim, committed before the posting as the
+   * service commits it). Every raw loop calls it when present (bench/posting.ts, posting-engine.ts).
+   */
+  rawBefore?(knex: Knex, ctx: BenchContext, recnum: number): Promise<void>;
+}
+
+/** One raw document: `rawBefore` (if any) on the pool, then `raw` in one transaction. */
+export async function rawDocument(knex: Knex, scenario: Scenario, ctx: BenchContext, recnum: number): Promise<void> {
+  await scenario.rawBefore?.(knex, ctx, recnum);
+  await knex.transaction((trx) => scenario.raw(trx, ctx, recnum));
 }
 
 const money = (knex: Knex, v: string | Dec) => dialectFor(engineOf(knex)).encodeDecimal(new Dec(v), 2);
@@ -191,11 +204,33 @@ const receiptOrder = (ctx: BenchContext, n: number) => `BPO-${ctx.runId}-${n % R
 /** pchord._idnum of each bench order (the raw loop reads nothing). */
 const receiptOrderIds = new Map<string, string>();
 
+// The Idempotency-Key is required on receipts, so every receipt the service posts writes an
+// idempotency record: its claim (an INSERT committed on its own, before the posting: the spec's
+// "in flight" state that a concurrent duplicate sees) and its completion (an UPDATE storing the
+// answer, in the posting's transaction). The raw loop writes that record the same way: rows the
+// spec requires, not checks. Its answer is one the service stored (the same size), read once.
+
+/** A completed idempotency record's stored answer (a receipt's), read once from the bench database. */
+let storedAnswer: { status_code: number; response_headers: string; response_body: string } | undefined;
+/** The claim's id (the attempt token) of each raw receipt, from rawBefore to raw. */
+const rawClaims = new Map<number, string>();
+/** The API key the raw records belong to (idmkey.api_key_id references apikey): any key of the bench database. */
+let rawScope: string | undefined;
+
+async function answerOfAReceipt(knex: Knex): Promise<NonNullable<typeof storedAnswer>> {
+  if (!storedAnswer) {
+    const row = await knex('idmkey').where({ state: 'completed', status_code: 200 }).whereLike('response_body', '%"invoiceRecordNumber"%').orderBy('created_at', 'desc').first('status_code', 'response_headers', 'response_body');
+    if (!row) throw new Error('receipts: no receipt answer stored yet (post one through the service before the raw loop)');
+    storedAnswer = { status_code: Number(row.status_code), response_headers: String(row.response_headers), response_body: String(row.response_body) };
+  }
+  return storedAnswer;
+}
+
 const receipts: Scenario = {
   name: 'receipts',
   path: '/api/v3/purchase-order-receipts',
   key: 'required',
-  rows: '2 order-line UPDATEs, order UPDATE, invoice + 2 lines, journal + 3 lines, 2 balance UPDATEs, 2 job costs',
+  rows: '2 order-line UPDATEs, order UPDATE, invoice + 2 lines, journal + 3 lines, 2 balance UPDATEs, 2 job costs; the idempotency record (key required): its claim INSERT committed before the posting, its completion UPDATE with the answer inside (the raw loop writes both too)',
   async setup(ctx) {
     const { knex } = ctx;
     for (let i = 0; i < RECEIPT_ORDERS; i += 1) {
@@ -210,6 +245,31 @@ const receipts: Scenario = {
     }
   },
   body: (ctx, n) => ({ orderNumber: receiptOrder(ctx, n), receiptDate: FX.openDate, lines: RECEIPT_LINES.map((_, i) => ({ lineNumber: i + 1, updateQuantity: 1 })) }),
+  async rawBefore(knex, ctx, recnum) {
+    await answerOfAReceipt(knex);
+    rawScope ??= String((await knex('apikey').orderBy('created_at').first('id'))?.id ?? '');
+    if (!rawScope) throw new Error('receipts: no API key in the bench database for the raw idempotency records');
+    const engine = engineOf(knex);
+    const now = new Date();
+    const id = randomUUID();
+    rawClaims.set(recnum, id);
+    await knex('idmkey')
+      .insert({
+        id,
+        api_key_id: rawScope,
+        idem_key: `raw-${ctx.runId}-${recnum}`,
+        fingerprint: createHash('sha256').update(`raw ${recnum}`).digest('hex'),
+        state: 'in_flight',
+        created_at: toDbTime(engine, now),
+        updated_at: toDbTime(engine, now),
+        expires_at: toDbTime(engine, new Date(now.getTime() + 24 * 3_600_000)),
+        locked_until: toDbTime(engine, new Date(now.getTime() + 60_000)),
+        owner_instance: null,
+        owner_boot: null,
+      })
+      .onConflict(['api_key_id', 'idem_key'])
+      .ignore();
+  },
   async raw(trx, ctx, recnum) {
     const order = { _idnum: receiptOrderIds.get(receiptOrder(ctx, recnum))! };
     const one = scaled(trx, 1, 4);
@@ -231,6 +291,15 @@ const receipts: Scenario = {
       [SEED.apControl, '0', '25'],
     ]);
     await trx('jobcst').insert(RECEIPT_LINES.map((l, i) => ({ _idnum: randomUUID(), recnum: subRecnum(recnum, i), jobnum: RECEIPT_JOB, phsnum: null, cstcde: scaled(trx, l.costCode, 3), csttyp: 1, trndte: FX.openDate, dscrpt: '', srcnum: 13, docnum: tag, srcrec: recnum, srclin: i + 1, vndnum: RECEIPT_VENDOR, cstamt: money(trx, '12.5'), csthrs: scaled(trx, 0, 2), status: 1, actprd: FX.openPeriod, postyr: FX.year })));
+    const id = rawClaims.get(recnum);
+    if (id) {
+      rawClaims.delete(recnum);
+      const answer = storedAnswer!;
+      await trx('idmkey')
+        .where({ id })
+        .whereIn('state', ['in_flight', 'unknown'])
+        .update({ state: 'completed', status_code: answer.status_code, response_headers: answer.response_headers, response_body: answer.response_body, updated_at: toDbTime(engineOf(trx as unknown as Knex), new Date()), locked_until: null });
+    }
   },
 };
 

@@ -15,7 +15,7 @@ import { Events } from './events';
 import { bootGone, InstanceHeartbeat } from './storage/instance-heartbeat';
 import { DataChangeLog } from './storage/data-change-log';
 import { DatabaseState } from './storage/database-state';
-import { ReferenceCache } from './storage/reference-cache';
+import { COUNTER_SUBQUERY, ReferenceCache } from './storage/reference-cache';
 import { InstalledSchema, registerInstalledSchema } from './storage/installed-schema';
 import { expectedColumns, missingColumnProblem, publishedNamesOf } from './catalog/installed';
 import { CATALOG } from '../generated/catalog';
@@ -103,11 +103,12 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   });
   const numbers = new NumberAllocator(knex, engine, config.numberBlockSize);
   const dataChanges = new DataChangeLog({ knex, engine, logger, foldMs: DATA_LOG_FOLD_MS, paused: () => lock.isLocked() });
+  const references = new ReferenceCache();
   const writes = new WriteRunner({
     boundary,
     dialect,
     numbers,
-    references: new ReferenceCache(),
+    references,
     // The lease outlives the deadline: an in-flight record past it belongs to a dead owner.
     store: new KnexIdempotencyStore({ knex, engine, ttlHours: config.idempotencyTtlHours, leaseMs: Math.max(2 * config.dbDeadlineMs, 1000), inFlightRetryAfterSeconds: 1, owner: heartbeat.identity }),
     logger,
@@ -115,7 +116,10 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     installed,
     inFlightRetryAfterSeconds: 1,
     isLocked: () => lock.isLocked(),
-    recheckLock: (trx) => lock.recheck(trx),
+    // The reference change counter rides in the fence's statement (one statement a posting less), which
+    // the transaction's BEGIN reads where the engine can (one round trip a posting less on PostgreSQL).
+    fenceAtBegin: () => lock.fenceStatement(COUNTER_SUBQUERY),
+    recheckLock: (trx, atBegin) => lock.recheck(trx, references.fenceRider(trx), atBegin),
     cleanup: (fn) => lock.drain.allowWhileClosing(fn),
     purgeEveryMs: 10 * 60_000,
     ttlMs: config.idempotencyTtlHours * 3_600_000,

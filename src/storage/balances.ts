@@ -4,6 +4,7 @@ import { Dec } from './decimal';
 import type { Dialect } from './dialect';
 import type { NumberAllocator } from './numbers';
 import { StatementBatch } from './statement-batch';
+import { compiledInsert } from './compiled-statements';
 
 /**
  * Ledger balances (lgrbal: debit and credit totals per account, fiscal year and period), added
@@ -228,16 +229,19 @@ export function ledgerBalanceUpserts(db: Knex | Knex.Transaction, options: Pick<
       insusr: user,
       updusr: user,
     }));
+    // Compiled once per number of rows (storage/compiled-statements.ts): the clause below never changes.
     out.push(
-      db('lgrbal')
-        .insert(chunk)
-        .onConflict(['lgract', 'postyr', 'actprd'])
-        .merge({
-          dbttot: db.raw('?? + ??', ['lgrbal.dbttot', 'excluded.dbttot']),
-          crdtot: db.raw('?? + ??', ['lgrbal.crdtot', 'excluded.crdtot']),
-          upddte: db.raw('??', ['excluded.upddte']),
-          updusr: db.raw('??', ['excluded.updusr']),
-        }),
+      compiledInsert('upsert lgrbal adding debits and credits', chunk, () =>
+        db('lgrbal')
+          .insert(chunk)
+          .onConflict(['lgract', 'postyr', 'actprd'])
+          .merge({
+            dbttot: db.raw('?? + ??', ['lgrbal.dbttot', 'excluded.dbttot']),
+            crdtot: db.raw('?? + ??', ['lgrbal.crdtot', 'excluded.crdtot']),
+            upddte: db.raw('??', ['excluded.upddte']),
+            updusr: db.raw('??', ['excluded.updusr']),
+          }),
+      ),
     );
   }
   return out;

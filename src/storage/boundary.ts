@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ApiProblem } from '../errors/problem';
-import type { Engine } from './database';
+import { WITH_BEGIN, type BeginStatement, type Engine } from './database';
 import { publishedFieldOf } from './column-fields';
 import { currentTraceId, inSpan } from '../telemetry/tracing';
 import { traceSessionStatement } from './trace-session';
@@ -43,6 +43,8 @@ export interface BoundaryCall<T> {
   onLate?: (outcome: Settled<T>) => void;
   /** Names the request field behind a database column, for VALUE_OUT_OF_RANGE (when the driver names the column). */
   fieldOf?: FieldOfColumn;
+  /** `transaction`: a statement its BEGIN runs too (database.ts BeginStatement: a posting's lock fence). */
+  begin?: BeginStatement;
 }
 
 /** Why the database refused a request that reached it (502 DATABASE_REFUSED). */
@@ -494,7 +496,7 @@ export class Boundary {
           const value = await fn(trx);
           commitSent = true;
           return value;
-        });
+        }, call.begin ? ({ [WITH_BEGIN]: call.begin } as Knex.TransactionConfig) : undefined);
       } catch (err) {
         if (commitSent && commitOutcomeUnknown(err, this.deps.engine)) {
           this.deps.logger.warn({ err, what: call.what }, 'connection failed while COMMIT was in flight; outcome unknown');

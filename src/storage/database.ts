@@ -157,16 +157,19 @@ function traceComments(conn: any): void {
       const comment = `/* trace=${traceId} */ `;
       if (typeof config === 'string') config = comment + config;
       else if (config && typeof config.text === 'string' && typeof config.submit !== 'function' && !config.name) {
-        config = { ...config, text: comment + (isPlainBegin(config) ? labelledBegin(traceId) : config.text) };
+        config = { ...config, text: comment + (isPlainBegin(config) ? labelledBegin(traceId) + config.text.slice('BEGIN;'.length) : config.text) };
       }
     }
     return query(config, ...rest);
   };
 }
 
-/** knex's `BEGIN;` of a read-write transaction, sent without parameters (pg's simple query protocol). */
+/**
+ * knex's `BEGIN;` of a read-write transaction, sent without parameters (pg's simple query protocol),
+ * alone or followed by a BeginStatement (beginWithStatement).
+ */
 function isPlainBegin(config: { text: string; values?: unknown[] }): boolean {
-  return config.text === 'BEGIN;' && (config.values === undefined || config.values.length === 0);
+  return (config.text === 'BEGIN;' || config.text.startsWith('BEGIN; ')) && (config.values === undefined || config.values.length === 0);
 }
 
 /**
@@ -191,11 +194,88 @@ export function openDatabase(target: DatabaseTarget, log?: DriverLog): Knex {
   if (target.file && target.file !== ':memory:') fs.mkdirSync(path.dirname(target.file), { recursive: true });
   const knex = openKnex(target, log);
   if (target.engine === 'sqlite') beginImmediate(knex);
+  if (target.engine === 'postgres') beginWithStatement(knex);
   return knex;
+}
+
+/**
+ * A statement a transaction runs as part of its BEGIN (knex.transaction's config `withBegin`): a
+ * posting's lock fence (storage/lock-fence.ts), the first statement of its transaction anyway.
+ * Its rows are handed back in `rows` before the transaction's work starts.
+ *   SQLite      run right after BEGIN IMMEDIATE on the connection, without a knex statement;
+ *   PostgreSQL  sent in BEGIN's own round trip (`BEGIN; <statement>`, the simple query protocol,
+ *               its constant bindings written into the text by knex): one round trip a posting less;
+ *   SQL Server  not run (knex begins through the driver's API): `rows` stays undefined and the
+ *               caller sends the statement itself.
+ */
+export interface BeginStatement {
+  sql: string;
+  /** Constants only (they are written into the text on PostgreSQL). */
+  bindings: readonly (string | number)[];
+  rows?: Array<Record<string, unknown>>;
+}
+
+/** The transaction config option carrying a BeginStatement (knex passes its config to the Transaction). */
+export const WITH_BEGIN = 'withBegin';
+
+function beginStatementOf(config: unknown): BeginStatement | undefined {
+  const value = (config as Record<string, unknown> | undefined)?.[WITH_BEGIN] as BeginStatement | undefined;
+  return value && typeof value.sql === 'string' && Array.isArray(value.bindings) ? value : undefined;
+}
+
+/** PostgreSQL texts of BeginStatements (their bindings written in by knex), per statement. */
+const inlinedBegins = new WeakMap<BeginStatement, string>();
+
+/**
+ * PostgreSQL: a transaction given a BeginStatement sends it in BEGIN's round trip. knex's BEGIN is
+ * a parameterless simple query, which may carry several statements; the answer is one result per
+ * statement, the last one the BeginStatement's (traceComments below adds the session label in
+ * between, when traced).
+ */
+function beginWithStatement(knex: Knex): void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const PgTransaction = require('knex/lib/dialects/postgres/execution/pg-transaction');
+  class TransactionWithStatement extends PgTransaction {
+    private readonly withBegin: BeginStatement | undefined;
+    constructor(client: unknown, container: unknown, config: unknown, outerTx: unknown) {
+      super(client, container, config, outerTx);
+      this.withBegin = outerTx ? undefined : beginStatementOf(config);
+    }
+    async begin(conn: unknown) {
+      const self = this as any;
+      const statement = this.withBegin;
+      if (!statement || self.isolationLevel || self.readOnly) return super.begin(conn);
+      let text = inlinedBegins.get(statement);
+      if (text === undefined) inlinedBegins.set(statement, (text = knex.raw(statement.sql, statement.bindings as Knex.RawBinding[]).toQuery()));
+      // The driver's answer (knex's client.query resolves with the query object): one result a statement.
+      // Sent on the transaction's client, not through knex's Transaction.query, which would reject the
+      // transaction on a failure without a ROLLBACK: a failed statement after BEGIN leaves the
+      // connection inside an aborted transaction, so it is rolled back here before the failure is
+      // passed on (knex then rejects the transaction, as for a failed BEGIN).
+      let answered: { response?: unknown } | undefined;
+      try {
+        answered = (await self.trxClient.query(conn, `BEGIN; ${text}`)) as { response?: unknown } | undefined;
+      } catch (err) {
+        await self.trxClient.query(conn, 'ROLLBACK;').catch(() => undefined);
+        throw err;
+      }
+      const results = answered?.response;
+      const last = Array.isArray(results) ? results[results.length - 1] : undefined;
+      const rows = (last as { rows?: unknown } | undefined)?.rows;
+      // Not the answer expected (a driver that changed): no rows handed back, the caller sends the statement itself.
+      if (Array.isArray(rows)) statement.rows = rows as Array<Record<string, unknown>>;
+      return answered;
+    }
+  }
+  const client = knex.client as any;
+  client.transaction = function transaction(this: unknown, ...args: unknown[]) {
+    return new (TransactionWithStatement as any)(this, ...args);
+  };
 }
 
 interface BetterSqliteConnection {
   exec(sql: string): unknown;
+  prepare(sql: string): { all(...bindings: readonly unknown[]): unknown[] };
 }
 
 /**
@@ -240,9 +320,25 @@ function beginImmediate(knex: Knex): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const SqliteTransaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction');
   class ImmediateTransaction extends SqliteTransaction {
-    begin(conn: BetterSqliteConnection) {
+    private readonly withBegin: BeginStatement | undefined;
+    constructor(client: unknown, container: unknown, config: unknown, outerTx: unknown) {
+      super(client, container, config, outerTx);
+      this.withBegin = outerTx ? undefined : beginStatementOf(config);
+    }
+    async begin(conn: BetterSqliteConnection) {
       const self = this as any;
-      return self.readOnly ? super.begin(conn) : takeWriteLock(conn);
+      if (self.readOnly) return super.begin(conn);
+      await takeWriteLock(conn);
+      const statement = this.withBegin;
+      if (statement) {
+        try {
+          // The connection's prepared statement (reusePreparedStatements), as knex would run it.
+          statement.rows = conn.prepare(statement.sql).all(...statement.bindings) as Array<Record<string, unknown>>;
+        } catch (err) {
+          conn.exec('ROLLBACK');
+          throw err;
+        }
+      }
     }
   }
   const client = knex.client as any;

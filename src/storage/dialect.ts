@@ -18,7 +18,9 @@ export interface Dialect {
   decimalColumn(table: Knex.CreateTableBuilder, name: string, precision: number, scale: number): Knex.ColumnBuilder;
 }
 
-const pow10 = (scale: number) => new Dec(10).pow(scale);
+/** 10^0 .. 10^22 as Decs, built once (building 10^scale cost more than the product it scales by). */
+const POW10_DECS: readonly Dec[] = Array.from({ length: 23 }, (_, i) => new Dec(10).pow(i));
+const pow10 = (scale: number): Dec => POW10_DECS[scale] ?? new Dec(10).pow(scale);
 
 const sqliteDialect: Dialect = {
   engine: 'sqlite',

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { engineOf } from './dialect';
+import { compiledInsert } from './compiled-statements';
 
 /** SQL Server: violation of a PRIMARY KEY / UNIQUE constraint (2627) or unique index (2601). */
 const MSSQL_DUPLICATE_KEY = new Set([2627, 2601]);
@@ -26,6 +27,9 @@ export async function insertUnlessExists(db: Knex | Knex.Transaction, table: str
       throw err;
     }
   }
-  const inserted = await db(table).insert(row).onConflict(uniqueColumns).ignore().returning(returning);
+  // Compiled once per table and columns (compiled-statements.ts): an idempotency claim per keyed write.
+  const inserted = await compiledInsert(`insert into ${table} on conflict (${uniqueColumns.join(',')}) do nothing returning ${returning}`, [row], () =>
+    db(table).insert(row).onConflict(uniqueColumns).ignore().returning(returning),
+  );
   return Array.isArray(inserted) && inserted.length > 0;
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import type { Engine } from './database';
+import type { BeginStatement, Engine } from './database';
+import { compiledOnce } from './compiled-statements';
 
 /**
  * The fence between the maintenance lock and the writes, on the table `mntlck` (the lock row).
@@ -22,10 +23,68 @@ import type { Engine } from './database';
  *                transaction exclude each other already; a plain read is enough.
  */
 
-/** Inside a posting transaction: the lock row (undefined when unlocked), read under the shared lock. */
-export async function readLockShared(trx: Knex.Transaction, engine: Engine): Promise<Record<string, unknown> | undefined> {
-  const rows = (await lockShared(trx, engine)) as Array<Record<string, unknown>>;
-  return rows[0];
+/**
+ * A scalar subquery read in the same statement as the lock row (`sql`, e.g. the reference change
+ * counter of storage/reference-cache.ts), its value handed to `take`: one statement a posting
+ * instead of two. The statement is still the transaction's first, and takes the same shared lock.
+ */
+export interface FenceRider {
+  sql: string;
+  take(value: unknown): void;
+}
+
+/**
+ * Inside a posting transaction: the lock row (undefined when unlocked), read under the shared lock;
+ * a rider read with it. `atBegin`: the fence as the transaction's BEGIN already read it
+ * (`fenceAtBegin`), where the engine could; otherwise the statement is sent here.
+ */
+export async function readLockShared(trx: Knex.Transaction, engine: Engine, rider?: FenceRider, atBegin?: BeginStatement): Promise<Record<string, unknown> | undefined> {
+  // Compiled once (storage/compiled-statements.ts): the same text for every posting, the lock row's id bound.
+  const rows = (atBegin?.rows ??
+    (await (rider ? compiledOnce(lockSharedWith(trx, engine, rider.sql), fenceShape(rider.sql), [1]) : lockShared(trx, engine)))) as Array<Record<string, unknown>>;
+  const row = rows[0];
+  rider?.take(row?.rider);
+  // Outer-joined (a rider): one row, its lock columns null while unlocked.
+  return row && row.user_name !== null && row.user_name !== undefined ? { user_name: row.user_name, locked_at: row.locked_at } : undefined;
+}
+
+/** The fence's text per engine and rider, compiled once. */
+const fenceTexts = new Map<string, { sql: string; bindings: readonly (string | number)[] }>();
+
+/**
+ * The fence (with `riderSql`, or without) as a statement for the BEGIN of a posting transaction
+ * (storage/database.ts BeginStatement): the very statement readLockShared sends, read by BEGIN on
+ * the engines that can (SQLite, PostgreSQL: one round trip a posting less there), its rows then
+ * handed to readLockShared. A new object per transaction (it receives the rows).
+ */
+export function fenceAtBegin(db: Knex, engine: Engine, riderSql?: string): BeginStatement {
+  const key = `${engine}\u0000${riderSql ?? ''}`;
+  let text = fenceTexts.get(key);
+  if (!text) {
+    const compiled = (riderSql === undefined ? lockShared(db, engine) : lockSharedWith(db, engine, riderSql)).toSQL();
+    fenceTexts.set(key, (text = { sql: compiled.sql, bindings: compiled.bindings as (string | number)[] }));
+  }
+  return { sql: text.sql, bindings: text.bindings };
+}
+
+const fenceShapes = new Map<string, string>();
+/** The compiled-statement shape of the fence with a rider (one constant string per rider). */
+function fenceShape(riderSql: string): string {
+  let shape = fenceShapes.get(riderSql);
+  if (!shape) fenceShapes.set(riderSql, (shape = `lock fence with ${riderSql}`));
+  return shape;
+}
+
+/**
+ * The statement of `readLockShared` with a rider: always one row, `rider` and the lock row's
+ * columns (null when unlocked), the lock row read by `lockShared`'s very statement (its shared
+ * lock included) as a derived table outer-joined to one row. Exported for the compile tests.
+ */
+export function lockSharedWith(db: Knex | Knex.Transaction, engine: Engine, riderSql: string): Knex.QueryBuilder {
+  return db
+    .select(db.raw(`${riderSql} as ??`, ['rider']), 'm.user_name', 'm.locked_at')
+    .from(db.raw(engine === 'mssql' ? '(select 1 as ??) as ??' : '(select 1 as ??) ??', ['one', 'o']))
+    .leftJoin(lockShared(db, engine).as('m'), db.raw('1 = 1'));
 }
 
 /** The statement of `readLockShared` (exported for the SQL Server compile test). */

@@ -9,7 +9,8 @@ import type { Scope } from '../auth/scopes';
 import { fromDbTime, toDbTime } from './db-time';
 import { PoolDrain } from './pool-drain';
 import { lockedProblem, lockHeldProblem, notConfirmedProblem } from './lock-problems';
-import { lockTableExclusive, readLockShared } from './lock-fence';
+import { fenceAtBegin, lockTableExclusive, readLockShared, type FenceRider } from './lock-fence';
+import type { BeginStatement } from './database';
 import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity } from './instance-heartbeat';
 
 /**
@@ -365,9 +366,16 @@ export class MaintenanceLock {
   /**
    * Inside a posting transaction, before anything is written: 423 when the lock is recorded (the
    * fence of storage/lock-fence.ts: a lock being recorded waits for this transaction to end).
+   * `rider`: a value read in the same statement (the reference change counter); `atBegin`: the
+   * statement as the transaction's BEGIN read it (`fenceStatement`), where the engine could.
    */
-  async recheck(trx: Knex.Transaction): Promise<void> {
-    const row = await readLockShared(trx, this.engine);
+  /** The fence for the BEGIN of a posting transaction (lock-fence.ts fenceAtBegin): pass it to `recheck` too. */
+  fenceStatement(riderSql?: string): BeginStatement {
+    return fenceAtBegin(this.knex, this.engine, riderSql);
+  }
+
+  async recheck(trx: Knex.Transaction, rider?: FenceRider, atBegin?: BeginStatement): Promise<void> {
+    const row = await readLockShared(trx, this.engine, rider, atBegin);
     if (row) throw this.lockedProblem(holderOf(row));
   }
 

@@ -24,8 +24,8 @@ export async function lockNameForTransaction(trx: Knex.Transaction, engine: Engi
 /**
  * A transaction's lock taker, for the engine: what the posting context offers as `lockName`.
  * On PostgreSQL, with the reference cache, the transaction's first lock also reads the reference
- * change counter (the cache would read it in the next statement anyway): one round trip instead
- * of two per posting. The counter is then as of that statement's start, before any wait for the
+ * change counter unless the transaction has it already (a posting reads it with its lock fence,
+ * storage/lock-fence.ts): one round trip instead of two. The counter is then as of that statement's start, before any wait for the
  * lock, which is a moment inside the transaction like any other: what committed before the
  * posting began is seen (reference-cache.ts).
  */

@@ -13,9 +13,11 @@
  * Why a trigger-kept counter on SQLite too, not `PRAGMA data_version`: data_version moves only
  * when *another* connection commits, so a change made through this process's own connection (one
  * connection on SQLite) would go unseen; the counter sees every change, on every engine, at the
- * cost of one primary-key read per posting (instead of three or four reference reads).
+ * cost of one primary-key read per posting (instead of three or four reference reads), a scalar
+ * subquery of the posting's lock fence statement (`fenceRider`), so no statement of its own.
  */
 import type { Knex } from 'knex';
+import type { FenceRider } from './lock-fence';
 
 /**
  * Columns cached per table (recnum first); a caller asking for others bypasses the cache. The key
@@ -101,6 +103,15 @@ export class ReferenceCache {
     if (this.versions.has(trx)) return;
     this.stats.versionReads += 1;
     this.versions.set(trx, Promise.resolve(counterValue(n)));
+  }
+
+  /**
+   * The counter read along with the lock fence, the posting transaction's first statement
+   * (storage/lock-fence.ts FenceRider): no statement of its own. Undefined when `trx` has it already.
+   */
+  fenceRider(trx: Knex.Transaction): FenceRider | undefined {
+    if (this.versions.has(trx)) return undefined;
+    return { sql: COUNTER_SUBQUERY, take: (n) => this.adoptVersion(trx, n) };
   }
 
   /** The state valid for `trx`, or undefined when `trx` sees an older counter (read directly then). */

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Engine } from './database';
 import { engineOf } from './dialect';
+import { compiledJoint } from './compiled-statements';
 
 /**
  * Writes of one transaction, queued and sent with fewer statements (issue 13). On PostgreSQL each
@@ -160,7 +161,10 @@ export class StatementBatch {
       return;
     }
     const sql = `with ${ctes.join(', ')} ${carried.sql}`;
-    last.resolve(rowsOf(await this.trx.raw(sql, [...bindings, ...carried.bindings] as Knex.RawBinding[])));
+    const all = [...bindings, ...carried.bindings];
+    // Statements compiled once (compiled-statements.ts) make a joint statement of a known shape: compiled once too.
+    const joint = compiledJoint(this.trx.raw(sql, all as Knex.RawBinding[]), [...aboard.map((rider) => rider.statement.query), last.statement.query], all);
+    last.resolve(rowsOf(await joint));
     for (const rider of aboard) rider.resolve([]);
   }
 }

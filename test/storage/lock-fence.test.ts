@@ -6,7 +6,7 @@
 import test, { after } from 'node:test';
 import assert from 'node:assert/strict';
 import knexFactory from 'knex';
-import { lockExclusive, lockShared } from '../../src/storage/lock-fence';
+import { lockExclusive, lockShared, lockSharedWith } from '../../src/storage/lock-fence';
 
 const mssql = knexFactory({ client: 'mssql' });
 const pg = knexFactory({ client: 'pg' });
@@ -35,4 +35,18 @@ test('SQLite: one writer at a time already; a plain read, no exclusive statement
   } finally {
     void sqlite.destroy();
   }
+});
+
+test('with a rider (the reference counter), the lock row is read by the same shared-lock statement, outer-joined to one row', () => {
+  const rider = '(select n from refchg where id = 1)';
+  const shared = lockSharedWith(mssql, 'mssql', rider).toSQL().toNative();
+  assert.equal(
+    shared.sql,
+    'select (select n from refchg where id = 1) as [rider], [m].[user_name], [m].[locked_at] from (select 1 as [one]) as [o] left join (select [user_name], [locked_at] from [mntlck] with (tablock, holdlock) where [id] = @p0) as [m] on 1 = 1',
+  );
+  assert.deepEqual(shared.bindings, [1]);
+  assert.equal(
+    lockSharedWith(pg, 'postgres', rider).toSQL().sql,
+    'select (select n from refchg where id = 1) as "rider", "m"."user_name", "m"."locked_at" from (select 1 as "one") "o" left join (select "user_name", "locked_at" from "mntlck" where "id" = ? for share) as "m" on 1 = 1',
+  );
 });

@@ -44,6 +44,35 @@ test('postings reuse the cached reference rows while nothing changes (one counte
   assert.ok(s.hits - before.hits >= 6, 'setup and accounts served from the cache');
 });
 
+test('the counter rides in the lock fence, which the transaction\'s BEGIN reads: no statement of its own, read by every posting', async () => {
+  assert.equal((await t.post(PATH, journal(next()))).status, 200);
+  const statements: string[] = [];
+  const listen = (q: { sql?: string }) => statements.push(String(q.sql ?? '').replace(/["`[\]]/g, ''));
+  t.knex.on('query', listen);
+  const reads = cache().stats.versionReads;
+  try {
+    for (let i = 0; i < 3; i++) assert.equal((await t.post(PATH, journal(next()))).status, 200);
+  } finally {
+    t.knex.off('query', listen);
+  }
+  assert.equal(cache().stats.versionReads - reads, 3, 'the counter read by every posting');
+  // The fence's lock row read (the lock store's periodic re-read, `select *`, is not a posting's).
+  const fences = statements.filter((sql) => /user_name, locked_at from mntlck/i.test(sql));
+  if (t.engine === 'postgres') {
+    // In BEGIN's round trip, the counter in the same statement.
+    assert.equal(fences.length, 3, `one fence a posting: ${JSON.stringify(fences)}`);
+    for (const sql of fences) assert.match(sql, /^BEGIN; select \(select n from refchg where id = 1\) as rider, .* from mntlck where id = 1 for share/i);
+  } else {
+    // SQLite: read on the connection right after BEGIN IMMEDIATE, no knex statement.
+    assert.deepEqual(fences, []);
+  }
+  assert.deepEqual(
+    statements.filter((sql) => /from refchg/i.test(sql) && !/from mntlck/i.test(sql)),
+    [],
+    'no statement of its own for the counter',
+  );
+});
+
 test('an open period closed by a direct UPDATE from another connection refuses the very next posting', async () => {
   assert.equal((await t.post(PATH, journal(next(), { transactionDate: FX.earlierDate }))).status, 200, 'period 10 takes postings');
   // Lock period 10 of the year (administrator lock, status 3) from the other connection.

@@ -93,6 +93,23 @@ test('the trace id reaches the database session of a posting transaction', async
   else assert.equal(traceSessionStatement(t.knex, 'sqlite', TRACE_ID), undefined, 'SQLite: no session to label');
 });
 
+test('the trace id reaches the database session of a posting transaction whose BEGIN also reads its lock fence', async () => {
+  const span = trace.wrapSpanContext({ traceId: TRACE_ID, spanId: PARENT, traceFlags: TraceFlags.SAMPLED });
+  const fence = { sql: 'select ? as one', bindings: [1] };
+  const seen = await context.with(trace.setSpan(context.active(), span), () =>
+    t.services.boundary.transaction(
+      async (trx) => {
+        if (TEST_ENGINE !== 'postgres') return undefined;
+        const r = await trx.raw("select current_setting('application_name') as name");
+        return r.rows[0].name as string;
+      },
+      { begin: fence },
+    ),
+  );
+  assert.deepEqual((fence as { rows?: unknown }).rows, [{ one: 1 }], 'the BEGIN statement read');
+  if (TEST_ENGINE === 'postgres') assert.equal(seen, `ais trace=${TRACE_ID}`);
+});
+
 test('PostgreSQL: every statement of a request, reads included, carries the trace id as a leading comment', async () => {
   const span = trace.wrapSpanContext({ traceId: TRACE_ID, spanId: PARENT, traceFlags: TraceFlags.SAMPLED });
   const read = () => t.services.boundary.read(async (db) => (TEST_ENGINE === 'postgres' ? ((await db.raw('select current_query() as q')) as any).rows[0].q as string : undefined));

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Engine } from '../../storage/database';
 import { fromDbTime, toDbTime } from '../../storage/db-time';
 import { insertUnlessExists } from '../../storage/insert-or-ignore';
+import { compiledOnce } from '../../storage/compiled-statements';
 import { ownerGone, readBeat, type InstanceIdentity } from '../../storage/instance-heartbeat';
 
 /**
@@ -71,6 +72,8 @@ export interface KnexIdempotencyStoreOptions {
 }
 
 const TABLE = 'idmkey';
+/** The completion's statement (`complete`), for storage/compiled-statements.ts: its SET columns in order. */
+const COMPLETE_SHAPE = 'idmkey complete: state, status_code, response_headers, response_body, updated_at, locked_until where id, state in 2';
 
 function parseResponse(row: any): StoredResponse | null {
   if (row.status_code === null || row.status_code === undefined || row.response_body === null || row.response_body === undefined) return null;
@@ -181,7 +184,10 @@ export class KnexIdempotencyStore implements IdempotencyStore {
   }
 
   async complete(trx: Knex.Transaction, token: string, response: StoredResponse): Promise<boolean> {
-    const n = await trx(TABLE).where({ id: token }).whereIn('state', ['in_flight', 'unknown']).update(this.completion(response));
+    const completion = this.completion(response);
+    // In every keyed posting's transaction: compiled once (storage/compiled-statements.ts); SET binds before WHERE.
+    const statement = trx(TABLE).where({ id: token }).whereIn('state', ['in_flight', 'unknown']).update(completion);
+    const n = await compiledOnce(statement, COMPLETE_SHAPE, [...Object.values(completion), token, 'in_flight', 'unknown']);
     return Number(n) === 1;
   }
 

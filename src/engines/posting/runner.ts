@@ -3,6 +3,7 @@ import { ApiProblem } from '../../errors/problem';
 import { columnsUnavailable } from '../../catalog/installed';
 import type { Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
+import type { BeginStatement } from '../../storage/database';
 import { NumberAllocator, collidedCounter } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
 import { namedLocksFor } from '../../storage/named-locks';
@@ -83,9 +84,12 @@ export interface WriteRunnerDeps {
   /**
    * First statement of every posting transaction: throws 423 when the maintenance lock is recorded,
    * and holds the lock's fence until the transaction ends (storage/lock-fence.ts), so a posting
-   * never commits after a lock was recorded.
+   * never commits after a lock was recorded. `atBegin`: the fence statement of `fenceAtBegin`,
+   * given to the transaction's BEGIN, which reads it on the engines that can (then no statement here).
    */
-  recheckLock?: (trx: PostingContext['trx']) => Promise<void>;
+  recheckLock?: (trx: PostingContext['trx'], atBegin?: BeginStatement) => Promise<void>;
+  /** The fence statement for a posting transaction's BEGIN (a new one each transaction); absent: read by recheckLock. */
+  fenceAtBegin?: () => BeginStatement;
   /** Giving back the claim of a write the lock turned away, served while the lock closes the pool. */
   cleanup?: <T>(fn: () => Promise<T>) => Promise<T>;
   /** Minimum time between two opportunistic purges of expired records. */
@@ -198,10 +202,11 @@ export class WriteRunner {
     } catch (err) {
       throw new NothingPosted(err);
     }
+    const fence = this.deps.recheckLock ? this.deps.fenceAtBegin?.() : undefined;
     try {
       return await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
-          await this.deps.recheckLock?.(trx);
+          await this.deps.recheckLock?.(trx, fence);
           const ctx = this.context(trx, req);
           const outcome = await def.post(ctx, input, numbers);
           await sendQueuedWrites(ctx);
@@ -211,7 +216,7 @@ export class WriteRunner {
           await attempt?.complete(trx, rendered);
           return rendered;
         },
-        { deadlineAt, what: def.what, ...(attempt ? { onLate: attempt.settleLate } : {}) },
+        { deadlineAt, what: def.what, ...(attempt ? { onLate: attempt.settleLate } : {}), ...(fence ? { begin: fence } : {}) },
       );
     } catch (err) {
       if (err instanceof DryRunRollback) return err.rendered;

@@ -94,7 +94,7 @@ export async function loadPostingSetup(db: Knex | Knex.Transaction, request: Pic
   if (cache && db.isTransaction) {
     const cached = await cache.postingSetup(db as Knex.Transaction);
     if (!cached.setup) throw missingSetup();
-    return { setup: setupFromRow(cached.setup), fiscal: cached.fiscal.filter((r) => years.includes(Number(r.postyr))).map(fiscalRow) };
+    return derivedSetup(cached as CachedSetup, years);
   }
   const rows = await db('lgrstp as s')
     .leftJoin('fscprd as f', (join) => join.onIn('f.postyr', years))
@@ -104,6 +104,30 @@ export async function loadPostingSetup(db: Knex | Knex.Transaction, request: Pic
   const first = rows[0]!.recnum;
   const mine = rows.filter((r: any) => r.recnum === first);
   return { setup: setupFromRow(mine[0]!), fiscal: mine.filter((r: any) => r.postyr !== null && r.postyr !== undefined).map(fiscalRow) };
+}
+
+type CachedSetup = { setup: Record<string, any>; fiscal: Array<Record<string, any>> };
+
+/**
+ * The PostingSetup of cached reference rows, per set of years, derived once while those rows are
+ * the cache's (they are replaced, never changed, when the reference counter moves): every posting
+ * rebuilt it, three years of fiscal periods with their dates, which was most of its CPU here.
+ * Frozen: shared by the postings that follow.
+ */
+const derivedSetups = new WeakMap<CachedSetup, Map<string, PostingSetup>>();
+
+function derivedSetup(cached: CachedSetup, years: readonly number[]): PostingSetup {
+  let byYears = derivedSetups.get(cached);
+  if (!byYears) derivedSetups.set(cached, (byYears = new Map()));
+  const key = years.join(',');
+  let derived = byYears.get(key);
+  if (!derived) {
+    const fiscal = cached.fiscal.filter((r) => years.includes(Number(r.postyr))).map((r) => Object.freeze(fiscalRow(r)));
+    derived = Object.freeze({ setup: Object.freeze(setupFromRow(cached.setup)), fiscal: Object.freeze(fiscal) as FiscalRow[] });
+    if (byYears.size >= 64) byYears.clear();
+    byYears.set(key, derived);
+  }
+  return derived;
 }
 
 /** Fiscal year and period (1 to 12) of a date; the fiscal year is named after the calendar year it ends in. */

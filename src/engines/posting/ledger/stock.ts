@@ -4,7 +4,7 @@ import { ApiProblem, type FieldError } from '../../../errors/problem';
 import type { components } from '../../../../generated/api-types';
 import { Dec, decToJson } from '../../../storage/decimal';
 import { SCALE, type PostingContext } from '../context';
-import { allocateRecordNumbersIn, insertRecords, rangeValues, readAllRecords, readRecordsById, recordRow, records } from '../records';
+import { allocateRecordNumbersIn, insertRecords, insertRecordsReturning, rangeValues, readAllRecords, recordRow, records } from '../records';
 
 /**
  * Stock movements shared by every write that moves inventory (inventory allocations, source 23;
@@ -248,12 +248,11 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   // the transaction, commit out of order under concurrency.) The counter row stays locked until
   // commit: stock postings serialise on it, after their part locks.
   const numbers = rangeValues(await allocateRecordNumbersIn(ctx.numbers, trx, 'inventory-histories', histories.length));
-  const historyIds = histories.map(() => randomUUID());
   const rows = histories.map((h, i) => {
     const m = h.movement;
     const entered = m.enteredDate === undefined ? ctx.today : m.enteredDate;
     return recordRow(ctx, 'inventory-histories', {
-      id: historyIds[i]!,
+      id: randomUUID(),
       recordNumber: numbers[i]!,
       partNumber: m.partNumber,
       locationNumber: m.locationNumber,
@@ -271,9 +270,9 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
       year: m.year,
     });
   });
-  await insertRecords(trx, 'inventory-histories', rows);
-  // What was written, as the query engine reads it (engines/query/read-records.ts): the result is the record.
-  const posted = (await readRecordsById(trx, 'inventory-histories', historyIds)) as unknown as PostedInventoryHistory[];
+  // Written and read back in one statement (records/insert.ts insertRecordsReturning: the stored
+  // rows, decoded as the query engine reads them, in the order of `rows`): the result is the record.
+  const posted = (await insertRecordsReturning(ctx.writes, 'inventory-histories', rows)) as unknown as PostedInventoryHistory[];
   let h = 0;
   movements.forEach((m, i) => {
     if (m.onHand) applied[i]!.history = posted[h++]!;

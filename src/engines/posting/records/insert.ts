@@ -3,10 +3,12 @@ import { rowsPerInsert } from '../../../storage/parameter-budget';
 import { CATALOG } from '../../../../generated/catalog';
 import { engineOf, queryDialectFor } from '../../../storage/dialect';
 import { Pending, type StatementBatch } from '../../../storage/statement-batch';
+import { compiledInsert } from '../../../storage/compiled-statements';
 import { installedSchemaOf } from '../../../storage/installed-schema';
 import { columnsUnavailable, installedView } from '../../../catalog/installed';
-import { childSubject, entitySubject, recordDecoder, type PublishedRecord, type Row } from '../../query/envelope';
+import { childSubject, entitySubject, recordDecoder, type PublishedRecord, type RecordSubject, type Row } from '../../query/envelope';
 import type { StorageRow } from './rows';
+import type { FieldDef } from '../../../catalog/types';
 import { shapeOf } from './shapes';
 
 /**
@@ -30,9 +32,13 @@ function entityOf(entityName: string, db: Knex | Knex.Transaction) {
 /** Inserts `rows` (built by rows.ts) into the table of `set` (`entity` or `entity.collection`), sent at once (not queued), in chunks. */
 export async function insertRecords(trx: Knex.Transaction, set: string, rows: ReadonlyArray<StorageRow>): Promise<void> {
   if (rows.length === 0) return;
-  const table = shapeOf(set).table;
+  const { table } = shapeOf(set);
   const size = rowsPerStatement(rows);
-  for (let i = 0; i < rows.length; i += size) await trx(table).insert(rows.slice(i, i + size));
+  for (let i = 0; i < rows.length; i += size) {
+    const chunk = rows.slice(i, i + size);
+    // Compiled once per table, columns and row count (storage/compiled-statements.ts).
+    await compiledInsert(`insert into ${table}`, chunk, () => trx(table).insert(chunk));
+  }
 }
 
 /**
@@ -41,16 +47,17 @@ export async function insertRecords(trx: Knex.Transaction, set: string, rows: Re
  * which knex writes when asked to include trigger modifications: every table there has an
  * upddte trigger, and a plain OUTPUT is refused on a table with triggers).
  */
-function insertReturningRows(batch: StatementBatch, table: string, keyColumn: string, columns: readonly string[], rows: ReadonlyArray<StorageRow>): Pending<Row[]> {
+function insertReturningRows(batch: StatementBatch, table: string, keyColumn: string, plan: ReturningPlan, rows: ReadonlyArray<StorageRow>): Pending<Row[]> {
+  const { columns, shape } = plan;
   const size = rowsPerStatement(rows);
   const chunks: Array<Pending<Row[]>> = [];
   for (let i = 0; i < rows.length; i += size) {
-    chunks.push(
-      batch.add({
-        query: batch.trx(table).insert(rows.slice(i, i + size)).returning([...columns], { includeTriggerModifications: true }),
-        returning: columns,
-      }) as Pending<Row[]>,
+    const chunk = rows.slice(i, i + size);
+    // Compiled once per shape (storage/compiled-statements.ts): the table, the columns returned, the rows' columns and count.
+    const query = compiledInsert(shape, chunk, () =>
+      batch.trx(table).insert(chunk).returning([...columns], { includeTriggerModifications: true }),
     );
+    chunks.push(batch.add({ query, returning: columns }) as Pending<Row[]>);
   }
   return Pending.all(batch, chunks).map((stored) => {
     const byKey = new Map<string, Row>();
@@ -76,10 +83,45 @@ function insertReturningRows(batch: StatementBatch, table: string, keyColumn: st
  */
 export function insertRecordsReturning(batch: StatementBatch, entityName: string, rows: ReadonlyArray<StorageRow>): Pending<PublishedRecord[]> {
   const entity = entityOf(entityName, batch.trx);
-  const fields = Object.values(entity.fields);
-  const columns = [...new Set([...fields.map((f) => f.column), entity.keyColumn])];
-  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields, entitySubject(entity));
-  return insertReturningRows(batch, entity.table, entity.keyColumn, columns, rows).map((stored) => stored.map(decode));
+  const plan = returningPlan(entity, entity.table, batch.trx, entity.keyColumn, () => {
+    const fields = Object.values(entity.fields);
+    return { fields, columns: [...new Set([...fields.map((f) => f.column), entity.keyColumn])], subject: entitySubject(entity) };
+  });
+  return insertReturningRows(batch, entity.table, entity.keyColumn, plan, rows).map((stored) => stored.map(plan.decode));
+}
+
+interface ReturningPlan {
+  columns: readonly string[];
+  decode: (row: Row) => PublishedRecord;
+  /** The insert's shape for storage/compiled-statements.ts: the table and what it returns. */
+  shape: string;
+}
+
+/**
+ * The RETURNING columns and the decoder of a set's records, per engine and key column, built once per set as the
+ * installed build has it (`owner`: the entity or child definition in use, a new object whenever
+ * the installed schema changes it): a posting rebuilt both for every insert.
+ */
+const returningPlans = new WeakMap<object, Map<string, ReturningPlan>>();
+
+function returningPlan(
+  owner: object,
+  table: string,
+  db: Knex | Knex.Transaction,
+  keyColumn: string,
+  build: () => { fields: FieldDef[]; columns: string[]; subject: RecordSubject },
+): ReturningPlan {
+  const engine = engineOf(db as unknown as Knex);
+  let byEngine = returningPlans.get(owner);
+  if (!byEngine) returningPlans.set(owner, (byEngine = new Map()));
+  const key = `${engine}\u0000${keyColumn}`;
+  let plan = byEngine.get(key);
+  if (!plan) {
+    const { fields, columns, subject } = build();
+    plan = { columns, decode: recordDecoder(queryDialectFor(engine), fields, subject), shape: `insert into ${table} returning ${columns.join(',')} with trigger modifications` };
+    byEngine.set(key, plan);
+  }
+  return plan;
 }
 
 /**
@@ -92,12 +134,14 @@ export function insertChildrenReturning(batch: StatementBatch, entityName: strin
   const child = Object.hasOwn(entity.children, collection) ? entity.children[collection] : undefined;
   if (!child && entity.unavailable?.includes(collection)) throw columnsUnavailable([`${entityName}.${collection}`], 'this posting');
   if (!child) throw new Error(`read-back: ${entityName} has no child collection ${collection}`);
-  const fields = Object.values(child.fields);
-  const columns = [...new Set([...fields.map((f) => f.column), child.parentColumn, child.orderColumn, keyColumn])];
-  const decode = recordDecoder(queryDialectFor(engineOf(batch.trx as unknown as Knex)), fields, { ...childSubject(entityName, child), keyColumn });
+  const plan = returningPlan(child, child.table, batch.trx, keyColumn, () => {
+    const fields = Object.values(child.fields);
+    const columns = [...new Set([...fields.map((f) => f.column), child.parentColumn, child.orderColumn, keyColumn])];
+    return { fields, columns, subject: { ...childSubject(entityName, child), keyColumn } };
+  });
   // The read orders by (parent, order column); one parent here. Stable: ties keep insert order.
   const order = (row: Row) => row[child.orderColumn] as number | string;
-  return insertReturningRows(batch, child.table, keyColumn, columns, rows).map((stored) => sortedByOrder(stored, order).map(decode));
+  return insertReturningRows(batch, child.table, keyColumn, plan, rows).map((stored) => sortedByOrder(stored, order).map(plan.decode));
 }
 
 function sortedByOrder(stored: Row[], order: (row: Row) => number | string): Row[] {

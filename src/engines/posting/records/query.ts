@@ -5,6 +5,7 @@ import { publishedValue, storedValueUnreadable, type RecordSubject } from '../..
 import type { FieldDef } from '../../../catalog/types';
 import type { PostingContext } from '../context';
 import { updateStamps } from './audit';
+import { compiledOnce } from '../../../storage/compiled-statements';
 import { PARENT_ID, fieldOf, shapeOf, type RecordShape } from './shapes';
 
 /**
@@ -66,6 +67,11 @@ function encode(dialect: Dialect, shape: RecordShape, field: FieldDef, value: Re
 /** The output name under which a read that did not ask for `id` selects the key anyway: a value that cannot be read names its record. */
 const KEY = '__key';
 
+/** Selected columns as a statement signature names them (the key's alias included). */
+function signatureOf(columns: ReadonlyArray<string | Record<string, string>>): string {
+  return columns.map((c) => (typeof c === 'string' ? c : Object.entries(c).map(([alias, column]) => `${column} as ${alias}`).join(','))).join(',');
+}
+
 /** Whose rows a set's are (envelope.ts): names the record of a value that cannot be read. */
 function subjectOf(shape: RecordShape, row: Record<string, unknown>): RecordSubject {
   const collection = shape.name.includes('.') ? shape.name.slice(shape.entityName.length + 1) : undefined;
@@ -112,6 +118,13 @@ export function decodeStored(dialect: Dialect, set: string, row: Record<string, 
 export class RecordQuery {
   private readonly shape: RecordShape;
   private readonly query: Knex.QueryBuilder;
+  /**
+   * What the statement is made of, call by call (its SQL text follows from it), and the values
+   * knex binds, in its order: the statement is compiled once per signature
+   * (storage/compiled-statements.ts checks the bindings on the first compile).
+   */
+  private signature: string;
+  private readonly bindings: unknown[] = [];
 
   constructor(
     private readonly ctx: RecordsContext,
@@ -119,6 +132,23 @@ export class RecordQuery {
   ) {
     this.shape = shapeOf(set);
     this.query = ctx.trx(this.shape.table);
+    this.signature = `records ${this.shape.table}`;
+  }
+
+  /** Conditions on `values` (one per field, in order): `= ?`, or IS NULL for null. */
+  private noteConditions(kind: string, columns: Record<string, unknown>): void {
+    for (const [column, value] of Object.entries(columns)) {
+      if (value === null) this.signature += ` ${kind} ${column} null`;
+      else {
+        this.signature += ` ${kind} ${column}`;
+        this.bindings.push(value);
+      }
+    }
+  }
+
+  /** The query compiled once per signature, `extra` bindings after the conditions' (a limit). */
+  private compiled(query: Knex.QueryBuilder, signature: string, extra: readonly unknown[] = []): Knex.QueryBuilder {
+    return compiledOnce(query, signature, extra.length > 0 ? [...this.bindings, ...extra] : this.bindings);
   }
 
   private column(field: string): string {
@@ -137,32 +167,42 @@ export class RecordQuery {
 
   /** Every field equal to its value. */
   where(values: Readonly<Record<string, RecordValue>>): this {
-    this.query.where(this.columns(values));
+    const columns = this.columns(values);
+    this.noteConditions('where', columns);
+    this.query.where(columns);
     return this;
   }
 
   /** Not every field equal to its value (one field: not equal). */
   whereNot(values: Readonly<Record<string, RecordValue>>): this {
-    this.query.whereNot(this.columns(values));
+    const columns = this.columns(values);
+    this.noteConditions('not', columns);
+    this.query.whereNot(columns);
     return this;
   }
 
   whereIn(field: string, values: readonly RecordValue[]): this {
-    this.query.whereIn(this.column(field), values.map((v) => this.encoded(field, v)) as readonly any[]);
+    const encoded = values.map((v) => this.encoded(field, v));
+    this.signature += ` in ${this.column(field)} ${encoded.length}`;
+    this.bindings.push(...encoded);
+    this.query.whereIn(this.column(field), encoded as readonly any[]);
     return this;
   }
 
   whereNull(field: string): this {
+    this.signature += ` null ${this.column(field)}`;
     this.query.whereNull(this.column(field));
     return this;
   }
 
   whereNotNull(field: string): this {
+    this.signature += ` notnull ${this.column(field)}`;
     this.query.whereNotNull(this.column(field));
     return this;
   }
 
   orderBy(field: string, direction: 'asc' | 'desc' = 'asc'): this {
+    this.signature += ` order ${this.column(field)} ${direction}`;
     this.query.orderBy(this.column(field), direction);
     return this;
   }
@@ -178,9 +218,13 @@ export class RecordQuery {
   }
 
   limit(count: number): this {
+    // Its binding comes after the conditions' (knex writes `limit ?` last): noted at the read.
+    this.limited = count;
     this.query.limit(count);
     return this;
   }
+
+  private limited: number | undefined;
 
   /** The columns of `fields`, and the key (as KEY) when they do not hold it; none: every column. */
   private selected(fields: readonly string[] | undefined): Array<string | Record<string, string>> {
@@ -192,14 +236,18 @@ export class RecordQuery {
   /** The matching records with `fields` (every stored column that has a published name when absent). */
   async all(fields?: readonly string[]): Promise<StoredRecord[]> {
     const columns = this.selected(fields);
-    const rows = (await (columns.length > 0 ? this.query.select(columns) : this.query)) as Array<Record<string, unknown>>;
+    const query = columns.length > 0 ? this.query.select(columns) : this.query;
+    const limit = this.limited === undefined ? [] : [this.limited];
+    const rows = (await this.compiled(query, `${this.signature} limit ${limit.length} all ${signatureOf(columns)}`, limit)) as Array<Record<string, unknown>>;
     return rows.map((row) => decodeRecord(this.ctx.dialect, this.shape, row));
   }
 
   /** The first matching record with `fields` (every stored column that has a published name when absent), or undefined. */
   async first(fields?: readonly string[]): Promise<StoredRecord | undefined> {
     const columns = this.selected(fields);
-    const row = (await (columns.length > 0 ? this.query.first(columns) : this.query.first())) as Record<string, unknown> | undefined;
+    const query = columns.length > 0 ? this.query.first(columns) : this.query.first();
+    // first() is `limit 1`, bound last.
+    const row = (await this.compiled(query, `${this.signature} first ${signatureOf(columns)}`, [1])) as Record<string, unknown> | undefined;
     return row === undefined ? undefined : decodeRecord(this.ctx.dialect, this.shape, row);
   }
 
@@ -217,17 +265,30 @@ export class RecordQuery {
   async update(changes: Readonly<Record<string, Change>>): Promise<number> {
     const { trx } = this.ctx;
     const row: Record<string, unknown> = {};
+    // SET binds before WHERE, in the order of the changes (then the stamps).
+    let signature = `${this.signature} set`;
+    const set: unknown[] = [];
     for (const [field, value] of Object.entries(changes)) {
       const column = this.column(field);
       if (!isComputed(value)) {
         row[column] = this.encoded(field, value);
+        signature += ` ${column}`;
+        set.push(row[column]);
         continue;
       }
       const by = this.encoded(field, value.by) as Knex.Value;
       row[column] =
         value.computed === 'increment' ? trx.raw('?? + ?', [column, by]) : trx.raw('CASE WHEN ?? > ? THEN ?? - ? ELSE 0 END', [column, by, column, by]);
+      signature += ` ${column} ${value.computed}`;
+      set.push(...(value.computed === 'increment' ? [by] : [by, by]));
     }
-    return Number(await this.query.update({ ...row, ...updateStamps(this.ctx) }));
+    const stamps = updateStamps(this.ctx);
+    for (const [column, value] of Object.entries(stamps)) {
+      signature += ` ${column}`;
+      set.push(value);
+    }
+    const query = this.query.update({ ...row, ...stamps });
+    return Number(await compiledOnce(query, `${signature} where`, [...set, ...this.bindings]));
   }
 }
 

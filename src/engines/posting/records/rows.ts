@@ -36,30 +36,52 @@ function encodeField(ctx: WriteContext, where: string, field: FieldDef, value: P
   throw new Error(`write-rows: ${where}.${field.name} is a decimal, got ${typeof value}`);
 }
 
+/** A field set's fields by published name, and its storage columns that have one (built once per set: a row per line asked for them anew). */
+interface FieldIndex {
+  byName: ReadonlyMap<string, FieldDef>;
+  published: ReadonlySet<string>;
+}
+
+const fieldIndexes = new WeakMap<Record<string, FieldDef>, FieldIndex>();
+
+function fieldIndexOf(fields: Record<string, FieldDef>): FieldIndex {
+  let index = fieldIndexes.get(fields);
+  if (!index) {
+    const own = Object.keys(fields).map((name) => [name, fields[name]!] as const);
+    index = { byName: new Map(own), published: new Set(own.map(([, f]) => f.column)) };
+    fieldIndexes.set(fields, index);
+  }
+  return index;
+}
+
 function buildRow(ctx: WriteContext, where: string, table: string, fields: Record<string, FieldDef>, values: Record<string, PublishedValue>, extra: StorageRow): StorageRow {
   const row: StorageRow = {};
   const installed = ctx.installed && ctx.installed.generation > 0 ? ctx.installed : undefined;
-  const needed: string[] = [];
-  /** False when the installed build lacks `column`: left out when there is nothing to store, else needed. */
-  const fits = (column: string, value: unknown, name: string): boolean => {
-    if (!installed?.lacks(table, column)) return true;
-    if (value !== null && value !== undefined) needed.push(name);
-    return false;
-  };
-  for (const [name, value] of Object.entries(values)) {
-    const field = Object.hasOwn(fields, name) ? fields[name] : undefined;
+  // Names the installed build lacks a column for while the write has a value for them (needs.ts, rule 2).
+  let needed: string[] | undefined;
+  const index = fieldIndexOf(fields);
+  for (const name of Object.keys(values)) {
+    const value = values[name];
+    const field = index.byName.get(name);
     if (!field) throw new Error(`write-rows: ${where} has no published field ${name}`);
-    if (!fits(field.column, value, `${where}.${name}`)) continue;
+    // A column the installed build lacks: left out when there is nothing to store, else needed.
+    if (installed?.lacks(table, field.column)) {
+      if (value !== null && value !== undefined) (needed ??= []).push(`${where}.${name}`);
+      continue;
+    }
     row[field.column] = encodeField(ctx, where, field, value);
   }
-  const published = new Set(Object.values(fields).map((f) => f.column));
-  for (const [column, value] of Object.entries(extra)) {
-    if (published.has(column)) throw new Error(`write-rows: ${where} column ${column} has a published name: write it through that name`);
+  for (const column of Object.keys(extra)) {
+    const value = extra[column];
+    if (index.published.has(column)) throw new Error(`write-rows: ${where} column ${column} has a published name: write it through that name`);
     if (Object.hasOwn(row, column)) throw new Error(`write-rows: ${where} column ${column} given twice`);
-    if (!fits(column, value, `${table}.${column}`)) continue;
+    if (installed?.lacks(table, column)) {
+      if (value !== null && value !== undefined) (needed ??= []).push(`${table}.${column}`);
+      continue;
+    }
     row[column] = value;
   }
-  if (needed.length > 0) throw columnsUnavailable(needed, 'this posting');
+  if (needed) throw columnsUnavailable(needed, 'this posting');
   return Object.assign(row, insertStamps(ctx.user));
 }
 

@@ -4,9 +4,10 @@ import { SCALE, type PostingContext } from '../../context';
 import { writeJournal, type JournalLine } from '../../ledger/journal';
 import { writeJobCosts, type JobCostToWrite } from '../../ledger/job-costs';
 import { MOVEMENT, applyStockMovements, type StockMovement, type StockResult } from '../../ledger/stock';
-import { childRow, childTableOf, fitText, insertRecords, recordRow } from '../../records';
+import { childRow, childTableOf, fitText, insertChildrenReturning, insertRecords, insertRecordsReturning, recordRow } from '../../records';
+import { Pending } from '../../../../storage/statement-batch';
 import { ALLOCATION_SOURCE, PURPOSE, STATUS, type AllocationInput } from './input';
-import { readAllocation, type AllocationWriteResult } from './read-back';
+import type { AllocationWriteResult, PostedAllocation } from './read-back';
 import type { Resolved } from './references';
 
 /**
@@ -121,7 +122,6 @@ function journalLinesOf(input: AllocationInput, resolved: Resolved, costs: LineC
  * consumption on a job, its job costs and consumption records. Returns the write result.
  */
 export async function postAllocation(ctx: PostingContext, input: AllocationInput, resolved: Resolved, numbers: AllocationNumbers, at: AllocationPosting): Promise<AllocationWriteResult> {
-  const { trx } = ctx;
   const { recordNumber, enteredDate, period, year } = at;
   const { movements, lineMovement } = stockMovementsOf(input, resolved, at);
   const stock = await applyStockMovements(ctx, movements);
@@ -131,7 +131,9 @@ export async function postAllocation(ctx: PostingContext, input: AllocationInput
   const posts = journalLines.length > 0;
 
   const allocationId = randomUUID();
-  await insertRecords(trx, 'inventory-allocations', [
+  // Written and read back in the same statements (records/insert.ts: the stored rows, decoded as
+  // the query engine reads the allocation with its lines), not as built here.
+  const header = insertRecordsReturning(ctx.writes, 'inventory-allocations', [
     recordRow(ctx, 'inventory-allocations', {
       id: allocationId,
       recordNumber,
@@ -153,9 +155,10 @@ export async function postAllocation(ctx: PostingContext, input: AllocationInput
     }),
   ]);
   const lineTable = childTableOf('inventory-allocations', 'lines');
-  await insertRecords(
-    trx,
-    'inventory-allocations.lines',
+  const lines = insertChildrenReturning(
+    ctx.writes,
+    'inventory-allocations',
+    'lines',
     resolved.lines.map((r, i) =>
       childRow(
         ctx,
@@ -177,8 +180,8 @@ export async function postAllocation(ctx: PostingContext, input: AllocationInput
     ),
   );
 
-  // The document as the query engine reads it (engines/query/read-records.ts), not as built here.
-  const document = await readAllocation(trx, allocationId);
+  const [[stored], storedLines] = await Pending.all(ctx.writes, [header, lines] as const);
+  const document = { ...stored!, lines: storedLines } as unknown as PostedAllocation;
   const result: AllocationWriteResult = { document, jobCosts: [], inventory: stock.inventory, period, year };
   if (posts) {
     result.ledgerTransaction = await writeJournal(ctx, {

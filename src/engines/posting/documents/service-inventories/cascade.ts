@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { PostingContext } from '../../context';
-import { insertRecords, recordRow } from '../../records';
+import { insertRecordsReturning, recordRow } from '../../records';
 import type { ServiceInventoryInput } from './input';
+import type { PostedServiceInventory } from './read-back';
 
-/** POST /service-inventories, the cascade: the item stored, nothing posted. Returns its id. */
-export async function insertServiceInventory(ctx: PostingContext, input: ServiceInventoryInput, recordNumber: number): Promise<string> {
+/**
+ * POST /service-inventories, the cascade: the item stored, nothing posted. Returns it as stored,
+ * as the query engine reads it (the insert's RETURNING: records/insert.ts insertRecordsReturning).
+ */
+export async function insertServiceInventory(ctx: PostingContext, input: ServiceInventoryInput, recordNumber: number): Promise<PostedServiceInventory> {
   const id = randomUUID();
-  await insertRecords(ctx.trx, 'service-inventories', [
+  const [stored] = await insertRecordsReturning(ctx.writes, 'service-inventories', [
     recordRow(ctx, 'service-inventories', {
       id,
       recordNumber,
@@ -22,5 +26,5 @@ export async function insertServiceInventory(ctx: PostingContext, input: Service
       status: input.status,
     }),
   ]);
-  return id;
+  return stored as unknown as PostedServiceInventory;
 }

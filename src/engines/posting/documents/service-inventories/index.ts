@@ -3,7 +3,7 @@ import { allocateRecordNumbers } from '../../records';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { insertServiceInventory } from './cascade';
 import { prepareServiceInventory, type ServiceInventoryInput } from './input';
-import { readServiceInventory, type ServiceInventoryWriteResult } from './read-back';
+import type { ServiceInventoryWriteResult } from './read-back';
 import { checkReferences } from './references';
 
 /**
@@ -14,8 +14,8 @@ import { checkReferences } from './references';
  *
  *   input.ts       the body; warrantyEnds before installDate is 400 naming warrantyEnds
  *   references.ts  client, service location (a site of that client), part
- *   cascade.ts     the item stored
- *   read-back.ts   the item as the query engine reads it
+ *   cascade.ts     the item stored, returned as stored (the insert's RETURNING)
+ *   read-back.ts   the result's shape
  */
 
 interface Numbers {
@@ -34,8 +34,7 @@ export const serviceInventoriesWrite: WriteDefinition<ServiceInventoryInput, Num
 
   async post(ctx, input, numbers): Promise<PostOutcome<ServiceInventoryWriteResult>> {
     await checkReferences(ctx, input);
-    const id = await insertServiceInventory(ctx, input, numbers.record);
-    const document = await readServiceInventory(ctx.trx, id);
+    const document = await insertServiceInventory(ctx, input, numbers.record);
     return { result: { document, jobCosts: [], inventory: [] } };
   },
 };

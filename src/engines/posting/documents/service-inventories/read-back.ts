@@ -1,8 +1,10 @@
-import type { Knex } from 'knex';
 import type { components } from '../../../../../generated/api-types';
-import { readRecord, type FullRecord } from '../../records';
+import type { FullRecord } from '../../records';
 
-/** POST /service-inventories, the result: the item as the query engine reads it (through the catalog). */
+/**
+ * POST /service-inventories, the result: the item as the query engine reads it (through the
+ * catalog), which the insert returns (cascade.ts: its RETURNING, decoded as a query decodes it).
+ */
 
 /** A service inventory item as POST /service-inventories/query returns it (the contract's ServiceInventory). */
 export type PostedServiceInventory = FullRecord<components['schemas']['ServiceInventory']>;
@@ -12,9 +14,4 @@ export interface ServiceInventoryWriteResult {
   document: PostedServiceInventory;
   jobCosts: never[];
   inventory: never[];
-}
-
-/** The item `id` as the service-inventories query returns it (engines/query/read-records.ts). */
-export async function readServiceInventory(trx: Knex.Transaction, id: string): Promise<PostedServiceInventory> {
-  return (await readRecord(trx, 'service-inventories', id)) as unknown as PostedServiceInventory;
 }
