@@ -16,6 +16,12 @@ export interface Dialect {
   decodeDecimal(raw: unknown, scale: number): Dec | null;
   /** Creates a decimal column in a migration. */
   decimalColumn(table: Knex.CreateTableBuilder, name: string, precision: number, scale: number): Knex.ColumnBuilder;
+  /**
+   * SQL counting the values of a decimal column (`??`, bound once) that are not a value of it as
+   * this engine stores one: SQLite keeps any type in any column and sum() reads text as 0, and
+   * PostgreSQL's numeric holds NaN and infinities; SQL Server's decimal holds neither (docs/decisions/0370).
+   */
+  readonly decimalsNotStored: string;
 }
 
 /** 10^0 .. 10^22 as Decs, built once (building 10^scale cost more than the product it scales by). */
@@ -36,6 +42,8 @@ const sqliteDialect: Dialect = {
   decimalColumn(table, name) {
     return table.bigInteger(name);
   },
+  // A decimal is stored as its scaled integer (encodeDecimal): anything else is another program's.
+  decimalsNotStored: "count(case when typeof(??) not in ('integer', 'null') then 1 end)",
 };
 
 function exactDialect(engine: Engine): Dialect {
@@ -51,6 +59,9 @@ function exactDialect(engine: Engine): Dialect {
     decimalColumn(table, name, precision, scale) {
       return table.decimal(name, precision, scale);
     },
+    // As text: the literals 'Infinity' are no numeric before PostgreSQL 14. SQL Server's decimal
+    // holds no such value: a count that is always 0, still naming the column once like the others.
+    decimalsNotStored: engine === 'postgres' ? "count(case when cast(?? as text) in ('NaN', 'Infinity', '-Infinity') then 1 end)" : 'count(case when 1 = 0 then ?? end)',
   };
 }
 

@@ -93,3 +93,34 @@ test('a service invoice whose ledger accounts hold text in their inactive flags 
     for (const a of accounts) await t.knex('lgract').where({ _idnum: a._idnum }).update({ inactv: a.inactv });
   }
 });
+
+test("an allocation whose part's stock history holds a value its cost column cannot (text in SQLite, NaN in PostgreSQL) is refused 502 naming that history, not costed as if it were 0", async () => {
+  const alloc = {
+    allocationNumber: `IA-UNREAD-${randomUUID().slice(0, 8)}`,
+    allocationDate: '2026-11-20',
+    description: 'Stock to Cedar Falls TI',
+    status: 4,
+    purpose: 2,
+    fromLocation: 1,
+    jobNumber: 2601,
+    phaseNumber: 3,
+    lines: [{ lineNumber: 1, partNumber: 72, quantity: 1, costCode: 3, costType: 1 }],
+  };
+  const history = await t.knex('invhst').where({ prtnum: 72 }).first('_idnum', 'extcst');
+  assert.ok(history, 'the demo company has stock history for part 72');
+  const before = await counts();
+  // Both engines take it: SQLite any text, PostgreSQL's numeric NaN. sum() would read the text as 0.
+  await t.knex('invhst').where({ _idnum: history._idnum }).update({ extcst: t.engine === 'sqlite' ? 'not a cost' : 'NaN' });
+  try {
+    const res = await post('/api/v3/inventory-allocations', alloc, `ia-${randomUUID()}`);
+    assert.equal(res.status, 502, res.text);
+    const problem = assertProblem(res, 'STORED_VALUE_UNREADABLE', '/api/v3/inventory-allocations');
+    assert.deepEqual(problem.unreadableValue, { entity: 'inventory-histories', field: 'extendedCost', recordId: String(history._idnum).toLowerCase() });
+    assert.deepEqual(await counts(), before, 'nothing posted');
+  } finally {
+    await t.knex('invhst').where({ _idnum: history._idnum }).update({ extcst: history.extcst });
+  }
+  const fixed = await post('/api/v3/inventory-allocations', alloc, `ia-${randomUUID()}`);
+  assert.equal(fixed.status, 200, fixed.text);
+  await assertBooksInvariants(t.knex);
+});

@@ -251,14 +251,40 @@ export class RecordQuery {
     return row === undefined ? undefined : decodeRecord(this.ctx.dialect, this.shape, row);
   }
 
-  /** Per value of `groupField`, the sum of `sumField` over the matching records (decoded as that field). */
+  /**
+   * Per value of `groupField`, the sum of `sumField` over the matching records (decoded as that
+   * field). Summed by the database, unless a value of a decimal `sumField` is not one the engine
+   * stores (text in SQLite, which sum() reads as 0; NaN in PostgreSQL): then the rows are read one
+   * by one and summed here, and a value that cannot be read is refused naming its record, never
+   * summed as something else (docs/decisions/0370).
+   */
   async sums(groupField: string, sumField: string): Promise<Array<{ group: unknown; sum: any }>> {
     const group = fieldOf(this.shape, groupField);
     const summed = fieldOf(this.shape, sumField);
-    const rows = (await this.query.groupBy(group.column).select(group.column, this.ctx.trx.raw('sum(??) as v', [summed.column]))) as Array<Record<string, unknown>>;
+    const { dialect, trx } = this.ctx;
+    const rowsOf = this.query.clone();
+    const checked = summed.kind === 'decimal';
+    const aggregates = [trx.raw('sum(??) as v', [summed.column]), ...(checked ? [trx.raw(`${dialect.decimalsNotStored} as unreadable`, [summed.column])] : [])];
+    const rows = (await this.query.groupBy(group.column).select(group.column, ...aggregates)) as Array<Record<string, unknown>>;
+    if (checked && rows.some((row) => Number(row.unreadable) > 0)) return this.sumsRowByRow(rowsOf, group, summed);
     // A sum is no stored value (it may exceed its column): decoded, not checked against the column.
-    const sumOf = (raw: unknown) => (raw === null || raw === undefined ? null : summed.kind === 'decimal' ? this.ctx.dialect.decodeDecimal(raw, summed.scale ?? 0) : Number(raw));
-    return rows.map((row) => ({ group: decode(this.ctx.dialect, this.shape, group, row[group.column], row), sum: sumOf(row.v) }));
+    const sumOf = (raw: unknown) => (raw === null || raw === undefined ? null : checked ? dialect.decodeDecimal(raw, summed.scale ?? 0) : Number(raw));
+    return rows.map((row) => ({ group: decode(dialect, this.shape, group, row[group.column], row), sum: sumOf(row.v) }));
+  }
+
+  /** `sums` of a decimal field read record by record: each value decoded (or refused) as a read of it would be. */
+  private async sumsRowByRow(query: Knex.QueryBuilder, group: FieldDef, summed: FieldDef): Promise<Array<{ group: unknown; sum: Dec | null }>> {
+    const rows = (await query.select(group.column, summed.column, { [KEY]: this.shape.keyColumn })) as Array<Record<string, unknown>>;
+    const sums = new Map<unknown, { group: unknown; sum: Dec | null }>();
+    for (const row of rows) {
+      const key = row[group.column];
+      const value = decode(this.ctx.dialect, this.shape, summed, row[summed.column], row) as Dec | null;
+      let cell = sums.get(key);
+      if (!cell) sums.set(key, (cell = { group: decode(this.ctx.dialect, this.shape, group, key, row), sum: null }));
+      // SUM skips NULLs and is NULL over none.
+      if (value !== null) cell.sum = cell.sum === null ? value : cell.sum.plus(value);
+    }
+    return [...sums.values()];
   }
 
   /** Changes the matching records (and their audit stamps); returns how many rows changed. */
