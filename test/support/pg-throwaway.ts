@@ -71,3 +71,44 @@ export async function createThrowawayDatabase(adminUrl: string, prefix: string, 
   }
   return { name, url: databaseUrl(adminUrl, name), drop: () => dropDatabaseLater(adminUrl, name) };
 }
+
+/** A throwaway database's name as createThrowawayDatabase makes it: `<prefix>_<pid>_<8 hex digits>`. */
+const THROWAWAY_NAME = /^ais_[a-z]+_(\d+)_[0-9a-f]{8}$/;
+
+/**
+ * Drops the throwaway databases left by test processes of this machine that are gone (killed, or
+ * their background drop failed): without this they piled up on a developer's server, one per
+ * file of every interrupted run. Only a name whose process id is not a live process here, and only
+ * a database nobody is connected to (no `force`: a run of another machine on the same server keeps
+ * its databases). Returns how many were dropped.
+ */
+export async function dropLeftoverDatabases(adminUrl: string): Promise<number> {
+  const admin = knexFactory({ client: 'pg', connection: adminUrl, pool: { min: 0, max: 1 } });
+  let dropped = 0;
+  try {
+    const rows = (await admin.raw('select datname from pg_database where not datistemplate')).rows as Array<{ datname: string }>;
+    for (const { datname } of rows) {
+      const match = THROWAWAY_NAME.exec(datname);
+      if (!match || processAlive(Number(match[1]))) continue;
+      try {
+        await admin.raw(`drop database if exists "${datname}"`);
+        dropped += 1;
+      } catch {
+        // In use (another machine's run on this server): left alone.
+      }
+    }
+  } finally {
+    await admin.destroy();
+  }
+  return dropped;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: alive, another user's.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
