@@ -16,7 +16,8 @@ import { loadConfig } from '../../src/config';
 import { startServer } from '../../src/server';
 import { WriteRunner } from '../../src/engines/posting/runner';
 import { WRITES } from '../../src/engines/posting/writes';
-import { BEFORE_READY, warmUp, writeExamples } from '../../src/warm-up';
+import { BEFORE_READY, BEFORE_READY_OPERATIONS, warmUp, writeExamples } from '../../src/warm-up';
+import { REHEARSAL_BATCH_RECORDS } from '../../src/engines/posting/context';
 import { createTestDatabase, TEST_ENGINE, type TestApp } from '../support/app';
 import { useTestApp } from '../support/use-test-app';
 import { secretsEnv } from '../support/secrets';
@@ -72,14 +73,17 @@ test('every posting engine is rehearsed on the seeded demo company and nothing i
   assert.equal(res.body.dryRun, true);
 });
 
-test('a batch chosen by criteria is rehearsed with its first record only: the payroll period of the example reads one payroll record, not the whole period', async () => {
+test('a batch chosen by criteria is rehearsed on at most REHEARSAL_BATCH_RECORDS records: the whole pay period of the payroll example on the demo company, its job costs included, and the selection is bounded', async () => {
   const example = writeExamples().get('/payroll-records/post') as { periodEndDate: string };
-  const inPeriod = await t.knex('payrec').where({ prdend: example.periodEndDate }).count<{ n: number | string }[]>({ n: '*' }).first();
-  assert.ok(Number(inPeriod?.n) >= 2, `the demo period has several records (${inPeriod?.n}), so reading them all would show`);
-  const payrecRows: number[] = [];
-  const onResponse = (response: unknown, query: { sql: string }) => {
+  const inPeriod = Number((await t.knex('payrec').where({ prdend: example.periodEndDate }).whereNot({ status: 5 }).count<{ n: number | string }[]>({ n: '*' }).first())?.n);
+  assert.ok(inPeriod >= 2 && inPeriod <= REHEARSAL_BATCH_RECORDS, `the demo period has several records (${inPeriod}), within the rehearsal's cap`);
+  const payrecReads: Array<{ rows: number; bindings: unknown[] }> = [];
+  const written: string[] = [];
+  const onResponse = (response: unknown, query: { sql: string; bindings?: unknown[] }) => {
     // The first select of payroll records (SQLite quotes with backticks, PostgreSQL with double quotes).
-    if (/^select .* from [`"]payrec[`"]/i.test(query.sql)) payrecRows.push(Array.isArray(response) ? response.length : -1);
+    if (/^select .* from [`"]payrec[`"]/i.test(query.sql)) payrecReads.push({ rows: Array.isArray(response) ? response.length : -1, bindings: query.bindings ?? [] });
+    const insert = /^insert into [`"](\w+)[`"]/i.exec(query.sql);
+    if (insert) written.push(insert[1]!);
   };
   t.services.knex.on('query-response', onResponse);
   try {
@@ -88,8 +92,12 @@ test('a batch chosen by criteria is rehearsed with its first record only: the pa
   } finally {
     t.services.knex.off('query-response', onResponse);
   }
-  assert.ok(payrecRows.length > 0, 'the rehearsal read payroll records');
-  assert.equal(payrecRows[0], 1, `the period's selection read ${payrecRows[0]} rows`);
+  assert.ok(payrecReads.length > 0, 'the rehearsal read payroll records');
+  // Every record of the period (the real example's batch: its loops, its row counts, its job lines),
+  // through a selection limited to the cap (a period of 3,759 records at scale 250 is not read whole).
+  assert.equal(payrecReads[0]!.rows, inPeriod, `the period's selection read ${payrecReads[0]!.rows} rows`);
+  assert.ok(payrecReads[0]!.bindings.map(Number).includes(REHEARSAL_BATCH_RECORDS), `the selection is limited: ${JSON.stringify(payrecReads[0]!.bindings)}`);
+  assert.ok(written.includes('jobcst'), `the rehearsal wrote (and rolled back) job costs: ${written.join(', ')}`);
 });
 
 test('a rehearsal refused by the data (a 4xx: the example names references this database lacks) is counted as refused, not as a failure', async () => {
@@ -231,6 +239,11 @@ test('startServer: /readyz turns 200 only after the warm-up before readiness (lo
       const rehearsed = logs.map((l, at) => ({ at, l })).filter(({ l }) => l.msg === 'warm-up: posting rehearsed');
       const early = rehearsed.filter(({ at }) => at < warmed).map(({ l }) => l.route);
       assert.deepEqual(early.sort(), [...BEFORE_READY].sort());
+      // The payroll batch, the costliest first request (decision 0380), among them, and its request
+      // validator prepared before the first 200 with ping's and the receipt's.
+      assert.ok(early.includes('/payroll-records/post') && early.includes('/purchase-order-receipts'), `rehearsed before ready: ${early.join(', ')}`);
+      assert.ok(BEFORE_READY_OPERATIONS.includes('postPayrollBatch'));
+      assert.equal(logs[prepared]!.operations, 1 + BEFORE_READY_OPERATIONS.length, 'ping and the operations of BEFORE_READY compiled before ready');
       await running.ready;
       const rest = lastOf(logs, 'request path warmed (the rest)');
       assert.ok(rest, 'the other engines are rehearsed once ready');
