@@ -46,6 +46,8 @@ export interface WarmUpReport {
   refused: number;
   /** Unexpected failures (logged; the start goes on). */
   failed: number;
+  /** The routes tried (rehearsed, refused or failed): a warm-up stopped early has not tried the rest. */
+  tried: string[];
 }
 
 /**
@@ -83,7 +85,11 @@ export interface WarmUpOptions {
    * rolls back), so readiness is never held up by more than this per rehearsal.
    */
   deadlineMs?: number;
-  /** Whether the server is shutting down: no further rehearsal then (its pool is about to close). */
+  /**
+   * Asked before each rehearsal: true stops the warm-up there (the server shutting down: its pool
+   * is about to close; or, before readiness, a sibling worker that opened the port meanwhile: no
+   * write transaction while it serves, src/server.ts). What was not tried is in no report count.
+   */
   stopping?: () => boolean;
 }
 
@@ -92,7 +98,7 @@ export const REHEARSAL_DEADLINE_MS = 1000;
 
 export async function warmUp(services: Pick<Services, 'writes' | 'lock'>, logger: Logger, options: WarmUpOptions = {}): Promise<WarmUpReport> {
   const started = process.hrtime.bigint();
-  const report: WarmUpReport = { ms: 0, rehearsed: 0, refused: 0, failed: 0 };
+  const report: WarmUpReport = { ms: 0, rehearsed: 0, refused: 0, failed: 0, tried: [] };
   const examples = options.examples ?? writeExamples();
   for (const { route, definition } of WRITES) {
     const body = examples.get(route);
@@ -107,6 +113,7 @@ export async function warmUp(services: Pick<Services, 'writes' | 'lock'>, logger
     }
     // Under the maintenance lock the pool is dropped: nothing may touch the database.
     if (services.lock.isLocked() || options.stopping?.()) break;
+    report.tried.push(route);
     const t0 = process.hrtime.bigint();
     const cpu0 = process.cpuUsage();
     try {

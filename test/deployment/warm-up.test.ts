@@ -283,3 +283,44 @@ test('startServer: a warm-up that fails is logged and the server still turns rea
     await db.drop();
   }
 });
+
+test('a cluster worker whose sibling opens the port between two rehearsals before readiness starts no further write transaction before it listens: the rest are rehearsed once it listens, every one', async () => {
+  const db = await createTestDatabase(true);
+  const original = WriteRunner.prototype.rehearse;
+  // The sibling opens the port (the primary's `open`) while this worker rehearses its first posting.
+  let siblingServes = false;
+  const rehearsals: Array<{ route: string; siblingServes: boolean }> = [];
+  WriteRunner.prototype.rehearse = async function (this: WriteRunner, ...args: Parameters<WriteRunner['rehearse']>) {
+    rehearsals.push({ route: args[0].route, siblingServes });
+    try {
+      return await original.apply(this, args);
+    } finally {
+      siblingServes = true;
+    }
+  };
+  const logs: Array<Record<string, any>> = [];
+  const logger = pino({ level: 'debug' }, new Writable({ write: (c, _e, cb) => (logs.push(...String(c).trim().split('\n').map((l) => JSON.parse(l))), cb()) }));
+  try {
+    const config = loadConfig({ DATABASE_URL: db.url, PORT: '0', SEED_ON_START: 'false', LOG_LEVEL: 'debug', ...secretsEnv(TEST_ENGINE) });
+    const running = await startServer(config, { logger, banner: false, host: '127.0.0.1', listenWhenPrepared: true, siblingsServe: () => siblingServes });
+    try {
+      const listening = logs.findIndex((l) => l.msg === 'listening');
+      assert.ok(listening >= 0);
+      const beforeListening = rehearsals.slice(0, logs.slice(0, listening).filter((l) => l.msg === 'warm-up: posting rehearsed').length);
+      assert.equal(BEFORE_READY.size >= 2, true, 'two postings are rehearsed before readiness, so a sibling can open between them');
+      assert.deepEqual(beforeListening.map((r) => r.siblingServes), [false], `one rehearsal before it listened, none once the sibling served: ${JSON.stringify(rehearsals)}`);
+      const early = logs.find((l) => l.msg === 'request path warmed');
+      assert.deepEqual({ rehearsed: early?.rehearsed, failed: early?.failed }, { rehearsed: 1, failed: 0 });
+      await running.ready;
+      const rest = lastOf(logs, 'request path warmed (the rest)');
+      assert.ok(rest);
+      assert.equal(rest!.rehearsed + 1, WRITES.filter((w) => w.definition).length, 'every other posting once it listened, the second of BEFORE_READY too');
+      assert.equal(new Set(rehearsals.map((r) => r.route)).size, rehearsals.length, 'none twice');
+    } finally {
+      await running.close();
+    }
+  } finally {
+    WriteRunner.prototype.rehearse = original;
+    await db.drop();
+  }
+});
