@@ -17,8 +17,8 @@ import { OPERATIONS } from '../generated/operations';
  * through the database).
  *
  * The postings that share most of the path, and the costliest one, run before the process reports
- * ready (src/server.ts, before the contract validator is prepared; BEFORE_READY), the others once it is ready, while it
- * is idle. A posting that fails (a 422 on a database without the
+ * ready (src/server.ts, before the contract validator is prepared; BEFORE_READY), the others once
+ * it is ready, while it is idle. A posting that fails (a 422 on a database without the
  * demo company's references: the example names them) has still compiled the path up to there and
  * is not an error; anything else is logged and the start goes on: a warm-up never stops a server.
  */
