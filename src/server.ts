@@ -180,28 +180,29 @@ export async function startServer(config: Config, options: StartServerOptions = 
     logger.error({ err }, 'contract validator failed to compile openapi.yaml');
   };
   // Before ready too, the posting path's first-use cost (src/warm-up.ts: the engines of
-  // BEFORE_READY once each in a rolled-back transaction, ~40 ms; the others once ready, while
+  // BEFORE_READY once each in a rolled-back transaction, ~110 ms of CPU; the others once ready, while
   // idle). A failure is logged and the start goes on.
   let examples: Map<string, unknown> | undefined;
-  const warmPostings = (only: (route: string) => boolean, label: string, idle?: () => boolean): Promise<void> =>
+  const warmPostings = (only: (route: string) => boolean, label: string, idle?: () => boolean, stopping: () => boolean = () => false): Promise<string[]> =>
     Promise.resolve()
-      .then(() => warmUp(services, logger, { only, examples: (examples ??= writeExamples()), stopping: () => opsState.draining, ...(idle ? { idle } : {}) }))
+      .then(() => warmUp(services, logger, { only, examples: (examples ??= writeExamples()), stopping: () => opsState.draining || stopping(), ...(idle ? { idle } : {}) }))
       .then(
-        (report) => logger.info(report, label),
-        (err) => logger.warn({ err }, 'warm-up failed (the start goes on)'),
+        ({ tried, ...report }) => (logger.info(report, label), tried),
+        (err) => (logger.warn({ err }, 'warm-up failed (the start goes on)'), []),
       );
   // The rehearsal first, then the validator: the rehearsal is a write transaction, and on SQLite a
   // cluster worker that is still starting while its sibling already serves (the port opens with
   // the first ready worker) would hold the write lock a first posting there waits for. Done
   // before its validator (~120 ms of CPU), it is usually over before the first sibling opens; a
-  // worker that finds the port open already (siblingsServe) rehearses once it listens instead.
-  let rehearsedBeforeReady = false;
+  // worker that finds the port open already (siblingsServe) rehearses once it listens instead;
+  // asked before each rehearsal (BEFORE_READY has two), so one that opens meanwhile stops the rest.
+  const rehearsedBeforeReady = new Set<string>();
+  const siblingsServe = () => options.siblingsServe?.() === true;
   const preparing = (): Promise<boolean> =>
     Promise.resolve()
       .then(() => {
-        if (options.siblingsServe?.()) return;
-        rehearsedBeforeReady = true;
-        return warmPostings((route) => BEFORE_READY.has(route), 'request path warmed');
+        if (siblingsServe()) return;
+        return warmPostings((route) => BEFORE_READY.has(route), 'request path warmed', undefined, siblingsServe).then((tried) => tried.forEach((route) => rehearsedBeforeReady.add(route)));
       })
       .then(() => prepare(BEFORE_READY_OPERATIONS))
       .then(
@@ -230,7 +231,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
     if (!ok) return;
     // The other postings' first use (all of them in a worker that joined an open port), then
     // (CONTRACT_PRECOMPILE) every operation's validator, while idle.
-    await warmPostings((route) => !rehearsedBeforeReady || !BEFORE_READY.has(route), 'request path warmed (the rest)', idle);
+    await warmPostings((route) => !rehearsedBeforeReady.has(route), 'request path warmed (the rest)', idle);
     if (!config.contractPrecompile) return;
     return warm({ idle }).then((result) => logger.info(result, 'contract validator compiled'), failed);
   });

@@ -16,7 +16,8 @@ import { loadConfig } from '../../src/config';
 import { startServer } from '../../src/server';
 import { WriteRunner } from '../../src/engines/posting/runner';
 import { WRITES } from '../../src/engines/posting/writes';
-import { BEFORE_READY, warmUp, writeExamples } from '../../src/warm-up';
+import { BEFORE_READY, BEFORE_READY_OPERATIONS, warmUp, writeExamples } from '../../src/warm-up';
+import { REHEARSAL_BATCH_RECORDS } from '../../src/engines/posting/context';
 import { createTestDatabase, TEST_ENGINE, type TestApp } from '../support/app';
 import { useTestApp } from '../support/use-test-app';
 import { secretsEnv } from '../support/secrets';
@@ -72,14 +73,17 @@ test('every posting engine is rehearsed on the seeded demo company and nothing i
   assert.equal(res.body.dryRun, true);
 });
 
-test('a batch chosen by criteria is rehearsed with its first record only: the payroll period of the example reads one payroll record, not the whole period', async () => {
+test('a batch chosen by criteria is rehearsed on at most REHEARSAL_BATCH_RECORDS records: the whole pay period of the payroll example on the demo company, its job costs included, and the selection is bounded', async () => {
   const example = writeExamples().get('/payroll-records/post') as { periodEndDate: string };
-  const inPeriod = await t.knex('payrec').where({ prdend: example.periodEndDate }).count<{ n: number | string }[]>({ n: '*' }).first();
-  assert.ok(Number(inPeriod?.n) >= 2, `the demo period has several records (${inPeriod?.n}), so reading them all would show`);
-  const payrecRows: number[] = [];
-  const onResponse = (response: unknown, query: { sql: string }) => {
+  const inPeriod = Number((await t.knex('payrec').where({ prdend: example.periodEndDate }).whereNot({ status: 5 }).count<{ n: number | string }[]>({ n: '*' }).first())?.n);
+  assert.ok(inPeriod >= 2 && inPeriod <= REHEARSAL_BATCH_RECORDS, `the demo period has several records (${inPeriod}), within the rehearsal's cap`);
+  const payrecReads: Array<{ rows: number; bindings: unknown[] }> = [];
+  const written: string[] = [];
+  const onResponse = (response: unknown, query: { sql: string; bindings?: unknown[] }) => {
     // The first select of payroll records (SQLite quotes with backticks, PostgreSQL with double quotes).
-    if (/^select .* from [`"]payrec[`"]/i.test(query.sql)) payrecRows.push(Array.isArray(response) ? response.length : -1);
+    if (/^select .* from [`"]payrec[`"]/i.test(query.sql)) payrecReads.push({ rows: Array.isArray(response) ? response.length : -1, bindings: query.bindings ?? [] });
+    const insert = /^insert into [`"](\w+)[`"]/i.exec(query.sql);
+    if (insert) written.push(insert[1]!);
   };
   t.services.knex.on('query-response', onResponse);
   try {
@@ -88,8 +92,12 @@ test('a batch chosen by criteria is rehearsed with its first record only: the pa
   } finally {
     t.services.knex.off('query-response', onResponse);
   }
-  assert.ok(payrecRows.length > 0, 'the rehearsal read payroll records');
-  assert.equal(payrecRows[0], 1, `the period's selection read ${payrecRows[0]} rows`);
+  assert.ok(payrecReads.length > 0, 'the rehearsal read payroll records');
+  // Every record of the period (the real example's batch: its loops, its row counts, its job lines),
+  // through a selection limited to the cap (a period of 3,759 records at scale 250 is not read whole).
+  assert.equal(payrecReads[0]!.rows, inPeriod, `the period's selection read ${payrecReads[0]!.rows} rows`);
+  assert.ok(payrecReads[0]!.bindings.map(Number).includes(REHEARSAL_BATCH_RECORDS), `the selection is limited: ${JSON.stringify(payrecReads[0]!.bindings)}`);
+  assert.ok(written.includes('jobcst'), `the rehearsal wrote (and rolled back) job costs: ${written.join(', ')}`);
 });
 
 test('a rehearsal refused by the data (a 4xx: the example names references this database lacks) is counted as refused, not as a failure', async () => {
@@ -231,6 +239,11 @@ test('startServer: /readyz turns 200 only after the warm-up before readiness (lo
       const rehearsed = logs.map((l, at) => ({ at, l })).filter(({ l }) => l.msg === 'warm-up: posting rehearsed');
       const early = rehearsed.filter(({ at }) => at < warmed).map(({ l }) => l.route);
       assert.deepEqual(early.sort(), [...BEFORE_READY].sort());
+      // The payroll batch, the costliest first request (decision 0380), among them, and its request
+      // validator prepared before the first 200 with ping's and the receipt's.
+      assert.ok(early.includes('/payroll-records/post') && early.includes('/purchase-order-receipts'), `rehearsed before ready: ${early.join(', ')}`);
+      assert.ok(BEFORE_READY_OPERATIONS.includes('postPayrollBatch'));
+      assert.equal(logs[prepared]!.operations, 1 + BEFORE_READY_OPERATIONS.length, 'ping and the operations of BEFORE_READY compiled before ready');
       await running.ready;
       const rest = lastOf(logs, 'request path warmed (the rest)');
       assert.ok(rest, 'the other engines are rehearsed once ready');
@@ -262,6 +275,47 @@ test('startServer: a warm-up that fails is logged and the server still turns rea
       const key = (await running.services.keys.create(`warm-${randomUUID().slice(0, 8)}`, 'integration')).key;
       const ping = await fetch(`http://127.0.0.1:${running.port}/api/v3/utility/ping`, { method: 'POST', headers: { 'x-api-key': key } });
       assert.equal(ping.status, 200);
+    } finally {
+      await running.close();
+    }
+  } finally {
+    WriteRunner.prototype.rehearse = original;
+    await db.drop();
+  }
+});
+
+test('a cluster worker whose sibling opens the port between two rehearsals before readiness starts no further write transaction before it listens: the rest are rehearsed once it listens, every one', async () => {
+  const db = await createTestDatabase(true);
+  const original = WriteRunner.prototype.rehearse;
+  // The sibling opens the port (the primary's `open`) while this worker rehearses its first posting.
+  let siblingServes = false;
+  const rehearsals: Array<{ route: string; siblingServes: boolean }> = [];
+  WriteRunner.prototype.rehearse = async function (this: WriteRunner, ...args: Parameters<WriteRunner['rehearse']>) {
+    rehearsals.push({ route: args[0].route, siblingServes });
+    try {
+      return await original.apply(this, args);
+    } finally {
+      siblingServes = true;
+    }
+  };
+  const logs: Array<Record<string, any>> = [];
+  const logger = pino({ level: 'debug' }, new Writable({ write: (c, _e, cb) => (logs.push(...String(c).trim().split('\n').map((l) => JSON.parse(l))), cb()) }));
+  try {
+    const config = loadConfig({ DATABASE_URL: db.url, PORT: '0', SEED_ON_START: 'false', LOG_LEVEL: 'debug', ...secretsEnv(TEST_ENGINE) });
+    const running = await startServer(config, { logger, banner: false, host: '127.0.0.1', listenWhenPrepared: true, siblingsServe: () => siblingServes });
+    try {
+      const listening = logs.findIndex((l) => l.msg === 'listening');
+      assert.ok(listening >= 0);
+      const beforeListening = rehearsals.slice(0, logs.slice(0, listening).filter((l) => l.msg === 'warm-up: posting rehearsed').length);
+      assert.equal(BEFORE_READY.size >= 2, true, 'two postings are rehearsed before readiness, so a sibling can open between them');
+      assert.deepEqual(beforeListening.map((r) => r.siblingServes), [false], `one rehearsal before it listened, none once the sibling served: ${JSON.stringify(rehearsals)}`);
+      const early = logs.find((l) => l.msg === 'request path warmed');
+      assert.deepEqual({ rehearsed: early?.rehearsed, failed: early?.failed }, { rehearsed: 1, failed: 0 });
+      await running.ready;
+      const rest = lastOf(logs, 'request path warmed (the rest)');
+      assert.ok(rest);
+      assert.equal(rest!.rehearsed + 1, WRITES.filter((w) => w.definition).length, 'every other posting once it listened, the second of BEFORE_READY too');
+      assert.equal(new Set(rehearsals.map((r) => r.route)).size, rehearsals.length, 'none twice');
     } finally {
       await running.close();
     }

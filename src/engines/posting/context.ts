@@ -17,6 +17,16 @@ export interface PostingHooks {
   beforeCommit?: (info: { route: string; dryRun: boolean; trx: Knex.Transaction }) => Promise<void> | void;
 }
 
+/**
+ * The records a rehearsal of a batch chosen by criteria posts (PostingContext.rehearsal): the whole
+ * pay period of the payroll example on the demo company (15 records, 132 job costs). Cut to its
+ * first record, the rehearsal left the first real batch to pay what depends on its size (V8
+ * optimising the loops over its records and lines, knex compiling inserts of its row counts,
+ * the job-cost path the first record, without job lines, never took): 55 to 90 ms against 25 to
+ * 35 warm under load ~4 (decision 0380).
+ */
+export const REHEARSAL_BATCH_RECORDS = 16;
+
 /** What a posting engine gets: the open transaction and the pieces it needs to write. */
 export interface PostingContext {
   trx: Knex.Transaction;
@@ -43,9 +53,10 @@ export interface PostingContext {
   dryRun: boolean;
   /**
    * A start-up rehearsal (WriteRunner.rehearse, src/warm-up.ts), always rolled back: a batch chosen
-   * by criteria is cut to its first record, so a rehearsal costs the same on any company. The
-   * payroll example's pay period is 15 records on the demo company and 3,759 (with their timecard
-   * lines) at scale 250, where its rehearsal took 0.8 s and left every worker 60 to 80 MB larger.
+   * by criteria is cut to its first REHEARSAL_BATCH_RECORDS records, so a rehearsal costs at most
+   * that on any company. The payroll example's pay period is 15 records on the demo company and
+   * 3,759 (with their timecard lines) at scale 250, where its whole rehearsal took 0.8 s and left
+   * every worker 60 to 80 MB larger.
    */
   rehearsal?: boolean;
   /** Cached reference rows (src/storage/reference-cache.ts: setup, periods, accounts, sources, vendors, jobs, phases, cost codes and types, equipment); absent: read each time. */

@@ -1,6 +1,6 @@
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec } from '../../../../storage/decimal';
-import type { PostingContext } from '../../context';
+import { REHEARSAL_BATCH_RECORDS, type PostingContext } from '../../context';
 import type { LedgerSetup } from '../../ledger/period';
 import { loadReferenceRows, loadReferenced } from '../../ledger/references';
 import { records, type StoredRecord } from '../../records';
@@ -98,8 +98,8 @@ export async function selectRecords(ctx: PostingContext, input: PayrollPostInput
     return input.recordNumbers.map((n, i) => recordRowOf(found.get(n)!, `recordNumbers[${i}]`)).sort((a, b) => a.recordNumber - b.recordNumber);
   }
   const period = records(ctx, 'payroll-records').where({ periodEnd: input.periodEndDate! }).whereNot({ status: STATUS_VOID }).orderBy('recordNumber');
-  // A rehearsal compiles the path with the period's first record only (PostingContext.rehearsal).
-  const rows = await (ctx.rehearsal ? period.limit(1) : period).all(RECORD_FIELDS);
+  // A rehearsal posts at most the period's first REHEARSAL_BATCH_RECORDS records (PostingContext.rehearsal).
+  const rows = await (ctx.rehearsal ? period.limit(REHEARSAL_BATCH_RECORDS) : period).all(RECORD_FIELDS);
   if (rows.length === 0) {
     throw new ApiProblem('REFERENCE_NOT_FOUND', `No payroll records end their pay period on ${input.periodEndDate}.`, {
       errors: [{ field: 'periodEndDate', code: 'not_found', message: `no payroll record with periodEnd ${input.periodEndDate}` }],
