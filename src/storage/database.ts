@@ -213,6 +213,13 @@ export interface BeginStatement {
   /** Constants only (they are written into the text on PostgreSQL). */
   bindings: readonly (string | number)[];
   rows?: Array<Record<string, unknown>>;
+  /**
+   * PostgreSQL: complete statements (no bindings) sent after it in the same round trip, each a
+   * statement of its own (a posting's first named lock, storage/named-locks.ts lockTextAtBegin).
+   * Ignored elsewhere. `thenSent` is set once they ran (the whole round trip answered).
+   */
+  then?: readonly string[];
+  thenSent?: boolean;
 }
 
 /** The transaction config option carrying a BeginStatement (knex passes its config to the Transaction). */
@@ -223,14 +230,27 @@ function beginStatementOf(config: unknown): BeginStatement | undefined {
   return value && typeof value.sql === 'string' && Array.isArray(value.bindings) ? value : undefined;
 }
 
-/** PostgreSQL texts of BeginStatements (their bindings written in by knex), per statement. */
-const inlinedBegins = new WeakMap<BeginStatement, string>();
+/**
+ * PostgreSQL texts of BeginStatements (their bindings written in by knex), per SQL text: a posting's
+ * fence is a new object each transaction but one of a few texts with constant bindings.
+ */
+const inlinedBegins = new Map<string, { bindings: readonly (string | number)[]; text: string }>();
+const INLINED_BEGINS_MAX = 64;
+
+function inlinedBegin(knex: Knex, statement: BeginStatement): string {
+  const known = inlinedBegins.get(statement.sql);
+  if (known && known.bindings.length === statement.bindings.length && known.bindings.every((b, i) => b === statement.bindings[i])) return known.text;
+  const text = knex.raw(statement.sql, statement.bindings as Knex.RawBinding[]).toQuery();
+  if (inlinedBegins.size >= INLINED_BEGINS_MAX) inlinedBegins.clear();
+  inlinedBegins.set(statement.sql, { bindings: [...statement.bindings], text });
+  return text;
+}
 
 /**
  * PostgreSQL: a transaction given a BeginStatement sends it in BEGIN's round trip. knex's BEGIN is
  * a parameterless simple query, which may carry several statements; the answer is one result per
- * statement, the last one the BeginStatement's (traceComments below adds the session label in
- * between, when traced).
+ * statement: the BeginStatement's, then those of its `then` statements (traceComments below adds
+ * the session label in between, when traced).
  */
 function beginWithStatement(knex: Knex): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -245,8 +265,9 @@ function beginWithStatement(knex: Knex): void {
       const self = this as any;
       const statement = this.withBegin;
       if (!statement || self.isolationLevel || self.readOnly) return super.begin(conn);
-      let text = inlinedBegins.get(statement);
-      if (text === undefined) inlinedBegins.set(statement, (text = knex.raw(statement.sql, statement.bindings as Knex.RawBinding[]).toQuery()));
+      const then = statement.then ?? [];
+      let text = inlinedBegin(knex, statement);
+      for (const next of then) text += `; ${next}`;
       // The driver's answer (knex's client.query resolves with the query object): one result a statement.
       // Sent on the transaction's client, not through knex's Transaction.query, which would reject the
       // transaction on a failure without a ROLLBACK: a failed statement after BEGIN leaves the
@@ -259,9 +280,12 @@ function beginWithStatement(knex: Knex): void {
         await self.trxClient.query(conn, 'ROLLBACK;').catch(() => undefined);
         throw err;
       }
+      // Every statement of the round trip ran (a failure in any fails the whole query, above).
+      if (then.length > 0) statement.thenSent = true;
       const results = answered?.response;
-      const last = Array.isArray(results) ? results[results.length - 1] : undefined;
-      const rows = (last as { rows?: unknown } | undefined)?.rows;
+      // The statement's own result: the last but for the statements sent after it.
+      const own = Array.isArray(results) ? results[results.length - 1 - then.length] : undefined;
+      const rows = (own as { rows?: unknown } | undefined)?.rows;
       // Not the answer expected (a driver that changed): no rows handed back, the caller sends the statement itself.
       if (Array.isArray(rows)) statement.rows = rows as Array<Record<string, unknown>>;
       return answered;

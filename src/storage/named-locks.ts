@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { escapeLiteral } from 'pg';
 import type { Engine } from './database';
 import { COUNTER_SUBQUERY, type ReferenceCache } from './reference-cache';
 
@@ -19,6 +20,19 @@ export async function lockNameForTransaction(trx: Knex.Transaction, engine: Engi
     default:
       return;
   }
+}
+
+/**
+ * PostgreSQL: the statement taking `name`'s lock, as complete text for the round trip of a posting
+ * transaction's BEGIN (database.ts BeginStatement `then`): the same lock as lockNameForTransaction
+ * takes (the same function of the same text), one round trip a posting less. The name is written
+ * in as a literal by the driver's own escaping (pg's escapeLiteral); a name holding a NUL cannot be
+ * (the simple query protocol ends its text there): undefined, as on the other engines (SQLite needs
+ * no lock; SQL Server begins through the driver's API): the lock is then taken by its own statement.
+ */
+export function lockTextAtBegin(engine: Engine, name: string): string | undefined {
+  if (engine !== 'postgres' || name.includes('\u0000')) return undefined;
+  return `select pg_advisory_xact_lock(hashtextextended(${escapeLiteral(name)}, 0))`;
 }
 
 /**

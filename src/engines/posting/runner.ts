@@ -6,7 +6,7 @@ import type { Dialect } from '../../storage/dialect';
 import type { BeginStatement } from '../../storage/database';
 import { NumberAllocator, collidedCounter } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
-import { namedLocksFor } from '../../storage/named-locks';
+import { lockTextAtBegin, namedLocksFor } from '../../storage/named-locks';
 import { IdempotencyProtocol, NothingPosted, type Answer, type Attempt, type Rendered } from '../idempotency/protocol';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { ReferenceCache } from '../../storage/reference-cache';
@@ -38,6 +38,13 @@ export interface WriteDefinition<I, A, R> {
   requireKey?: boolean;
   /** Pure checks and parsing; ApiProblem 400 here does not consume the key. */
   prepare(body: unknown): I;
+  /**
+   * The name `post` locks first (ctx.lockName), known from the input alone: taken by the posting
+   * transaction's BEGIN where the engine can (PostgreSQL: in the round trip of BEGIN and the lock
+   * fence), so the lockName call in `post` then costs nothing. What `post` reads after it still
+   * runs after the lock is held, in a statement of its own (see allocateAndPost).
+   */
+  firstLock?(input: I): string;
   /** Reference and record numbers, allocated outside the posting transaction (committed, never returned). */
   allocate(input: I, numbers: NumberAllocator): Promise<A>;
   /** The cascade, inside the posting transaction. */
@@ -203,11 +210,20 @@ export class WriteRunner {
       throw new NothingPosted(err);
     }
     const fence = this.deps.recheckLock ? this.deps.fenceAtBegin?.() : undefined;
+    // The first named lock rides in BEGIN's round trip, as a statement of its own after the fence
+    // (PostgreSQL; elsewhere `post` takes it as before). Not folded INTO the fence statement nor
+    // into the duplicate-number read that follows it in `post`: under READ COMMITTED a statement
+    // sees what committed before the statement began, so a read in the statement that waits for
+    // the lock would miss the document the lock's previous holder committed meanwhile. The read
+    // stays a later statement than the lock (a later round trip), and sees it.
+    const firstLock = fence && def.firstLock ? def.firstLock(input) : undefined;
+    const lockText = firstLock !== undefined ? lockTextAtBegin(this.deps.boundary.engine, firstLock) : undefined;
+    if (fence && lockText) fence.then = [lockText];
     try {
       return await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
           await this.deps.recheckLock?.(trx, fence);
-          const ctx = this.context(trx, req);
+          const ctx = this.context(trx, req, fence?.thenSent ? firstLock : undefined);
           const outcome = await def.post(ctx, input, numbers);
           await sendQueuedWrites(ctx);
           const rendered = renderResult(outcome, req.dryRun);
@@ -255,12 +271,13 @@ export class WriteRunner {
     }
   }
 
-  private context(trx: PostingContext['trx'], req: WriteRequest): PostingContext {
+  /** `heldAtBegin`: a name the transaction's BEGIN locked already (allocateAndPost). */
+  private context(trx: PostingContext['trx'], req: WriteRequest, heldAtBegin?: string): PostingContext {
     const now = new Date();
     return {
       trx,
       writes: new StatementBatch(trx),
-      lockName: (name) => this.lockName(trx, name),
+      lockName: (name) => (name === heldAtBegin ? Promise.resolve() : this.lockName(trx, name)),
       dialect: this.deps.dialect,
       numbers: this.deps.numbers,
       user: `api:${req.apiKeyName}`.slice(0, 30),

@@ -34,10 +34,14 @@ interface Numbers {
   jobCostRecords: number[];
 }
 
+/** The name `post` locks first (taken by the transaction's BEGIN where it can: runner.ts firstLock). */
+const lockOf = (input: ApInvoiceInput): string => recordLockName('ap-invoices', [input.vendorNumber, input.invoiceNumber]);
+
 export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoiceWriteResult> = {
   route: '/ap-invoices',
   what: 'entering an AP invoice',
   prepare: prepareApInvoice,
+  firstLock: lockOf,
 
   async allocate(input, numbers: NumberAllocator): Promise<Numbers> {
     const posts = input.status === STATUS_OPEN;
@@ -55,7 +59,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
     const { trx } = ctx;
 
     // One vendor invoice number is entered once: serialise, then look.
-    await ctx.lockName(recordLockName('ap-invoices', [input.vendorNumber, input.invoiceNumber]));
+    await ctx.lockName(lockOf(input));
     const already = await records(ctx, 'ap-invoices')
       .where({ vendorNumber: input.vendorNumber, invoiceNumber: input.invoiceNumber })
       .whereNot({ status: STATUS_VOID })

@@ -33,10 +33,14 @@ import { resolve } from './references';
  */
 
 
+/** The name `post` locks first (taken by the transaction's BEGIN where it can: runner.ts firstLock). */
+const lockOf = (input: AllocationInput): string => recordLockName('inventory-allocations', [input.allocationNumber]);
+
 export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, AllocationNumbers, AllocationWriteResult> = {
   route: '/inventory-allocations',
   what: 'entering an inventory allocation',
   prepare: prepareAllocation,
+  firstLock: lockOf,
 
   async allocate(input, numbers: NumberAllocator): Promise<AllocationNumbers> {
     const ships = input.status === STATUS.shipped;
@@ -59,7 +63,7 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Allocat
     const { trx } = ctx;
 
     // One allocation number is entered once: serialise, then look.
-    await ctx.lockName(recordLockName('inventory-allocations', [input.allocationNumber]));
+    await ctx.lockName(lockOf(input));
     const already = await records(ctx, 'inventory-allocations').where({ allocationNumber: input.allocationNumber }).orderBy('recordNumber').first(['id']);
     if (already) {
       const existing = await existingResult(ctx, already.id);

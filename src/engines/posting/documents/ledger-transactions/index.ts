@@ -30,10 +30,14 @@ import { checkReferences } from './references';
 /** Ledger transaction status 2: void (a void transaction's number may be posted again). */
 const STATUS_VOID = 2;
 
+/** The name `post` locks first (taken by the transaction's BEGIN where it can: runner.ts firstLock). */
+const lockOf = (input: JournalInput): string => recordLockName('ledger-transactions', [input.transactionNumber], 'transactionNumber');
+
 export const ledgerTransactionsWrite: WriteDefinition<JournalInput, LedgerRecordNumbers, JournalWriteResult> = {
   route: '/ledger-transactions',
   what: 'posting a journal',
   prepare: prepareJournal,
+  firstLock: lockOf,
 
   allocate: allocateLedgerRecord,
 
@@ -42,7 +46,7 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, LedgerRecord
     const { trx } = ctx;
 
     // A transaction number is posted once: serialise postings of the same number, then look.
-    await ctx.lockName(recordLockName('ledger-transactions', [input.transactionNumber], 'transactionNumber'));
+    await ctx.lockName(lockOf(input));
     const already = await records(ctx, 'ledger-transactions')
       .where({ transactionNumber: input.transactionNumber })
       .whereNot({ status: STATUS_VOID })
