@@ -216,10 +216,29 @@ export interface BeginStatement {
   /**
    * PostgreSQL: complete statements (no bindings) sent after it in the same round trip, each a
    * statement of its own (a posting's first named lock, storage/named-locks.ts lockTextAtBegin).
-   * Ignored elsewhere. `thenSent` is set once they ran (the whole round trip answered).
+   * Ignored elsewhere. `thenSent` is set once they ran (the whole round trip answered), and
+   * `thenRows` holds each one's rows (undefined for an answer not of rows).
    */
   then?: readonly string[];
   thenSent?: boolean;
+  thenRows?: Array<Array<Record<string, unknown>> | undefined>;
+}
+
+/**
+ * PostgreSQL: a statement compiled by knex (`?` placeholders) with its values written in (knex's
+ * escaping, as the BEGIN statement's), for a BeginStatement's `then`; undefined where that cannot
+ * be exact: another engine, a value that is not text, a finite number, a boolean or null, or text
+ * holding a NUL (the simple query protocol ends its text there). The caller then sends it itself.
+ */
+export function statementTextAtBegin(knex: Knex, engine: Engine, sql: string, bindings: readonly unknown[]): string | undefined {
+  if (engine !== 'postgres') return undefined;
+  for (const value of bindings) {
+    if (value === null || typeof value === 'boolean') continue;
+    if (typeof value === 'number' && Number.isFinite(value)) continue;
+    if (typeof value === 'string' && !value.includes('\u0000')) continue;
+    return undefined;
+  }
+  return knex.raw(sql, bindings as Knex.RawBinding[]).toQuery();
 }
 
 /** The transaction config option carrying a BeginStatement (knex passes its config to the Transaction). */
@@ -281,8 +300,15 @@ function beginWithStatement(knex: Knex): void {
         throw err;
       }
       // Every statement of the round trip ran (a failure in any fails the whole query, above).
-      if (then.length > 0) statement.thenSent = true;
       const results = answered?.response;
+      if (then.length > 0) {
+        statement.thenSent = true;
+        const answers = Array.isArray(results) ? results.slice(results.length - then.length) : [];
+        statement.thenRows = then.map((_, i) => {
+          const thenRows = (answers[i] as { rows?: unknown } | undefined)?.rows;
+          return Array.isArray(thenRows) ? (thenRows as Array<Record<string, unknown>>) : undefined;
+        });
+      }
       // The statement's own result: the last but for the statements sent after it.
       const own = Array.isArray(results) ? results[results.length - 1 - then.length] : undefined;
       const rows = (own as { rows?: unknown } | undefined)?.rows;

@@ -4,6 +4,7 @@ import type { NumberAllocator } from '../../storage/numbers';
 import type { ReferenceCache } from '../../storage/reference-cache';
 import type { StatementBatch } from '../../storage/statement-batch';
 import type { InstalledColumns } from '../../catalog/installed';
+import type { ReadAhead } from './records/query';
 
 /** Test and operations hooks into the posting engine (all optional). */
 export interface PostingHooks {
@@ -52,6 +53,8 @@ export interface PostingContext {
   references?: ReferenceCache;
   /** What the installed build of the accounting database lacks (write-rows.ts leaves out what it can); absent: nothing. */
   installed?: InstalledColumns;
+  /** A read the transaction's BEGIN already sent (records/query.ts ReadAhead, runner.ts firstRead), taken by its `first()`. */
+  readAhead?: ReadAhead;
 }
 
 /** Money columns are DECIMAL(14,2); quantities (14,4); unit prices (12,4); cost codes (15,3); hours (10,2). */

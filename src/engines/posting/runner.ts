@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
+import type { Knex } from 'knex';
 import { ApiProblem } from '../../errors/problem';
 import { columnsUnavailable } from '../../catalog/installed';
 import type { Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
-import type { BeginStatement } from '../../storage/database';
+import { statementTextAtBegin, type BeginStatement } from '../../storage/database';
+import type { ReadAhead, RecordsContext } from './records';
 import { NumberAllocator, collidedCounter } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
 import { lockTextAtBegin, namedLocksFor } from '../../storage/named-locks';
@@ -45,6 +47,12 @@ export interface WriteDefinition<I, A, R> {
    * runs after the lock is held, in a statement of its own (see allocateAndPost).
    */
   firstLock?(input: I): string;
+  /**
+   * The read `post` makes right after taking `firstLock` (the duplicate-number read: a RecordQuery's
+   * `firstStatement`, built on `records`): sent in the same round trip as a statement after the
+   * lock's (PostgreSQL), its rows handed to the `first()` in `post` of exactly that statement.
+   */
+  firstRead?(records: RecordsContext, input: I): { sql: string; bindings: readonly unknown[] };
   /** Reference and record numbers, allocated outside the posting transaction (committed, never returned). */
   allocate(input: I, numbers: NumberAllocator): Promise<A>;
   /** The cascade, inside the posting transaction. */
@@ -210,20 +218,18 @@ export class WriteRunner {
       throw new NothingPosted(err);
     }
     const fence = this.deps.recheckLock ? this.deps.fenceAtBegin?.() : undefined;
-    // The first named lock rides in BEGIN's round trip, as a statement of its own after the fence
-    // (PostgreSQL; elsewhere `post` takes it as before). Not folded INTO the fence statement nor
-    // into the duplicate-number read that follows it in `post`: under READ COMMITTED a statement
-    // sees what committed before the statement began, so a read in the statement that waits for
-    // the lock would miss the document the lock's previous holder committed meanwhile. The read
-    // stays a later statement than the lock (a later round trip), and sees it.
-    const firstLock = fence && def.firstLock ? def.firstLock(input) : undefined;
-    const lockText = firstLock !== undefined ? lockTextAtBegin(this.deps.boundary.engine, firstLock) : undefined;
-    if (fence && lockText) fence.then = [lockText];
+    const ahead = fence ? this.aheadAtBegin(def, input, fence) : undefined;
     try {
       return await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
           await this.deps.recheckLock?.(trx, fence);
-          const ctx = this.context(trx, req, fence?.thenSent ? firstLock : undefined);
+          const ctx = this.context(trx, req, fence?.thenSent ? ahead?.lock : undefined);
+          const rows = ahead?.read && fence?.thenRows?.[1];
+          if (ahead?.read && rows) {
+            ctx.readAhead = { ...ahead.read, rows };
+            // Valid for the posting's first statement only: any statement sent before it drops it.
+            trx.once('query', () => (ctx.readAhead = undefined));
+          }
           const outcome = await def.post(ctx, input, numbers);
           await sendQueuedWrites(ctx);
           const rendered = renderResult(outcome, req.dryRun);
@@ -238,6 +244,27 @@ export class WriteRunner {
       if (err instanceof DryRunRollback) return err.rendered;
       throw err;
     }
+  }
+
+  /**
+   * What the BEGIN round trip of a posting carries after its fence (PostgreSQL; elsewhere nothing,
+   * and `post` sends both as before): the first named lock, then the read `post` makes right after
+   * it, each a statement of its own. The read is NOT folded into the fence's or the lock's
+   * statement: under READ COMMITTED a statement sees what committed before the statement began, so
+   * a read in the statement that waits for the lock would miss the document the lock's previous
+   * holder committed meanwhile (a number posted twice). As a later statement of the round trip it
+   * begins once the lock is held, and sees it, as it did as a round trip of its own.
+   */
+  private aheadAtBegin<I, A, R>(def: WriteDefinition<I, A, R>, input: I, fence: BeginStatement): { lock: string; read?: Omit<ReadAhead, 'rows'> } | undefined {
+    if (!def.firstLock) return undefined;
+    const { engine, knex } = this.deps.boundary;
+    const lock = def.firstLock(input);
+    const lockText = lockTextAtBegin(engine, lock);
+    if (!lockText) return undefined;
+    const read = def.firstRead?.({ trx: knex as unknown as Knex.Transaction, dialect: this.deps.dialect, now: '', user: '' }, input);
+    const readText = read ? statementTextAtBegin(knex, engine, read.sql, read.bindings) : undefined;
+    fence.then = readText ? [lockText, readText] : [lockText];
+    return readText ? { lock, read: read! } : { lock };
   }
 
   /**
