@@ -4,7 +4,19 @@ import type { NumberAllocator } from '../../storage/numbers';
 import type { ReferenceCache } from '../../storage/reference-cache';
 import type { StatementBatch } from '../../storage/statement-batch';
 import type { InstalledColumns } from '../../catalog/installed';
-import type { ReadAhead } from './records/query';
+
+/**
+ * A read already sent by the transaction's BEGIN round trip (runner.ts firstRead): its statement as
+ * compiled (`?` placeholders) and bindings, and the rows it answered. The next `first()` of
+ * exactly that statement and bindings (records/query.ts) takes them instead of sending it; it is
+ * dropped at the transaction's first statement otherwise (runner.ts), so it never stands for a
+ * later read.
+ */
+export interface ReadAhead {
+  sql: string;
+  bindings: readonly unknown[];
+  rows: Array<Record<string, unknown>>;
+}
 
 /** Test and operations hooks into the posting engine (all optional). */
 export interface PostingHooks {

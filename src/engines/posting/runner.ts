@@ -5,7 +5,7 @@ import { columnsUnavailable } from '../../catalog/installed';
 import type { Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
 import { statementTextAtBegin, type BeginStatement } from '../../storage/database';
-import type { ReadAhead, RecordsContext } from './records';
+import type { RecordsContext } from './records';
 import { NumberAllocator, collidedCounter } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
 import { lockTextAtBegin, namedLocksFor } from '../../storage/named-locks';
@@ -13,7 +13,7 @@ import { IdempotencyProtocol, NothingPosted, type Answer, type Attempt, type Ren
 import type { IdempotencyStore } from '../idempotency/store';
 import type { ReferenceCache } from '../../storage/reference-cache';
 import { StatementBatch } from '../../storage/statement-batch';
-import type { PostingContext, PostingHooks } from './context';
+import type { PostingContext, PostingHooks, ReadAhead } from './context';
 import type { InstalledColumns } from '../../catalog/installed';
 import { resultFieldsUnavailable } from './needs';
 

@@ -8,7 +8,7 @@
  */
 export { recordRow, childRow, type PublishedValue } from './rows';
 export { insertRecords, insertRecordsReturning, insertChildrenReturning } from './insert';
-export { records, increment, decrementToZero, decodeStored, type ReadAhead, type RecordsContext, type StoredRecord } from './query';
+export { records, increment, decrementToZero, decodeStored, type RecordsContext, type StoredRecord } from './query';
 export { tableOf, childTableOf, columnOf, fitText, recordLockName } from './shapes';
 export { allocateRecordNumbers, allocateRecordNumbersIn, rangeValues } from './numbers';
 export { readRecord, readWrittenRecord, readAllRecords, readRecordsById } from '../../query/read-records';

@@ -54,18 +54,6 @@ type Change = RecordValue | ComputedChange;
 /** What a read needs (the transaction, the engine's decimals); an update also stamps who and when. */
 export type RecordsContext = Pick<PostingContext, 'trx' | 'dialect' | 'now' | 'user' | 'readAhead'>;
 
-/**
- * A read already sent by the transaction's BEGIN round trip (runner.ts firstRead): its statement as
- * compiled (`?` placeholders) and bindings, and the rows it answered. The next `first()` of
- * exactly that statement and bindings takes them instead of sending it; it is dropped at the
- * transaction's first statement otherwise (runner.ts), so it never stands for a later read.
- */
-export interface ReadAhead {
-  sql: string;
-  bindings: readonly unknown[];
-  rows: Array<Record<string, unknown>>;
-}
-
 /** The read-ahead rows of `statement`, if the context holds them for exactly it (taken once). */
 function takeReadAhead(ctx: RecordsContext, statement: Knex.QueryBuilder): Array<Record<string, unknown>> | undefined {
   const ahead = ctx.readAhead;
