@@ -214,31 +214,40 @@ export interface BeginStatement {
   bindings: readonly (string | number)[];
   rows?: Array<Record<string, unknown>>;
   /**
-   * PostgreSQL: complete statements (no bindings) sent after it in the same round trip, each a
-   * statement of its own (a posting's first named lock, storage/named-locks.ts lockTextAtBegin).
-   * Ignored elsewhere. `thenSent` is set once they ran (the whole round trip answered), and
-   * `thenRows` holds each one's rows (undefined for an answer not of rows).
+   * Statements run after it, each a statement of its own, in order (a posting's first named lock
+   * and the read after it: engines/posting/runner.ts aheadAtBegin), where `sendableAtBegin` says
+   * they can be: PostgreSQL in the same round trip (their values written in, as the BEGIN
+   * statement's), SQLite on the connection right after it; not on SQL Server. `thenSent` is set
+   * once they ran, and `thenRows` holds each one's rows (undefined for an answer not of rows).
    */
-  then?: readonly string[];
+  then?: readonly StatementAtBegin[];
   thenSent?: boolean;
   thenRows?: Array<Array<Record<string, unknown>> | undefined>;
 }
 
+/** A statement compiled by knex (`?` placeholders) and its values. */
+export interface StatementAtBegin {
+  sql: string;
+  bindings: readonly unknown[];
+}
+
 /**
- * PostgreSQL: a statement compiled by knex (`?` placeholders) with its values written in (knex's
- * escaping, as the BEGIN statement's), for a BeginStatement's `then`; undefined where that cannot
- * be exact: another engine, a value that is not text, a finite number, a boolean or null, or text
- * holding a NUL (the simple query protocol ends its text there). The caller then sends it itself.
+ * Whether a statement with these values can be run by a transaction's BEGIN (BeginStatement.then),
+ * exactly as it would run on its own: PostgreSQL writes the values into the text (knex's
+ * escaping), so only text without a NUL (the simple query protocol ends its text there), finite
+ * numbers, booleans and null; SQLite binds them on the connection without knex, so only text,
+ * finite numbers and null (knex would convert the others); SQL Server: never.
  */
-export function statementTextAtBegin(knex: Knex, engine: Engine, sql: string, bindings: readonly unknown[]): string | undefined {
-  if (engine !== 'postgres') return undefined;
+export function sendableAtBegin(engine: Engine, bindings: readonly unknown[]): boolean {
+  if (engine === 'mssql') return false;
   for (const value of bindings) {
-    if (value === null || typeof value === 'boolean') continue;
+    if (value === null) continue;
     if (typeof value === 'number' && Number.isFinite(value)) continue;
-    if (typeof value === 'string' && !value.includes('\u0000')) continue;
-    return undefined;
+    if (typeof value === 'string' && (engine !== 'postgres' || !value.includes('\u0000'))) continue;
+    if (typeof value === 'boolean' && engine === 'postgres') continue;
+    return false;
   }
-  return knex.raw(sql, bindings as Knex.RawBinding[]).toQuery();
+  return true;
 }
 
 /** The transaction config option carrying a BeginStatement (knex passes its config to the Transaction). */
@@ -286,7 +295,7 @@ function beginWithStatement(knex: Knex): void {
       if (!statement || self.isolationLevel || self.readOnly) return super.begin(conn);
       const then = statement.then ?? [];
       let text = inlinedBegin(knex, statement);
-      for (const next of then) text += `; ${next}`;
+      for (const next of then) text += `; ${knex.raw(next.sql, next.bindings as Knex.RawBinding[]).toQuery()}`;
       // The driver's answer (knex's client.query resolves with the query object): one result a statement.
       // Sent on the transaction's client, not through knex's Transaction.query, which would reject the
       // transaction on a failure without a ROLLBACK: a failed statement after BEGIN leaves the
@@ -384,6 +393,10 @@ function beginImmediate(knex: Knex): void {
         try {
           // The connection's prepared statement (reusePreparedStatements), as knex would run it.
           statement.rows = conn.prepare(statement.sql).all(...statement.bindings) as Array<Record<string, unknown>>;
+          if (statement.then && statement.then.length > 0) {
+            statement.thenRows = statement.then.map((next) => conn.prepare(next.sql).all(...next.bindings) as Array<Record<string, unknown>>);
+            statement.thenSent = true;
+          }
         } catch (err) {
           conn.exec('ROLLBACK');
           throw err;

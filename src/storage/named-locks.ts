@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
-import { escapeLiteral } from 'pg';
-import type { Engine } from './database';
+import { sendableAtBegin, type Engine, type StatementAtBegin } from './database';
 import { COUNTER_SUBQUERY, type ReferenceCache } from './reference-cache';
+
+/** PostgreSQL: the transaction-scoped lock on a name (a 64-bit hash of it). */
+const PG_LOCK = 'select pg_advisory_xact_lock(hashtextextended(?, 0))';
 
 /**
  * Exclusive locks on a name for the rest of a transaction, used to serialise postings that
@@ -12,7 +14,7 @@ import { COUNTER_SUBQUERY, type ReferenceCache } from './reference-cache';
 export async function lockNameForTransaction(trx: Knex.Transaction, engine: Engine, name: string): Promise<void> {
   switch (engine) {
     case 'postgres':
-      await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [name]);
+      await trx.raw(PG_LOCK, [name]);
       return;
     case 'mssql':
       await trx.raw("exec sp_getapplock @Resource = ?, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 15000", [name]);
@@ -23,16 +25,17 @@ export async function lockNameForTransaction(trx: Knex.Transaction, engine: Engi
 }
 
 /**
- * PostgreSQL: the statement taking `name`'s lock, as complete text for the round trip of a posting
- * transaction's BEGIN (database.ts BeginStatement `then`): the same lock as lockNameForTransaction
- * takes (the same function of the same text), one round trip a posting less. The name is written
- * in as a literal by the driver's own escaping (pg's escapeLiteral); a name holding a NUL cannot be
- * (the simple query protocol ends its text there): undefined, as on the other engines (SQLite needs
- * no lock; SQL Server begins through the driver's API): the lock is then taken by its own statement.
+ * `name`'s lock taken by a posting transaction's BEGIN (database.ts BeginStatement `then`):
+ *   PostgreSQL  the statement of lockNameForTransaction (the same function of the same text: the
+ *               same lock), sent in BEGIN's round trip: one round trip a posting less;
+ *   SQLite      nothing to send: BEGIN IMMEDIATE already excludes every other writer (`{}`);
+ *   undefined   not at BEGIN (SQL Server begins through the driver's API; a name the simple query
+ *               protocol cannot carry): the lock is taken by its own statement, as before.
  */
-export function lockTextAtBegin(engine: Engine, name: string): string | undefined {
-  if (engine !== 'postgres' || name.includes('\u0000')) return undefined;
-  return `select pg_advisory_xact_lock(hashtextextended(${escapeLiteral(name)}, 0))`;
+export function lockAtBegin(engine: Engine, name: string): { statement?: StatementAtBegin } | undefined {
+  if (engine === 'sqlite') return {};
+  const statement = { sql: PG_LOCK, bindings: [name] };
+  return engine === 'postgres' && sendableAtBegin(engine, statement.bindings) ? { statement } : undefined;
 }
 
 /**

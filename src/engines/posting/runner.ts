@@ -4,11 +4,11 @@ import { ApiProblem } from '../../errors/problem';
 import { columnsUnavailable } from '../../catalog/installed';
 import type { Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
-import { statementTextAtBegin, type BeginStatement } from '../../storage/database';
+import { sendableAtBegin, type BeginStatement, type StatementAtBegin } from '../../storage/database';
 import type { RecordsContext } from './records';
 import { NumberAllocator, collidedCounter } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
-import { lockTextAtBegin, namedLocksFor } from '../../storage/named-locks';
+import { lockAtBegin, namedLocksFor } from '../../storage/named-locks';
 import { IdempotencyProtocol, NothingPosted, type Answer, type Attempt, type Rendered } from '../idempotency/protocol';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { ReferenceCache } from '../../storage/reference-cache';
@@ -49,8 +49,9 @@ export interface WriteDefinition<I, A, R> {
   firstLock?(input: I): string;
   /**
    * The read `post` makes right after taking `firstLock` (the duplicate-number read: a RecordQuery's
-   * `firstStatement`, built on `records`): sent in the same round trip as a statement after the
-   * lock's (PostgreSQL), its rows handed to the `first()` in `post` of exactly that statement.
+   * `firstStatement`, built on `records`): run by BEGIN as a statement after the lock's
+   * (PostgreSQL: in its round trip; SQLite: on the connection, without a knex statement), its rows
+   * handed to the `first()` in `post` of exactly that statement (aheadAtBegin).
    */
   firstRead?(records: RecordsContext, input: I): { sql: string; bindings: readonly unknown[] };
   /** Reference and record numbers, allocated outside the posting transaction (committed, never returned). */
@@ -224,9 +225,9 @@ export class WriteRunner {
         async (trx) => {
           await this.deps.recheckLock?.(trx, fence);
           const ctx = this.context(trx, req, fence?.thenSent ? ahead?.lock : undefined);
-          const rows = ahead?.read && fence?.thenRows?.[1];
+          const rows = ahead?.read && fence?.thenSent ? fence.thenRows?.[ahead.read.index] : undefined;
           if (ahead?.read && rows) {
-            ctx.readAhead = { ...ahead.read, rows };
+            ctx.readAhead = { sql: ahead.read.sql, bindings: ahead.read.bindings, rows };
             // Valid for the posting's first statement only: any statement sent before it drops it.
             trx.once('query', () => (ctx.readAhead = undefined));
           }
@@ -247,24 +248,33 @@ export class WriteRunner {
   }
 
   /**
-   * What the BEGIN round trip of a posting carries after its fence (PostgreSQL; elsewhere nothing,
-   * and `post` sends both as before): the first named lock, then the read `post` makes right after
-   * it, each a statement of its own. The read is NOT folded into the fence's or the lock's
-   * statement: under READ COMMITTED a statement sees what committed before the statement began, so
-   * a read in the statement that waits for the lock would miss the document the lock's previous
-   * holder committed meanwhile (a number posted twice). As a later statement of the round trip it
-   * begins once the lock is held, and sees it, as it did as a round trip of its own.
+   * What a posting's BEGIN runs after its fence (database.ts BeginStatement `then`): the first named
+   * lock, then the read `post` makes right after it, each a statement of its own. PostgreSQL: in
+   * BEGIN's round trip; SQLite: no lock to take (BEGIN IMMEDIATE excludes every other writer), the
+   * read on the connection without a knex statement; SQL Server: nothing, `post` sends both as
+   * before. The read is NOT folded into the fence's or the lock's statement: under READ COMMITTED
+   * a statement sees what committed before the statement began, so a read in the statement that
+   * waits for the lock would miss the document the lock's previous holder committed meanwhile (a
+   * number posted twice). As a later statement it begins once the lock is held, and sees it, as
+   * it did as a round trip of its own.
    */
-  private aheadAtBegin<I, A, R>(def: WriteDefinition<I, A, R>, input: I, fence: BeginStatement): { lock: string; read?: Omit<ReadAhead, 'rows'> } | undefined {
+  private aheadAtBegin<I, A, R>(
+    def: WriteDefinition<I, A, R>,
+    input: I,
+    fence: BeginStatement,
+  ): { lock: string; read?: Omit<ReadAhead, 'rows'> & { index: number } } | undefined {
     if (!def.firstLock) return undefined;
     const { engine, knex } = this.deps.boundary;
     const lock = def.firstLock(input);
-    const lockText = lockTextAtBegin(engine, lock);
-    if (!lockText) return undefined;
+    const taken = lockAtBegin(engine, lock);
+    if (!taken) return undefined;
+    const then: StatementAtBegin[] = taken.statement ? [taken.statement] : [];
     const read = def.firstRead?.({ trx: knex as unknown as Knex.Transaction, dialect: this.deps.dialect, now: '', user: '' }, input);
-    const readText = read ? statementTextAtBegin(knex, engine, read.sql, read.bindings) : undefined;
-    fence.then = readText ? [lockText, readText] : [lockText];
-    return readText ? { lock, read: read! } : { lock };
+    const index = then.length;
+    if (read && sendableAtBegin(engine, read.bindings)) then.push(read);
+    if (then.length === 0) return undefined;
+    fence.then = then;
+    return then.length > index ? { lock, read: { ...read!, index } } : { lock };
   }
 
   /**

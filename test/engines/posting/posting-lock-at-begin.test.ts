@@ -3,7 +3,8 @@
  * number) and the duplicate-number read that follows it ride in the round trip of its BEGIN and
  * lock fence on PostgreSQL (runner.ts firstLock and firstRead, storage/named-locks.ts
  * lockTextAtBegin, decision 0382): each a statement of its own, the read after the lock, so it
- * sees what the lock's previous holder committed. SQLite takes no named lock at all.
+ * sees what the lock's previous holder committed. SQLite takes no named lock at all (BEGIN IMMEDIATE
+ * excludes every other writer) and runs the read on the connection right after BEGIN.
  * Observed on the statements knex sends (its `query` event sees BEGIN's text on PostgreSQL).
  */
 import test from 'node:test';
@@ -39,6 +40,8 @@ const cases = [
     readNames: (n: string) => `"trnnum" = '${n}'`,
     // BEGIN + fence + lock + duplicate-number read, the header, the lines with the balances, COMMIT.
     roundTrips: 4,
+    // SQLite's knex statements: the header, the lines, the balances, COMMIT (BEGIN, the fence and the read run on the connection).
+    sqliteStatements: 4,
   },
   {
     what: 'an AP invoice of 3 lines',
@@ -49,12 +52,14 @@ const cases = [
     readNames: (n: string) => `"vndnum" = ${FX.vendor.withDefaults} and "invnum" = '${n}'`,
     // BEGIN + fence + lock + duplicate read, invoice, its lines, job costs, journal header, journal lines with the balances, COMMIT.
     roundTrips: 7,
+    // SQLite: invoice, lines, job costs, journal header, journal lines, balances, COMMIT.
+    sqliteStatements: 7,
   },
 ] as const;
 
 let n = 0;
 for (const c of cases) {
-  test(`${c.what}: its number's lock and then its duplicate read are statements of BEGIN's round trip (PostgreSQL)`, async () => {
+  test(`${c.what}: its number's lock and then its duplicate read are statements of BEGIN's round trip (PostgreSQL); SQLite's BEGIN runs the read`, async () => {
     const post = async (number: string) => {
       const res = await t.post(c.path, c.body(number));
       assert.equal(res.status, 200, res.text);
@@ -68,6 +73,9 @@ for (const c of cases) {
     const locking = sent.filter((sql) => sql.includes('pg_advisory_xact_lock'));
     if (t.engine !== 'postgres') {
       assert.deepEqual(locking, [], 'SQLite: one writer at a time, no named lock');
+      // Run on the connection by BEGIN (no knex statement): SQLite's text quotes with backticks.
+      assert.ok(!sent.some((sql) => sql.startsWith(c.duplicateRead.replaceAll('"', '`'))), `the duplicate read is no knex statement:\n${sent.join('\n')}`);
+      assert.equal(sent.length, c.sqliteStatements, `knex statements of the posting:\n${sent.join('\n')}`);
       return;
     }
     assert.equal(locking.length, 1, `one statement takes the lock:\n${sent.join('\n')}`);
