@@ -2,7 +2,7 @@
  * A posting's first named lock (the journal's transaction number, the AP invoice's vendor invoice
  * number) and the duplicate-number read that follows it ride in the round trip of its BEGIN and
  * lock fence on PostgreSQL (runner.ts firstLock and firstRead, storage/named-locks.ts
- * lockTextAtBegin, decision 0382): each a statement of its own, the read after the lock, so it
+ * lockAtBegin, decision 0382): each a statement of its own, the read after the lock, so it
  * sees what the lock's previous holder committed. SQLite takes no named lock at all (BEGIN IMMEDIATE
  * excludes every other writer) and runs the read on the connection right after BEGIN.
  * Observed on the statements knex sends (its `query` event sees BEGIN's text on PostgreSQL).
