@@ -213,6 +213,41 @@ export interface BeginStatement {
   /** Constants only (they are written into the text on PostgreSQL). */
   bindings: readonly (string | number)[];
   rows?: Array<Record<string, unknown>>;
+  /**
+   * Statements run after it, each a statement of its own, in order (a posting's first named lock
+   * and the read after it: engines/posting/runner.ts aheadAtBegin), where `sendableAtBegin` says
+   * they can be: PostgreSQL in the same round trip (their values written in, as the BEGIN
+   * statement's), SQLite on the connection right after it; not on SQL Server. `thenSent` is set
+   * once they ran, and `thenRows` holds each one's rows (undefined for an answer not of rows).
+   */
+  then?: readonly StatementAtBegin[];
+  thenSent?: boolean;
+  thenRows?: Array<Array<Record<string, unknown>> | undefined>;
+}
+
+/** A statement compiled by knex (`?` placeholders) and its values. */
+export interface StatementAtBegin {
+  sql: string;
+  bindings: readonly unknown[];
+}
+
+/**
+ * Whether a statement with these values can be run by a transaction's BEGIN (BeginStatement.then),
+ * exactly as it would run on its own: PostgreSQL writes the values into the text (knex's
+ * escaping), so only text without a NUL (the simple query protocol ends its text there), finite
+ * numbers, booleans and null; SQLite binds them on the connection without knex, so only text,
+ * finite numbers and null (knex would convert the others); SQL Server: never.
+ */
+export function sendableAtBegin(engine: Engine, bindings: readonly unknown[]): boolean {
+  if (engine === 'mssql') return false;
+  for (const value of bindings) {
+    if (value === null) continue;
+    if (typeof value === 'number' && Number.isFinite(value)) continue;
+    if (typeof value === 'string' && (engine !== 'postgres' || !value.includes('\u0000'))) continue;
+    if (typeof value === 'boolean' && engine === 'postgres') continue;
+    return false;
+  }
+  return true;
 }
 
 /** The transaction config option carrying a BeginStatement (knex passes its config to the Transaction). */
@@ -223,14 +258,27 @@ function beginStatementOf(config: unknown): BeginStatement | undefined {
   return value && typeof value.sql === 'string' && Array.isArray(value.bindings) ? value : undefined;
 }
 
-/** PostgreSQL texts of BeginStatements (their bindings written in by knex), per statement. */
-const inlinedBegins = new WeakMap<BeginStatement, string>();
+/**
+ * PostgreSQL texts of BeginStatements (their bindings written in by knex), per SQL text: a posting's
+ * fence is a new object each transaction but one of a few texts with constant bindings.
+ */
+const inlinedBegins = new Map<string, { bindings: readonly (string | number)[]; text: string }>();
+const INLINED_BEGINS_MAX = 64;
+
+function inlinedBegin(knex: Knex, statement: BeginStatement): string {
+  const known = inlinedBegins.get(statement.sql);
+  if (known && known.bindings.length === statement.bindings.length && known.bindings.every((b, i) => b === statement.bindings[i])) return known.text;
+  const text = knex.raw(statement.sql, statement.bindings as Knex.RawBinding[]).toQuery();
+  if (inlinedBegins.size >= INLINED_BEGINS_MAX) inlinedBegins.clear();
+  inlinedBegins.set(statement.sql, { bindings: [...statement.bindings], text });
+  return text;
+}
 
 /**
  * PostgreSQL: a transaction given a BeginStatement sends it in BEGIN's round trip. knex's BEGIN is
  * a parameterless simple query, which may carry several statements; the answer is one result per
- * statement, the last one the BeginStatement's (traceComments below adds the session label in
- * between, when traced).
+ * statement: the BeginStatement's, then those of its `then` statements (traceComments below adds
+ * the session label in between, when traced).
  */
 function beginWithStatement(knex: Knex): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -245,8 +293,9 @@ function beginWithStatement(knex: Knex): void {
       const self = this as any;
       const statement = this.withBegin;
       if (!statement || self.isolationLevel || self.readOnly) return super.begin(conn);
-      let text = inlinedBegins.get(statement);
-      if (text === undefined) inlinedBegins.set(statement, (text = knex.raw(statement.sql, statement.bindings as Knex.RawBinding[]).toQuery()));
+      const then = statement.then ?? [];
+      let text = inlinedBegin(knex, statement);
+      for (const next of then) text += `; ${knex.raw(next.sql, next.bindings as Knex.RawBinding[]).toQuery()}`;
       // The driver's answer (knex's client.query resolves with the query object): one result a statement.
       // Sent on the transaction's client, not through knex's Transaction.query, which would reject the
       // transaction on a failure without a ROLLBACK: a failed statement after BEGIN leaves the
@@ -259,9 +308,19 @@ function beginWithStatement(knex: Knex): void {
         await self.trxClient.query(conn, 'ROLLBACK;').catch(() => undefined);
         throw err;
       }
+      // Every statement of the round trip ran (a failure in any fails the whole query, above).
       const results = answered?.response;
-      const last = Array.isArray(results) ? results[results.length - 1] : undefined;
-      const rows = (last as { rows?: unknown } | undefined)?.rows;
+      if (then.length > 0) {
+        statement.thenSent = true;
+        const answers = Array.isArray(results) ? results.slice(results.length - then.length) : [];
+        statement.thenRows = then.map((_, i) => {
+          const thenRows = (answers[i] as { rows?: unknown } | undefined)?.rows;
+          return Array.isArray(thenRows) ? (thenRows as Array<Record<string, unknown>>) : undefined;
+        });
+      }
+      // The statement's own result: the last but for the statements sent after it.
+      const own = Array.isArray(results) ? results[results.length - 1 - then.length] : undefined;
+      const rows = (own as { rows?: unknown } | undefined)?.rows;
       // Not the answer expected (a driver that changed): no rows handed back, the caller sends the statement itself.
       if (Array.isArray(rows)) statement.rows = rows as Array<Record<string, unknown>>;
       return answered;
@@ -334,6 +393,10 @@ function beginImmediate(knex: Knex): void {
         try {
           // The connection's prepared statement (reusePreparedStatements), as knex would run it.
           statement.rows = conn.prepare(statement.sql).all(...statement.bindings) as Array<Record<string, unknown>>;
+          if (statement.then && statement.then.length > 0) {
+            statement.thenRows = statement.then.map((next) => conn.prepare(next.sql).all(...next.bindings) as Array<Record<string, unknown>>);
+            statement.thenSent = true;
+          }
         } catch (err) {
           conn.exec('ROLLBACK');
           throw err;

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
-import type { Engine } from './database';
+import { sendableAtBegin, type Engine, type StatementAtBegin } from './database';
 import { COUNTER_SUBQUERY, type ReferenceCache } from './reference-cache';
+
+/** PostgreSQL: the transaction-scoped lock on a name (a 64-bit hash of it). */
+const PG_LOCK = 'select pg_advisory_xact_lock(hashtextextended(?, 0))';
 
 /**
  * Exclusive locks on a name for the rest of a transaction, used to serialise postings that
@@ -11,7 +14,7 @@ import { COUNTER_SUBQUERY, type ReferenceCache } from './reference-cache';
 export async function lockNameForTransaction(trx: Knex.Transaction, engine: Engine, name: string): Promise<void> {
   switch (engine) {
     case 'postgres':
-      await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [name]);
+      await trx.raw(PG_LOCK, [name]);
       return;
     case 'mssql':
       await trx.raw("exec sp_getapplock @Resource = ?, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 15000", [name]);
@@ -19,6 +22,20 @@ export async function lockNameForTransaction(trx: Knex.Transaction, engine: Engi
     default:
       return;
   }
+}
+
+/**
+ * `name`'s lock taken by a posting transaction's BEGIN (database.ts BeginStatement `then`):
+ *   PostgreSQL  the statement of lockNameForTransaction (the same function of the same text: the
+ *               same lock), sent in BEGIN's round trip: one round trip a posting less;
+ *   SQLite      nothing to send: BEGIN IMMEDIATE already excludes every other writer (`{}`);
+ *   undefined   not at BEGIN (SQL Server begins through the driver's API; a name the simple query
+ *               protocol cannot carry): the lock is taken by its own statement, as before.
+ */
+export function lockAtBegin(engine: Engine, name: string): { statement?: StatementAtBegin } | undefined {
+  if (engine === 'sqlite') return {};
+  const statement = { sql: PG_LOCK, bindings: [name] };
+  return engine === 'postgres' && sendableAtBegin(engine, statement.bindings) ? { statement } : undefined;
 }
 
 /**

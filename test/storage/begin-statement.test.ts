@@ -82,3 +82,35 @@ test('a failing BEGIN statement fails the transaction; the connection serves the
   });
   assert.equal(plain, 'ok', 'and a transaction without a BEGIN statement');
 });
+
+test('statements run after the BEGIN statement: on PostgreSQL in the same round trip, on SQLite on the connection; their rows apart; a failing one fails the transaction', async () => {
+  const statement: BeginStatement = {
+    sql: 'select ? as seven',
+    bindings: [7],
+    then: [
+      { sql: 'select ? as eight', bindings: [8] },
+      { sql: 'select ? as nine', bindings: ["n'ne"] },
+    ],
+  };
+  const statements = await sent(() =>
+    knex.transaction(async (trx) => {
+      await trx.raw('select 1');
+    }, withBegin(statement)),
+  );
+  assert.deepEqual(statement.rows, [{ seven: 7 }], 'the rows of the BEGIN statement, not of the last');
+  assert.equal(statement.thenSent, true);
+  assert.deepEqual(statement.thenRows, [[{ eight: 8 }], [{ nine: "n'ne" }]]);
+  if (engine === 'postgres') {
+    assert.equal(statements[0], "BEGIN; select 7 as seven; select 8 as eight; select 'n''ne' as nine", 'one round trip');
+  } else {
+    assert.ok(!statements.some((sql) => /eight|nine/.test(sql)), 'SQLite: run on the connection, no knex statement');
+  }
+  const failing: BeginStatement = { sql: 'select ? as one', bindings: [1], then: [{ sql: 'select n from zz_no_such_table', bindings: [] }] };
+  await assert.rejects(
+    knex.transaction(async (trx) => trx.raw('select 1'), withBegin(failing)),
+    /zz_no_such_table/,
+  );
+  assert.equal(failing.thenSent, undefined);
+  const next: BeginStatement = { sql: 'select ? as two', bindings: [2] };
+  assert.deepEqual(await knex.transaction(async () => next.rows, withBegin(next)), [{ two: 2 }], 'the connection serves the next transaction');
+});

@@ -5,6 +5,19 @@ import type { ReferenceCache } from '../../storage/reference-cache';
 import type { StatementBatch } from '../../storage/statement-batch';
 import type { InstalledColumns } from '../../catalog/installed';
 
+/**
+ * A read already sent by the transaction's BEGIN round trip (runner.ts firstRead): its statement as
+ * compiled (`?` placeholders) and bindings, and the rows it answered. The next `first()` of
+ * exactly that statement and bindings (records/query.ts) takes them instead of sending it; it is
+ * dropped at the transaction's first statement otherwise (runner.ts), so it never stands for a
+ * later read.
+ */
+export interface ReadAhead {
+  sql: string;
+  bindings: readonly unknown[];
+  rows: Array<Record<string, unknown>>;
+}
+
 /** Test and operations hooks into the posting engine (all optional). */
 export interface PostingHooks {
   /** Runs after an Idempotency-Key was claimed, before numbers and the posting transaction (no connection held). */
@@ -63,6 +76,8 @@ export interface PostingContext {
   references?: ReferenceCache;
   /** What the installed build of the accounting database lacks (write-rows.ts leaves out what it can); absent: nothing. */
   installed?: InstalledColumns;
+  /** A read the transaction's BEGIN already sent (records/query.ts ReadAhead, runner.ts firstRead), taken by its `first()`. */
+  readAhead?: ReadAhead;
 }
 
 /** Money columns are DECIMAL(14,2); quantities (14,4); unit prices (12,4); cost codes (15,3); hours (10,2). */

@@ -1,17 +1,19 @@
 import type { Logger } from 'pino';
+import type { Knex } from 'knex';
 import { ApiProblem } from '../../errors/problem';
 import { columnsUnavailable } from '../../catalog/installed';
 import type { Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
-import type { BeginStatement } from '../../storage/database';
+import { sendableAtBegin, type BeginStatement, type StatementAtBegin } from '../../storage/database';
+import type { RecordsContext } from './records';
 import { NumberAllocator, collidedCounter } from '../../storage/numbers';
 import { toDbTime } from '../../storage/db-time';
-import { namedLocksFor } from '../../storage/named-locks';
+import { lockAtBegin, namedLocksFor } from '../../storage/named-locks';
 import { IdempotencyProtocol, NothingPosted, type Answer, type Attempt, type Rendered } from '../idempotency/protocol';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { ReferenceCache } from '../../storage/reference-cache';
 import { StatementBatch } from '../../storage/statement-batch';
-import type { PostingContext, PostingHooks } from './context';
+import type { PostingContext, PostingHooks, ReadAhead } from './context';
 import type { InstalledColumns } from '../../catalog/installed';
 import { resultFieldsUnavailable } from './needs';
 
@@ -38,6 +40,20 @@ export interface WriteDefinition<I, A, R> {
   requireKey?: boolean;
   /** Pure checks and parsing; ApiProblem 400 here does not consume the key. */
   prepare(body: unknown): I;
+  /**
+   * The name `post` locks first (ctx.lockName), known from the input alone: taken by the posting
+   * transaction's BEGIN where the engine can (PostgreSQL: in the round trip of BEGIN and the lock
+   * fence), so the lockName call in `post` then costs nothing. What `post` reads after it still
+   * runs after the lock is held, in a statement of its own (see allocateAndPost).
+   */
+  firstLock?(input: I): string;
+  /**
+   * The read `post` makes right after taking `firstLock` (the duplicate-number read: a RecordQuery's
+   * `firstStatement`, built on `records`): run by BEGIN as a statement after the lock's
+   * (PostgreSQL: in its round trip; SQLite: on the connection, without a knex statement), its rows
+   * handed to the `first()` in `post` of exactly that statement (aheadAtBegin).
+   */
+  firstRead?(records: RecordsContext, input: I): { sql: string; bindings: readonly unknown[] };
   /** Reference and record numbers, allocated outside the posting transaction (committed, never returned). */
   allocate(input: I, numbers: NumberAllocator): Promise<A>;
   /** The cascade, inside the posting transaction. */
@@ -203,11 +219,18 @@ export class WriteRunner {
       throw new NothingPosted(err);
     }
     const fence = this.deps.recheckLock ? this.deps.fenceAtBegin?.() : undefined;
+    const ahead = fence ? this.aheadAtBegin(def, input, fence) : undefined;
     try {
       return await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
           await this.deps.recheckLock?.(trx, fence);
-          const ctx = this.context(trx, req);
+          const ctx = this.context(trx, req, fence?.thenSent ? ahead?.lock : undefined);
+          const rows = ahead?.read && fence?.thenSent ? fence.thenRows?.[ahead.read.index] : undefined;
+          if (ahead?.read && rows) {
+            ctx.readAhead = { sql: ahead.read.sql, bindings: ahead.read.bindings, rows };
+            // Valid for the posting's first statement only: any statement sent before it drops it.
+            trx.once('query', () => (ctx.readAhead = undefined));
+          }
           const outcome = await def.post(ctx, input, numbers);
           await sendQueuedWrites(ctx);
           const rendered = renderResult(outcome, req.dryRun);
@@ -222,6 +245,36 @@ export class WriteRunner {
       if (err instanceof DryRunRollback) return err.rendered;
       throw err;
     }
+  }
+
+  /**
+   * What a posting's BEGIN runs after its fence (database.ts BeginStatement `then`): the first named
+   * lock, then the read `post` makes right after it, each a statement of its own. PostgreSQL: in
+   * BEGIN's round trip; SQLite: no lock to take (BEGIN IMMEDIATE excludes every other writer), the
+   * read on the connection without a knex statement; SQL Server: nothing, `post` sends both as
+   * before. The read is NOT folded into the fence's or the lock's statement: under READ COMMITTED
+   * a statement sees what committed before the statement began, so a read in the statement that
+   * waits for the lock would miss the document the lock's previous holder committed meanwhile (a
+   * number posted twice). As a later statement it begins once the lock is held, and sees it, as
+   * it did as a round trip of its own.
+   */
+  private aheadAtBegin<I, A, R>(
+    def: WriteDefinition<I, A, R>,
+    input: I,
+    fence: BeginStatement,
+  ): { lock: string; read?: Omit<ReadAhead, 'rows'> & { index: number } } | undefined {
+    if (!def.firstLock) return undefined;
+    const { engine, knex } = this.deps.boundary;
+    const lock = def.firstLock(input);
+    const taken = lockAtBegin(engine, lock);
+    if (!taken) return undefined;
+    const then: StatementAtBegin[] = taken.statement ? [taken.statement] : [];
+    const read = def.firstRead?.({ trx: knex as unknown as Knex.Transaction, dialect: this.deps.dialect, now: '', user: '' }, input);
+    const index = then.length;
+    if (read && sendableAtBegin(engine, read.bindings)) then.push(read);
+    if (then.length === 0) return undefined;
+    fence.then = then;
+    return then.length > index ? { lock, read: { ...read!, index } } : { lock };
   }
 
   /**
@@ -255,12 +308,13 @@ export class WriteRunner {
     }
   }
 
-  private context(trx: PostingContext['trx'], req: WriteRequest): PostingContext {
+  /** `heldAtBegin`: a name the transaction's BEGIN locked already (allocateAndPost). */
+  private context(trx: PostingContext['trx'], req: WriteRequest, heldAtBegin?: string): PostingContext {
     const now = new Date();
     return {
       trx,
       writes: new StatementBatch(trx),
-      lockName: (name) => this.lockName(trx, name),
+      lockName: (name) => (name === heldAtBegin ? Promise.resolve() : this.lockName(trx, name)),
       dialect: this.deps.dialect,
       numbers: this.deps.numbers,
       user: `api:${req.apiKeyName}`.slice(0, 30),

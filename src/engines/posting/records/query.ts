@@ -52,7 +52,19 @@ export function decrementToZero(by: Dec): ComputedChange {
 type Change = RecordValue | ComputedChange;
 
 /** What a read needs (the transaction, the engine's decimals); an update also stamps who and when. */
-export type RecordsContext = Pick<PostingContext, 'trx' | 'dialect' | 'now' | 'user'>;
+export type RecordsContext = Pick<PostingContext, 'trx' | 'dialect' | 'now' | 'user' | 'readAhead'>;
+
+/** The read-ahead rows of `statement`, if the context holds them for exactly it (taken once). */
+function takeReadAhead(ctx: RecordsContext, statement: Knex.QueryBuilder): Array<Record<string, unknown>> | undefined {
+  const ahead = ctx.readAhead;
+  if (!ahead) return undefined;
+  ctx.readAhead = undefined;
+  const compiled = statement.toSQL();
+  const bindings = compiled.bindings as readonly unknown[];
+  if (compiled.sql !== ahead.sql || bindings.length !== ahead.bindings.length) return undefined;
+  for (let i = 0; i < bindings.length; i += 1) if (!Object.is(bindings[i], ahead.bindings[i])) return undefined;
+  return ahead.rows;
+}
 
 const isComputed = (v: unknown): v is ComputedChange => typeof v === 'object' && v !== null && 'computed' in v;
 
@@ -242,12 +254,25 @@ export class RecordQuery {
     return rows.map((row) => decodeRecord(this.ctx.dialect, this.shape, row));
   }
 
-  /** The first matching record with `fields` (every stored column that has a published name when absent), or undefined. */
-  async first(fields?: readonly string[]): Promise<StoredRecord | undefined> {
+  /** The statement of `first(fields)`, compiled (`?` placeholders), not sent: what a BEGIN may read ahead (ReadAhead). */
+  private firstQuery(fields?: readonly string[]): Knex.QueryBuilder {
     const columns = this.selected(fields);
     const query = columns.length > 0 ? this.query.first(columns) : this.query.first();
     // first() is `limit 1`, bound last.
-    const row = (await this.compiled(query, `${this.signature} first ${signatureOf(columns)}`, [1])) as Record<string, unknown> | undefined;
+    return this.compiled(query, `${this.signature} first ${signatureOf(columns)}`, [1]);
+  }
+
+  /** The SQL and bindings `first(fields)` would send (for runner.ts firstRead). */
+  firstStatement(fields?: readonly string[]): { sql: string; bindings: readonly unknown[] } {
+    const compiled = this.firstQuery(fields).toSQL();
+    return { sql: compiled.sql, bindings: compiled.bindings as readonly unknown[] };
+  }
+
+  /** The first matching record with `fields` (every stored column that has a published name when absent), or undefined. */
+  async first(fields?: readonly string[]): Promise<StoredRecord | undefined> {
+    const statement = this.firstQuery(fields);
+    const ahead = takeReadAhead(this.ctx, statement);
+    const row = (ahead ? ahead[0] : await statement) as Record<string, unknown> | undefined;
     return row === undefined ? undefined : decodeRecord(this.ctx.dialect, this.shape, row);
   }
 

@@ -2,7 +2,7 @@ import type { NumberAllocator } from '../../../../storage/numbers';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, loadReferenceRows } from '../../ledger/references';
 import { addDays } from '../../dates';
-import { allocateRecordNumbers, fitText, rangeValues, recordLockName, records } from '../../records';
+import { allocateRecordNumbers, fitText, rangeValues, recordLockName, records, type RecordsContext } from '../../records';
 import { resendConflict } from '../../resend';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { insertInvoice, postInvoiceJobCosts, postInvoiceJournal, type InvoiceToWrite } from './cascade';
@@ -34,10 +34,19 @@ interface Numbers {
   jobCostRecords: number[];
 }
 
+/** The name `post` locks first (taken by the transaction's BEGIN where it can: runner.ts firstLock). */
+const lockOf = (input: ApInvoiceInput): string => recordLockName('ap-invoices', [input.vendorNumber, input.invoiceNumber]);
+
+/** The invoices entered under the input's vendor invoice number (a void one excepted): read right after the lock (runner.ts firstRead). */
+const enteredUnderNumber = (ctx: RecordsContext, input: ApInvoiceInput) =>
+  records(ctx, 'ap-invoices').where({ vendorNumber: input.vendorNumber, invoiceNumber: input.invoiceNumber }).whereNot({ status: STATUS_VOID }).orderBy('recordNumber');
+
 export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoiceWriteResult> = {
   route: '/ap-invoices',
   what: 'entering an AP invoice',
   prepare: prepareApInvoice,
+  firstLock: lockOf,
+  firstRead: (ctx, input) => enteredUnderNumber(ctx, input).firstStatement(['id']),
 
   async allocate(input, numbers: NumberAllocator): Promise<Numbers> {
     const posts = input.status === STATUS_OPEN;
@@ -55,12 +64,8 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
     const { trx } = ctx;
 
     // One vendor invoice number is entered once: serialise, then look.
-    await ctx.lockName(recordLockName('ap-invoices', [input.vendorNumber, input.invoiceNumber]));
-    const already = await records(ctx, 'ap-invoices')
-      .where({ vendorNumber: input.vendorNumber, invoiceNumber: input.invoiceNumber })
-      .whereNot({ status: STATUS_VOID })
-      .orderBy('recordNumber')
-      .first(['id']);
+    await ctx.lockName(lockOf(input));
+    const already = await enteredUnderNumber(ctx, input).first(['id']);
     if (already) {
       const existing = await existingResult(ctx, already.id);
       const diff = differences(existing.document, input);

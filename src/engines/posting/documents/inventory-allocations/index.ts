@@ -1,6 +1,6 @@
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { allocateRecordNumbers, rangeValues, recordLockName, records } from '../../records';
+import { allocateRecordNumbers, rangeValues, recordLockName, records, type RecordsContext } from '../../records';
 import { resendConflict } from '../../resend';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { postAllocation, type AllocationNumbers } from './cascade';
@@ -33,10 +33,18 @@ import { resolve } from './references';
  */
 
 
+/** The name `post` locks first (taken by the transaction's BEGIN where it can: runner.ts firstLock). */
+const lockOf = (input: AllocationInput): string => recordLockName('inventory-allocations', [input.allocationNumber]);
+
+/** The allocations entered under the input's number: read right after the lock (runner.ts firstRead). */
+const enteredUnderNumber = (ctx: RecordsContext, input: AllocationInput) => records(ctx, 'inventory-allocations').where({ allocationNumber: input.allocationNumber }).orderBy('recordNumber');
+
 export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, AllocationNumbers, AllocationWriteResult> = {
   route: '/inventory-allocations',
   what: 'entering an inventory allocation',
   prepare: prepareAllocation,
+  firstLock: lockOf,
+  firstRead: (ctx, input) => enteredUnderNumber(ctx, input).firstStatement(['id']),
 
   async allocate(input, numbers: NumberAllocator): Promise<AllocationNumbers> {
     const ships = input.status === STATUS.shipped;
@@ -59,8 +67,8 @@ export const inventoryAllocationsWrite: WriteDefinition<AllocationInput, Allocat
     const { trx } = ctx;
 
     // One allocation number is entered once: serialise, then look.
-    await ctx.lockName(recordLockName('inventory-allocations', [input.allocationNumber]));
-    const already = await records(ctx, 'inventory-allocations').where({ allocationNumber: input.allocationNumber }).orderBy('recordNumber').first(['id']);
+    await ctx.lockName(lockOf(input));
+    const already = await enteredUnderNumber(ctx, input).first(['id']);
     if (already) {
       const existing = await existingResult(ctx, already.id);
       const diff = differences(existing.document, input);

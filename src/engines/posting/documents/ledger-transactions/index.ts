@@ -1,7 +1,7 @@
 import { resendConflict } from '../../resend';
 import { allocateLedgerRecord, type LedgerRecordNumbers } from '../../ledger/journal';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
-import { recordLockName, records } from '../../records';
+import { recordLockName, records, type RecordsContext } from '../../records';
 import type { PostOutcome, WriteDefinition } from '../../runner';
 import { postJournal } from './cascade';
 import { checkJournalLines, prepareJournal, type JournalInput } from './input';
@@ -30,10 +30,19 @@ import { checkReferences } from './references';
 /** Ledger transaction status 2: void (a void transaction's number may be posted again). */
 const STATUS_VOID = 2;
 
+/** The name `post` locks first (taken by the transaction's BEGIN where it can: runner.ts firstLock). */
+const lockOf = (input: JournalInput): string => recordLockName('ledger-transactions', [input.transactionNumber], 'transactionNumber');
+
+/** The journals posted under the input's number (a void one excepted): read right after the lock (runner.ts firstRead). */
+const postedUnderNumber = (ctx: RecordsContext, input: JournalInput) =>
+  records(ctx, 'ledger-transactions').where({ transactionNumber: input.transactionNumber }).whereNot({ status: STATUS_VOID }).orderBy('recordNumber');
+
 export const ledgerTransactionsWrite: WriteDefinition<JournalInput, LedgerRecordNumbers, JournalWriteResult> = {
   route: '/ledger-transactions',
   what: 'posting a journal',
   prepare: prepareJournal,
+  firstLock: lockOf,
+  firstRead: (ctx, input) => postedUnderNumber(ctx, input).firstStatement(['id']),
 
   allocate: allocateLedgerRecord,
 
@@ -42,12 +51,8 @@ export const ledgerTransactionsWrite: WriteDefinition<JournalInput, LedgerRecord
     const { trx } = ctx;
 
     // A transaction number is posted once: serialise postings of the same number, then look.
-    await ctx.lockName(recordLockName('ledger-transactions', [input.transactionNumber], 'transactionNumber'));
-    const already = await records(ctx, 'ledger-transactions')
-      .where({ transactionNumber: input.transactionNumber })
-      .whereNot({ status: STATUS_VOID })
-      .orderBy('recordNumber')
-      .first(['id']);
+    await ctx.lockName(lockOf(input));
+    const already = await postedUnderNumber(ctx, input).first(['id']);
     if (already) {
       const existing = await existingJournal(trx, already.id);
       const diff = differences(existing, input);

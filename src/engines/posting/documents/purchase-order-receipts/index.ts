@@ -48,11 +48,15 @@ interface Numbers {
   jobCostRecords: number[];
 }
 
+/** The name `post` locks first (taken by the transaction's BEGIN where it can: runner.ts firstLock). */
+const lockOf = (input: ReceiptInput): string => recordLockName('purchase-orders', [input.orderNumber]);
+
 export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, ReceiptWriteResult> = {
   route: '/purchase-order-receipts',
   what: 'receiving a purchase order',
   requireKey: true,
   prepare: prepareReceipt,
+  firstLock: lockOf,
 
   async allocate(input, numbers: NumberAllocator): Promise<Numbers> {
     // Which lines are job lines is known only from the order: reserve one job cost number per
@@ -68,7 +72,7 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
   async post(ctx, input, numbers): Promise<PostOutcome<ReceiptWriteResult>> {
     const { trx } = ctx;
     // Receipts of one order are serialised: the close and the excess reported see every earlier receipt.
-    await ctx.lockName(recordLockName('purchase-orders', [input.orderNumber]));
+    await ctx.lockName(lockOf(input));
     const received = await readOrder(ctx, input, numbers.invoiceRecord);
 
     const periodRequest = { date: input.receiptDate, dateField: 'receiptDate', period: input.period ?? null, year: input.year ?? null };

@@ -35,17 +35,21 @@ import { readWorkOrder, resolveWorkOrder } from './references';
  */
 
 
+/** The name `post` locks first (taken by the transaction's BEGIN where it can: runner.ts firstLock). */
+const lockOf = (input: ServiceInvoicePostInput): string => recordLockName('service-invoices', [input.recordNumber]);
+
 export const serviceInvoicePostWrite: WriteDefinition<ServiceInvoicePostInput, LedgerRecordNumbers, ServiceInvoicePostResult> = {
   route: '/service-invoices/post',
   what: 'posting a service work order',
   prepare: prepareServiceInvoicePost,
+  firstLock: lockOf,
 
   allocate: allocateLedgerRecord,
 
   async post(ctx, input, numbers): Promise<PostOutcome<ServiceInvoicePostResult>> {
     const { trx } = ctx;
     // One posting per work order: serialise on it, then read its state.
-    await ctx.lockName(recordLockName('service-invoices', [input.recordNumber]));
+    await ctx.lockName(lockOf(input));
     const { header, label } = await readWorkOrder(ctx, input);
 
     const invoiceDate: string = input.invoiceDate ?? header.invoiceDate;
