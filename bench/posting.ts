@@ -18,6 +18,8 @@
  *   TEST_ENGINE=postgres TEST_POSTGRES_URL=postgres://... node --import tsx bench/posting.ts
  *
  *   BENCH_SECONDS (default 8) per measurement, BENCH_REPEAT (default 3, median reported),
+ *   BENCH_WARMUP_SECONDS (default 6) of load per write through HTTP and in the engine loop before
+ *   the first measurement (0: none),
  *   BENCH_CONNECTIONS (default 1,8) HTTP connections, BENCH_WRITES (default all:
  *   journals,invoices,allocations,receipts,payrolls,serviceInvoices,serviceInventories) the scenarios
  *   to run; BENCH_DOCUMENT_COPIES (default 20,000) payroll records and work orders copied for the run;
@@ -45,6 +47,14 @@ import { openEngineLoop } from './posting-engine-loop';
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<any>;
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+/**
+ * Load before the first measurement, per write: the service posting through HTTP and the engine loop
+ * each for this long. V8 optimises the posting path under load over about 10 s (hundreds of functions,
+ * compiled on helper threads: 0.36 ms of their CPU a journal in the first 4 s, 0.05 after): without it
+ * the first window of plain postings measured the compiler, and the replays, measured after, did not
+ * (decision 0381).
+ */
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 6);
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '1,8').split(',').map(Number);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
 const SERVER_WORKERS = process.env.BENCH_WORKERS ? Number(process.env.BENCH_WORKERS) : 0;
@@ -66,13 +76,13 @@ interface Load {
 }
 
 /** autocannon for SECONDS against `path`; each request gets body(n) and key(n) for a new n. */
-async function load(port: number, apiKey: string, path: string, connections: number, body: (n: number) => unknown, key: (n: number) => string | undefined): Promise<Load> {
+async function load(port: number, apiKey: string, path: string, connections: number, body: (n: number) => unknown, key: (n: number) => string | undefined, seconds = SECONDS): Promise<Load> {
   const samples: string[] = [];
   const result = await autocannon({
     url: `http://127.0.0.1:${port}${path}`,
     method: 'POST',
     connections,
-    duration: SECONDS,
+    duration: seconds,
     headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
     requests: [
       {
@@ -88,7 +98,7 @@ async function load(port: number, apiKey: string, path: string, connections: num
     ],
   });
   const ok = result['2xx'] as number;
-  return { perSecond: ok / SECONDS, p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max, errors: result.non2xx + result.errors, samples };
+  return { perSecond: ok / seconds, p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max, errors: result.non2xx + result.errors, samples };
 }
 
 /**
@@ -158,6 +168,15 @@ async function main(): Promise<void> {
     }
     // The raw loops too (a first raw document reads what it needs once: receipts' stored answer).
     for (const s of scenarios) for (let i = 0; i < 5; i += 1) await rawDocument(knex, s, ctx, (rawRecnum += 1));
+    // Under load until V8 has optimised each path (WARMUP_SECONDS): new documents through HTTP, with
+    // a key where it is required, and the engine loop.
+    if (WARMUP_SECONDS > 0) {
+      for (const s of scenarios) {
+        const warm = await load(server.port, apiKey, s.path, 1, (n) => s.body(ctx, n, tagOf('WL', n)), (n) => (s.key === 'required' ? `bench-warm-${runId}-${n}` : undefined), WARMUP_SECONDS);
+        if (warm.errors > 0) throw new Error(`warm-up ${s.name}: ${warm.samples.join(' | ')}`);
+        await engineLoop.run(s, WARMUP_SECONDS, 1, () => (seq += 1), (n) => tagOf('WE', n));
+      }
+    }
     const rows: Array<Record<string, string | number>> = [];
     for (const c of CONNECTIONS) {
       const pool = engine === 'sqlite' ? 1 : Math.min(c, 10);

@@ -5,7 +5,10 @@
  * (/proc/self/task/<pid>/schedstat). SIGUSR2 prints, on stderr, a line `TRACE {...}` with the mean
  * (and max) of each phase, each thread's CPU a request, the collector's pauses and SQLite's write
  * lock waits, and resets them; SIGUSR1 runs the write runner in a loop in this process (no HTTP)
- * and prints `TRACE-ENGINE {...}`.
+ * and prints `TRACE-ENGINE {...}`. A request with the header `x-bench-combo: 1` first runs the
+ * write runner in process for a new document (the last request without a key, as SIGUSR1 does,
+ * outside the request's marks), then goes on: a replay so marked costs the engine and the surface
+ * one after the other in one request (bench/trace-posting.ts, mode combo).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
@@ -24,8 +27,8 @@ function mark(name: string): Mark {
   const cpu = process.cpuUsage();
   return { name, t: performance.now(), run: (cpu.user + cpu.system) / 1000, wait: wait / 1e6 };
 }
-/** The marks of the request being served (several at a time with several connections). */
-const current = new AsyncLocalStorage<Mark[]>();
+/** The marks of the request being served (several at a time with several connections); `combo`: see above. */
+const current = new AsyncLocalStorage<Mark[] & { combo?: boolean }>();
 const totals = new Map<string, { n: number; wall: number; cpu: number; wait: number; max: number }>();
 let requests = 0;
 let lastFinish: Mark | undefined;
@@ -44,7 +47,8 @@ const emit = http.Server.prototype.emit;
 http.Server.prototype.emit = function (this: http.Server, ev: string, ...args: unknown[]) {
   if (ev === 'request') {
     const res = args[1] as http.ServerResponse;
-    const marks = [mark('request')];
+    const marks: Mark[] & { combo?: boolean } = [mark('request')];
+    marks.combo = (args[0] as http.IncomingMessage).headers['x-bench-combo'] === '1';
     if (lastFinish) add('(between requests: client, network, event loop)', lastFinish, marks[0]!);
     const end = res.end;
     res.end = function (this: http.ServerResponse, ...a: unknown[]) {
@@ -67,8 +71,16 @@ http.Server.prototype.emit = function (this: http.Server, ev: string, ...args: u
 
 const run = WriteRunner.prototype.run;
 let lastRun: { runner: WriteRunner; args: Parameters<typeof run> } | undefined;
+let comboSeq = 0;
 WriteRunner.prototype.run = async function (this: WriteRunner, ...a: Parameters<typeof run>) {
   if (a[1].idempotencyKey === undefined) lastRun = { runner: this, args: a };
+  if (current.getStore()?.combo) {
+    if (!lastRun) throw new Error('combo: no posting without a key to repeat yet (run the mode plain first)');
+    const { runner, args } = lastRun;
+    const req = { ...args[1], body: withNewNumber(args[1].body, `C${process.pid}-${(comboSeq += 1)}`) };
+    const out = await current.exit(() => run.apply(runner, [args[0], req]));
+    if (out.status !== 200) throw new Error(`combo: ${out.status} ${JSON.stringify(out.body)}`);
+  }
   at('runner.run');
   try {
     return await run.apply(this, a);
@@ -97,6 +109,13 @@ Boundary.prototype.transaction = function (this: Boundary, fn: (trx: any) => Pro
     return value;
   }, call as never);
 } as typeof transaction;
+
+/** The body of a journal or invoice with another document number (the last 20 characters of `n`). */
+function withNewNumber(body: unknown, n: string): unknown {
+  const b = body as Record<string, unknown>;
+  const field = 'transactionNumber' in b ? 'transactionNumber' : 'invoiceNumber' in b ? 'invoiceNumber' : undefined;
+  return field ? { ...b, [field]: n.slice(-20) } : b;
+}
 
 /** CPU of each thread of the process since the last dump (ms, from /proc: 10 ms ticks), by thread name. */
 function threadCpu(): Map<string, number> {
@@ -193,8 +212,6 @@ process.on('SIGUSR1', () => {
   void (async () => {
     if (!lastRun) return;
     const { runner, args } = lastRun;
-    const body = args[1].body as Record<string, unknown>;
-    const numberField = 'transactionNumber' in body ? 'transactionNumber' : 'invoiceNumber' in body ? 'invoiceNumber' : undefined;
     const t0 = mark('start');
     const th0 = threadCpu();
     gc.clear();
@@ -202,7 +219,7 @@ process.on('SIGUSR1', () => {
     let n = 0;
     while (performance.now() < end) {
       n += 1;
-      const req = { ...args[1], body: numberField ? { ...body, [numberField]: `E${process.pid}-${Date.now()}-${n}`.slice(-20) } : body };
+      const req = { ...args[1], body: withNewNumber(args[1].body, `E${process.pid}-${Date.now()}-${n}`) };
       const out = await runner.run(args[0], req);
       if (out.status !== 200) throw new Error(`engine loop: ${out.status} ${JSON.stringify(out.body)}`);
     }

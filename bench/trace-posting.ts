@@ -13,7 +13,10 @@
  *   SERVICE_NODE_OPTIONS="--max-semi-space-size=32" : node flags for the service's processes
  *
  * Modes: plain (a new document, no key), keyed (a new document and key), replay (one key and body
- * again and again: the HTTP surface alone). With one server process and C=1, after each round, the
+ * again and again: the HTTP surface alone), combo (MODES=...,combo: a replay that first runs the
+ * write runner in process for a new document, bench/trace-hooks.ts: the engine and the surface one
+ * after the other in one request, to compare with plain: what a first posting through HTTP does
+ * beyond both shows as plain slower than combo). With one server process and C=1, after each round, the
  * write runner is also called in a loop inside the service's process for ENGINE_LOOP_MS (default
  * 3000; no HTTP; SIGUSR1 to the hooks), with the same statistics: the engine where the requests ran.
  */
@@ -35,7 +38,7 @@ const SECS = Number(process.env.SECS ?? 4);
 const REPEAT = Number(process.env.REPEAT ?? 2);
 const CONNECTIONS = Number(process.env.C ?? 1);
 const WORKERS = Number(process.env.WORKERS ?? 0);
-type Mode = 'plain' | 'replay' | 'keyed';
+type Mode = 'plain' | 'replay' | 'keyed' | 'combo';
 const MODES = (process.env.MODES ?? (WORKERS ? 'plain' : 'plain,replay,keyed')).split(',') as Mode[];
 /** The hooks, loaded in every process of the service (before src/main.ts or the test server). */
 const HOOKS = `--require tsx/cjs --require ./bench/trace-hooks.ts ${process.env.SERVICE_NODE_OPTIONS ?? ''}`.trim();
@@ -117,9 +120,10 @@ async function main(): Promise<void> {
             {
               setupRequest: (req: Record<string, any>) => {
                 const n = (seq += 1);
-                const body = mode === 'replay' ? replay.body : scenario.body(ctx, n, `P-${runId}-${n}`);
-                const key = mode === 'replay' ? replay.key : mode === 'keyed' ? `K-${runId}-${n}` : undefined;
-                return { ...req, body: JSON.stringify(body), headers: { ...req.headers, ...(key ? { 'idempotency-key': key } : {}) } };
+                const again = mode === 'replay' || mode === 'combo';
+                const body = again ? replay.body : scenario.body(ctx, n, `P-${runId}-${n}`);
+                const key = again ? replay.key : mode === 'keyed' ? `K-${runId}-${n}` : undefined;
+                return { ...req, body: JSON.stringify(body), headers: { ...req.headers, ...(key ? { 'idempotency-key': key } : {}), ...(mode === 'combo' ? { 'x-bench-combo': '1' } : {}) } };
               },
             },
           ],
