@@ -262,7 +262,7 @@ export function readBounds(type: ColumnType): ReadBounds {
 
 /**
  * Whether a value read back from a column, decoded to its published JSON form (not null; the
- * dialect decodes: src/storage/dialect.ts), is a value the contract publishes for the field: the
+ * dialect decodes: src/storage/query-dialect-<engine>.ts), is a value the contract publishes for the field: the
  * JSON type of its kind, within the keywords `schemaKeywords` writes for the column (range, digits,
  * length, storable text) and the formats the validator checks (calendar date, date-time, uuid).
  * SQLite's type affinity stores text in an INTEGER column and lets an nvarchar(50) hold 60

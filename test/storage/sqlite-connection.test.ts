@@ -27,7 +27,7 @@ test('a SQLite connection: WAL, foreign keys on, busy timeout 5 s, page cache 4 
 });
 
 test('a snapshot read and knex share one prepared statement per SQL text: each still gets row objects', async () => {
-  // The query engine reads rows as arrays (dialect.ts) from the same statement object knex runs
+  // The query engine reads rows as arrays (query-dialect-sqlite.ts) from the same statement object knex runs
   // (database.ts reuses one per SQL text); array mode must not leak into knex's results.
   const { queryDialectFor } = await import('../../src/storage/dialect');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ais-conn-'));
