@@ -147,6 +147,28 @@ test('a column whose values are not exact numbers is never indexed, and is still
   }
 });
 
+/**
+ * The statements less those of count-index reads: a read whose count statements have cost more
+ * than reading the column would reads its values once, in a snapshot of their own (run.ts
+ * readValuesAt, count-index.ts). Whether it does depends on how long the counts took (a busy
+ * machine: sooner), and it is no statement of the read itself.
+ */
+function withoutIndexReads(statements: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < statements.length; i += 1) {
+    if (/^BEGIN .*READ ONLY/i.test(statements[i]!)) {
+      const end = statements.findIndex((s, j) => j > i && /^COMMIT/i.test(s));
+      const block = statements.slice(i, end < 0 ? statements.length : end + 1);
+      if (block.some((s) => /^select "b"\."\w+" as "v" from /.test(s))) {
+        i = end < 0 ? statements.length : end;
+        continue;
+      }
+    }
+    out.push(statements[i]!);
+  }
+  return out;
+}
+
 test('PostgreSQL: a read without children is ONE statement (token, count and page in one snapshot); a repeated one too', async () => {
   const statements: string[] = [];
   const listen = (q: { sql?: string }) => statements.push(String(q.sql));
@@ -165,7 +187,7 @@ test('PostgreSQL: a read without children is ONE statement (token, count and pag
   } finally {
     t.services.knex.off('query', listen);
   }
-  const reads = statements.filter((s) => !/apikey|mntlck|instnc/i.test(s));
+  const reads = withoutIndexReads(statements).filter((s) => !/apikey|mntlck|instnc/i.test(s));
   if (t.engine === 'postgres') assert.equal(reads.length, 2, `one statement a read:\n${reads.join('\n')}`);
   else assert.equal(reads.length, 0, 'SQLite reads run on the connection itself, outside knex');
 });
