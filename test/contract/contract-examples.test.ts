@@ -31,7 +31,7 @@ import { CATALOG } from '../../generated/catalog';
 import { startTestApp, type TestApp } from '../support/app';
 import { assertBooksInvariants } from '../support/invariants';
 import { seedEventExamples } from '../support/events';
-import { RESPONSE_AJV_CODE } from '../../src/http/contract-validator';
+import { RESPONSE_AJV_CODE } from '../../src/http/openapi-validator-patches';
 
 type Json = Record<string, any>;
 

@@ -1,5 +1,5 @@
 /**
- * What the contract validator's load skips (src/http/contract-validator.ts) is safe to skip:
+ * What the contract validator's load skips (src/http/openapi-validator-patches.ts) is safe to skip:
  * - json-schema-ref-parser's bundle of the v3 and v2 documents changes nothing (every ref is
  *   already local), so such a document is used as it is; a document with an outside ref still
  *   goes through the parser;
@@ -15,7 +15,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import $RefParser from '@apidevtools/json-schema-ref-parser';
-import { onlyLocalRefs } from '../../src/http/contract-validator';
+import { onlyLocalRefs } from '../../src/http/openapi-validator-patches';
 import { contractDocument } from '../../src/http/openapi-document';
 import { v2Document } from '../../src/v2/document';
 import { OPERATIONS } from '../../generated/operations';

@@ -1,6 +1,6 @@
 /**
  * The contract validator finds the operation of a request from a table built once
- * (src/http/contract-validator.ts, lookUpOperationsInATable), not by walking and recompiling every
+ * (src/http/openapi-validator-patches.ts, lookUpOperationsInATable), not by walking and recompiling every
  * route of the document per request, and answers exactly as the validator's own lookup did: the
  * operation and its path parameters, 405 with Allow, 404 for an unknown route or entity, 400 for a
  * path parameter that is not a valid URI escape.
