@@ -58,10 +58,15 @@ export class NumberAllocator {
   private readonly reserved = new Map<string, { next: number; end: number }>();
 
   constructor(
-    private readonly knex: Knex,
-    private readonly engine: Engine,
+    protected readonly knex: Knex,
+    protected readonly engine: Engine,
     private readonly blockSize = 1,
   ) {}
+
+  /** The allocator of one dry run's posting (DryRunNumbers, below). */
+  forDryRun(): DryRunNumbers {
+    return new DryRunNumbers(this, this.knex, this.engine);
+  }
 
   /** Forgets every reserved number (they become gaps): the next allocation reads the counter again. */
   discardReserved(): void {
@@ -164,7 +169,7 @@ export class NumberAllocator {
     return this.bump(trx, name, count);
   }
 
-  private async bump(db: Knex | Knex.Transaction, name: string, count: number): Promise<NumberRange> {
+  protected async bump(db: Knex | Knex.Transaction, name: string, count: number): Promise<NumberRange> {
     const now = toDbTime(this.engine, new Date());
     const rows: Array<{ next_value: number | string }> = await db('numseq')
       .where({ name })
@@ -187,7 +192,7 @@ export class NumberAllocator {
    * Makes sure the counter exists and is past every record number of its table (rows inserted
    * by the seed or by the accounting system itself do not advance it).
    */
-  private async sync(trx: Knex | Knex.Transaction, name: string): Promise<void> {
+  protected async sync(trx: Knex | Knex.Transaction, name: string): Promise<void> {
     let maxUsed = 0;
     if (/^[a-z][a-z0-9_]*$/.test(name) && (await trx.schema.hasTable(name))) {
       const row = await trx(name).max<{ m: number | string | null }>({ m: 'recnum' }).first();
@@ -205,5 +210,62 @@ export class NumberAllocator {
       .where({ name })
       .where('next_value', '<=', maxUsed)
       .update({ next_value: maxUsed + 1 });
+  }
+}
+
+/**
+ * The record numbers of a dry run (spec, Writes rule 7: its identifiers are provisional and never
+ * exist; reference numbers and identity values are still consumed, leaving permanent gaps).
+ * Numbers taken before the posting transaction are committed already (`allocate`,
+ * `allocateMany`: passed on to the service's allocator). Those a cascade takes INSIDE the
+ * transaction (`allocateIn`: inventory histories under their part locks, payroll job and
+ * equipment costs, new quantity, average-cost and balance rows) would roll back with the dry run
+ * and be handed to the next real posting, so a number the dry run showed would come to exist:
+ *   - SQLite: taken in the transaction as a real posting does; the dry run's cascade runs in a
+ *     savepoint that is rolled back, then `settle` takes the same counts again in the transaction
+ *     itself, which commits. BEGIN IMMEDIATE holds the database's write lock from the first
+ *     number to that commit, so no other connection or process can take them in between: the
+ *     numbers taken again are the very ones shown (asserted).
+ *   - PostgreSQL, SQL Server: committed at once on a connection of the pool (`allocate`), as the
+ *     numbers before the transaction are. Taking them again after a savepoint's rollback would
+ *     not do: the rollback releases the counter's row lock, and another posting could take the
+ *     shown numbers first. The cost: such a dry run waits for the counter row like a real posting
+ *     that holds it (at most until the dry run's deadline), and its numbers are not in posting order.
+ */
+export class DryRunNumbers extends NumberAllocator {
+  private readonly drawn: Array<{ name: string; range: NumberRange }> = [];
+
+  constructor(
+    private readonly committed: NumberAllocator,
+    knex: Knex,
+    engine: Engine,
+  ) {
+    super(knex, engine);
+  }
+
+  override allocate(name: string, count: number): Promise<NumberRange> {
+    return this.committed.allocate(name, count);
+  }
+
+  override allocateMany(counts: Record<string, number>): Promise<Record<string, NumberRange>> {
+    return this.committed.allocateMany(counts);
+  }
+
+  override async allocateIn(trx: Knex.Transaction, name: string, count: number): Promise<NumberRange> {
+    if (this.engine !== 'sqlite') return this.committed.allocate(name, count);
+    const range = await super.allocateIn(trx, name, count);
+    if (range.count > 0) this.drawn.push({ name, range });
+    return range;
+  }
+
+  /** Consumes, in `trx` (the dry run's transaction, outside its rolled-back savepoint), what `allocateIn` took on SQLite. */
+  async settle(trx: Knex.Transaction): Promise<void> {
+    for (const { name, range } of this.drawn) {
+      // As allocateIn did in the savepoint: a counter behind its table's rows is moved past them first.
+      await this.sync(trx, name);
+      const again = await this.bump(trx, name, range.count);
+      if (again.first !== range.first) throw new Error(`dry run: counter ${name} moved under the write lock (showed ${range.first}, consumed ${again.first})`);
+    }
+    this.drawn.length = 0;
   }
 }

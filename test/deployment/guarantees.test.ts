@@ -135,6 +135,46 @@ test('idempotency: one key sent to every process at once posts once; the others 
   await assertBooksInvariants(top.knex);
 });
 
+test('dry run: no record number a dry run shows through one process is handed out by another (inventory histories, taken inside the posting transaction)', { timeout: 120_000 }, async (t) => {
+  await top.whole();
+  const key = await top.newKey('dp dry-run numbers');
+  const tag = `DPN${Date.now() % 100_000}`;
+  const allocation = (number: string) => ({
+    allocationNumber: number,
+    allocationDate: '2026-11-20',
+    description: 'Dry-run numbers across processes',
+    status: 4,
+    purpose: 2,
+    fromLocation: 1,
+    jobNumber: 2601,
+    phaseNumber: 3,
+    lines: [
+      { lineNumber: 1, partNumber: 72, quantity: 1, costCode: 3, costType: 1 },
+      { lineNumber: 2, partNumber: 187, quantity: 1, costCode: 3, costType: 1 },
+    ],
+  });
+  // Dry runs and postings at once, through every process, alternating.
+  const targets = top.everyProcess();
+  const sent: Array<Promise<{ dry: boolean; res: HttpResult }>> = [];
+  for (let round = 0; round < 3; round += 1) {
+    for (const [j, inst] of targets.entries()) {
+      const dry = (round + j) % 2 === 0;
+      sent.push(inst.post(`/api/v3/inventory-allocations${dry ? '?dryRun=true' : ''}`, allocation(`${tag}-${round}-${j}`), key).then((res) => ({ dry, res })));
+    }
+  }
+  const answers = await Promise.all(sent);
+  for (const { res } of answers) assert.equal(res.status, 200, JSON.stringify(res.body));
+  const numbersOf = (dry: boolean) => answers.filter((a) => a.dry === dry).flatMap((a) => (a.res.body.inventory as Array<{ recordNumber: number }>).map((h) => h.recordNumber));
+  const shown = numbersOf(true);
+  const posted = numbersOf(false);
+  t.diagnostic(`dry runs showed ${shown.length} history numbers, postings took ${posted.length}`);
+  assert.equal(new Set(shown).size, shown.length, 'no two dry runs show the same number');
+  assert.equal(new Set(posted).size, posted.length, 'no two postings take the same number');
+  assert.deepEqual(posted.filter((n) => shown.includes(n)), [], 'a posting took a number a dry run showed');
+  assert.equal(Number((await top.knex('invhst').whereIn('recnum', shown).count({ n: '*' }))[0]!.n), 0, 'a number a dry run showed exists');
+  await assertBooksInvariants(top.knex);
+});
+
 test(`idempotency: SIGKILL mid-posting (PostgreSQL: an instance; SQLite: a worker) frees its claims within ${CLAIM_FREED_WITHIN_MS} ms, and every key posts exactly once`, { timeout: 120_000 }, async (t) => {
   const key = await top.newKey('dp kill');
   const first = top.instances[0]!;

@@ -23,7 +23,8 @@ import { resultFieldsUnavailable } from './needs';
  *   prepare (pure, no database)      400s here are decided before dispatch: the key is not consumed
  *   allocate                         reference and record numbers, outside the posting transaction
  *   post                             the cascade, in one transaction under the deadline
- *   dry run                          the whole cascade in a transaction that is rolled back
+ *   dry run                          the whole cascade in a savepoint that is rolled back; the record
+ *                                    numbers it showed are consumed all the same (DryRunNumbers)
  *
  * Everything about the Idempotency-Key (claim, in flight, replay, reused, unknown after a 504,
  * late settlement, purge) is the idempotency protocol's (src/engines/idempotency/protocol.ts):
@@ -220,31 +221,51 @@ export class WriteRunner {
     }
     const fence = this.deps.recheckLock ? this.deps.fenceAtBegin?.() : undefined;
     const ahead = fence ? this.aheadAtBegin(def, input, fence) : undefined;
+    return this.deps.boundary.transaction<Rendered>(
+      async (trx) => {
+        await this.deps.recheckLock?.(trx, fence);
+        if (req.dryRun) return this.dryRun(def, input, numbers, trx, req, fence?.thenSent ? ahead?.lock : undefined);
+        const ctx = this.context(trx, req, fence?.thenSent ? ahead?.lock : undefined);
+        const rows = ahead?.read && fence?.thenSent ? fence.thenRows?.[ahead.read.index] : undefined;
+        if (ahead?.read && rows) {
+          ctx.readAhead = { sql: ahead.read.sql, bindings: ahead.read.bindings, rows };
+          // Valid for the posting's first statement only: any statement sent before it drops it.
+          trx.once('query', () => (ctx.readAhead = undefined));
+        }
+        const outcome = await def.post(ctx, input, numbers);
+        await sendQueuedWrites(ctx);
+        const rendered = renderResult(outcome, false);
+        await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: false, trx });
+        await attempt?.complete(trx, rendered);
+        return rendered;
+      },
+      { deadlineAt, what: def.what, ...(attempt ? { onLate: attempt.settleLate } : {}), ...(fence ? { begin: fence } : {}) },
+    );
+  }
+
+  /**
+   * A dry run inside the posting transaction `trx`: the whole cascade in a savepoint that is
+   * rolled back, then the record numbers it took inside are consumed in `trx`, which commits
+   * nothing else (storage/numbers.ts DryRunNumbers: spec, Writes rule 7, a dry run's numbers never
+   * come to exist). The read BEGIN sent ahead is not used: the savepoint is the first statement.
+   */
+  private async dryRun<I, A, R>(def: WriteDefinition<I, A, R>, input: I, numbers: A, trx: Knex.Transaction, req: WriteRequest, heldAtBegin: string | undefined): Promise<Rendered> {
+    const drawn = this.deps.numbers.forDryRun();
     try {
-      return await this.deps.boundary.transaction<Rendered>(
-        async (trx) => {
-          await this.deps.recheckLock?.(trx, fence);
-          const ctx = this.context(trx, req, fence?.thenSent ? ahead?.lock : undefined);
-          const rows = ahead?.read && fence?.thenSent ? fence.thenRows?.[ahead.read.index] : undefined;
-          if (ahead?.read && rows) {
-            ctx.readAhead = { sql: ahead.read.sql, bindings: ahead.read.bindings, rows };
-            // Valid for the posting's first statement only: any statement sent before it drops it.
-            trx.once('query', () => (ctx.readAhead = undefined));
-          }
-          const outcome = await def.post(ctx, input, numbers);
-          await sendQueuedWrites(ctx);
-          const rendered = renderResult(outcome, req.dryRun);
-          await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: req.dryRun, trx });
-          if (req.dryRun) throw new DryRunRollback(rendered);
-          await attempt?.complete(trx, rendered);
-          return rendered;
-        },
-        { deadlineAt, what: def.what, ...(attempt ? { onLate: attempt.settleLate } : {}), ...(fence ? { begin: fence } : {}) },
-      );
+      await trx.transaction(async (savepoint) => {
+        const ctx: PostingContext = { ...this.context(savepoint, req, heldAtBegin), numbers: drawn };
+        const outcome = await def.post(ctx, input, numbers);
+        await sendQueuedWrites(ctx);
+        const rendered = renderResult(outcome, true);
+        await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: true, trx: savepoint });
+        throw new DryRunRollback(rendered);
+      });
     } catch (err) {
-      if (err instanceof DryRunRollback) return err.rendered;
-      throw err;
+      if (!(err instanceof DryRunRollback)) throw err;
+      await drawn.settle(trx);
+      return err.rendered;
     }
+    throw new Error('dry run: the savepoint was not rolled back');
   }
 
   /**
