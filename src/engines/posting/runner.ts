@@ -16,6 +16,7 @@ import { StatementBatch } from '../../storage/statement-batch';
 import type { PostingContext, PostingHooks, ReadAhead } from './context';
 import type { InstalledColumns } from '../../catalog/installed';
 import { resultFieldsUnavailable } from './needs';
+import { unreadableBalanceProblem } from './ledger/unreadable-balance';
 
 /**
  * The rules every write shares, built once (spec, Writes). The runner composes a write:
@@ -220,9 +221,11 @@ export class WriteRunner {
     }
     const fence = this.deps.recheckLock ? this.deps.fenceAtBegin?.() : undefined;
     const ahead = fence ? this.aheadAtBegin(def, input, fence) : undefined;
+    let posting: Knex.Transaction | undefined;
     try {
       return await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
+          posting = trx;
           await this.deps.recheckLock?.(trx, fence);
           const ctx = this.context(trx, req, fence?.thenSent ? ahead?.lock : undefined);
           const rows = ahead?.read && fence?.thenSent ? fence.thenRows?.[ahead.read.index] : undefined;
@@ -243,7 +246,9 @@ export class WriteRunner {
       );
     } catch (err) {
       if (err instanceof DryRunRollback) return err.rendered;
-      throw err;
+      // A ledger balance the posting adds to holds no decimal (another program's value): the
+      // upsert refused it, the transaction rolled back; named here for every write and dry run.
+      throw (await unreadableBalanceProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
     }
   }
 
