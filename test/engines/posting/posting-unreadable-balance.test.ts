@@ -1,8 +1,8 @@
 /**
  * A posting adds its debits and credits to the ledger balances (lgrbal) in one upsert
  * (src/storage/balances.ts). A balance total another program wrote that is no decimal as the
- * service stores one (text or a fraction in SQLite's scaled-integer column, NaN or Infinity in
- * PostgreSQL's numeric) is never added to: SQLite's + would read text as 0 and overwrite it with an
+ * service stores one (text or a fraction in SQLite's scaled-integer column, NaN in PostgreSQL's
+ * numeric) is never added to: SQLite's + would read text as 0 and overwrite it with an
  * invented total, PostgreSQL's NaN would swallow the amounts. The posting answers 502
  * STORED_VALUE_UNREADABLE naming the ledger-balances record and field, posts nothing (no journal,
  * no line, no balance moved) and leaves the bad cell as it was; a journal to clean cells still
@@ -124,10 +124,11 @@ test('a journal debiting a balance whose debit total holds text (SQLite) or NaN 
   });
 });
 
-test('a journal crediting a balance whose credit total holds a fraction (SQLite REAL 12.5) or Infinity (PostgreSQL): 502 naming ledger-balances creditTotal, nothing posted, the cell unchanged; a journal to clean cells posts', async () => {
+test('a journal crediting a balance whose credit total holds a fraction (SQLite REAL 12.5 in its integer column) or NaN (PostgreSQL): 502 naming ledger-balances creditTotal, nothing posted, the cell unchanged; a journal to clean cells posts', async () => {
   // The debit goes to a clean cell: the refusal is the credit side's, and it names that one.
-  await withBadCell(A.cash, 'crdtot', t.engine === 'sqlite' ? '12.5' : "'Infinity'", async (bad) => {
-    assert.equal(bad.type, t.engine === 'sqlite' ? 'real' : 'Infinity', 'the bad value is stored as planted');
+  // (PostgreSQL's numeric(14,2) refuses 'Infinity' at write, "numeric field overflow": NaN is the one value it takes.)
+  await withBadCell(A.cash, 'crdtot', t.engine === 'sqlite' ? '12.5' : "'NaN'", async (bad) => {
+    assert.equal(bad.type, t.engine === 'sqlite' ? 'real' : 'NaN', 'the bad value is stored as planted');
     await assertRefused(A.cash, 'crdtot', 'creditTotal', bad, twoLines(`UB-C-${randomUUID().slice(0, 8)}`, A.overhead, A.cash));
     await assertCleanCellsPost(A.cash, 'crdtot', bad);
   });
