@@ -16,6 +16,7 @@ import { usePostingApp } from '../../support/posting-app';
 import { assertProblem } from '../../support/http';
 import { FX, apInvoice, countRows, journal } from '../../support/posting-fixture';
 import { queryRows } from '../../support/invariants';
+import { DATA_TOKEN_SQL } from '../../../src/storage/data-change-log';
 
 let t: TestApp;
 usePostingApp((app) => (t = app));
@@ -28,6 +29,10 @@ const POSTED_TABLES = ['lgrtrn', 'lgtnln', 'lgrbal'] as const;
 async function counts(): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const table of POSTED_TABLES) out[table] = await countRows(t.knex, table);
+  // The data change counter: moved by every transaction that commits book data, which the change
+  // events are detected from (src/storage/data-change-log.ts); unmoved, no event can follow.
+  const [token] = await queryRows<{ n: unknown }>(t.knex, DATA_TOKEN_SQL);
+  out.dataChangeToken = Number(token!.n);
   return out;
 }
 
@@ -108,8 +113,12 @@ async function assertRefused(account: number, column: Column, field: string, bad
 /** A journal to other, clean cells posts while the bad cell stays; the clean cells add up. */
 async function assertCleanCellsPost(account: number, column: Column, bad: { id: string; raw: unknown; type: string }): Promise<void> {
   const [wip] = await queryRows<{ d: unknown }>(t.knex, 'select dbttot as d from lgrbal where lgract = ? and postyr = ? and actprd = ?', [A.wip, FX.year, FX.openPeriod]);
+  const before = await counts();
   const res = await post(twoLines(`UB-CLEAN-${randomUUID().slice(0, 8)}`, A.wip, A.equipmentExpense), `ub-${randomUUID()}`);
   assert.equal(res.status, 200, res.text);
+  const posted = await counts();
+  assert.equal(posted.lgrtrn, before.lgrtrn! + 1);
+  assert.ok(posted.dataChangeToken! > before.dataChangeToken!, 'a posting moves the data change counter (what the refusal must not)');
   const [after] = await queryRows<{ d: unknown }>(t.knex, 'select dbttot as d from lgrbal where lgract = ? and postyr = ? and actprd = ?', [A.wip, FX.year, FX.openPeriod]);
   const scale = t.engine === 'sqlite' ? 100 : 1;
   assert.equal((Number(after!.d) - Number(wip?.d ?? 0)) / scale, 10, 'the clean cell moved by the debit');
