@@ -295,6 +295,35 @@ export function classifyDatabaseError(err: unknown, engine: Engine): DatabaseFai
   return undefined;
 }
 
+/**
+ * The column (and table) a NOT NULL constraint refused a NULL for, when `err` (or what it wraps,
+ * a DATABASE_REFUSED problem's cause too) is that refusal; undefined for any other error:
+ *   SQLite      SQLITE_CONSTRAINT_NOTNULL "NOT NULL constraint failed: lgrbal.dbttot"
+ *   PostgreSQL  23502, the driver's `table` and `column`
+ *   SQL Server  515 "Cannot insert the value NULL into column 'dbttot', table 'db.dbo.lgrbal'; ..."
+ */
+export function notNullRefusal(err: unknown, engine: Engine): { column: string; table?: string } | undefined {
+  for (const e of chain(err)) {
+    const message = String(e.message ?? '');
+    switch (engine) {
+      case 'sqlite': {
+        const m = e.code === 'SQLITE_CONSTRAINT_NOTNULL' ? /NOT NULL constraint failed: (?:(\w+)\.)?(\w+)/.exec(message) : null;
+        if (m) return { column: m[2]!, ...(m[1] ? { table: m[1] } : {}) };
+        break;
+      }
+      case 'postgres':
+        if (e.code === '23502' && typeof e.column === 'string' && e.column) return { column: e.column, ...(typeof e.table === 'string' && e.table ? { table: e.table } : {}) };
+        break;
+      case 'mssql': {
+        const m = mssqlNumber(e) === 515 ? /into column '([^']+)', table '([^']+)'/.exec(message) : null;
+        if (m) return { column: m[1]!, table: m[2]!.split('.').pop()! };
+        break;
+      }
+    }
+  }
+  return undefined;
+}
+
 const REFUSAL_TEXT: Record<RefusalReason, string> = {
   constraint: 'a constraint of the accounting database was violated',
   deadlock: 'the accounting database chose this transaction as a deadlock or serialization victim',

@@ -22,6 +22,12 @@ export interface Dialect {
    * PostgreSQL's numeric holds NaN and infinities; SQL Server's decimal holds neither (docs/decisions/0370).
    */
   readonly decimalsNotStored: string;
+  /**
+   * SQL true when the value of a decimal column (`??`, bound once) is not a value of it as this
+   * engine stores one (what decimalsNotStored counts; false for NULL). The ledger balance upsert
+   * refuses to add to such a cell (storage/balances.ts, docs/decisions/0390).
+   */
+  readonly decimalNotStored: string;
 }
 
 /** Kinds of published fields (same as the catalog's FieldKind). */

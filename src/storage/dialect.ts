@@ -20,6 +20,12 @@ export type { DecodedValue, Dialect, PageRead, QueryDialect, SnapshotReader, Sql
 const POW10_DECS: readonly Dec[] = Array.from({ length: 23 }, (_, i) => new Dec(10).pow(i));
 const pow10 = (scale: number): Dec => POW10_DECS[scale] ?? new Dec(10).pow(scale);
 
+const SQLITE_DECIMAL_NOT_STORED = "typeof(??) not in ('integer', 'null')";
+// As text: the literals 'Infinity' are no numeric before PostgreSQL 14. SQL Server's decimal
+// holds no such value: never true, still naming the column once like the others.
+const POSTGRES_DECIMAL_NOT_STORED = "cast(?? as text) in ('NaN', 'Infinity', '-Infinity')";
+const MSSQL_DECIMAL_NOT_STORED = '(1 = 0 and ?? is null)';
+
 const sqliteDialect: Dialect = {
   engine: 'sqlite',
   encodeDecimal(value, scale) {
@@ -35,7 +41,8 @@ const sqliteDialect: Dialect = {
     return table.bigInteger(name);
   },
   // A decimal is stored as its scaled integer (encodeDecimal): anything else is another program's.
-  decimalsNotStored: "count(case when typeof(??) not in ('integer', 'null') then 1 end)",
+  decimalsNotStored: `count(case when ${SQLITE_DECIMAL_NOT_STORED} then 1 end)`,
+  decimalNotStored: SQLITE_DECIMAL_NOT_STORED,
 };
 
 function exactDialect(engine: Engine): Dialect {
@@ -51,9 +58,9 @@ function exactDialect(engine: Engine): Dialect {
     decimalColumn(table, name, precision, scale) {
       return table.decimal(name, precision, scale);
     },
-    // As text: the literals 'Infinity' are no numeric before PostgreSQL 14. SQL Server's decimal
-    // holds no such value: a count that is always 0, still naming the column once like the others.
-    decimalsNotStored: engine === 'postgres' ? "count(case when cast(?? as text) in ('NaN', 'Infinity', '-Infinity') then 1 end)" : 'count(case when 1 = 0 then ?? end)',
+    // See POSTGRES_DECIMAL_NOT_STORED above; on SQL Server a count that is always 0.
+    decimalsNotStored: engine === 'postgres' ? `count(case when ${POSTGRES_DECIMAL_NOT_STORED} then 1 end)` : 'count(case when 1 = 0 then ?? end)',
+    decimalNotStored: engine === 'postgres' ? POSTGRES_DECIMAL_NOT_STORED : MSSQL_DECIMAL_NOT_STORED,
   };
 }
 

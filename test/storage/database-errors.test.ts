@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import type { Knex } from 'knex';
 import { ApiProblem } from '../../src/errors/problem';
-import { Boundary, classifyDatabaseError, commitOutcomeUnknown, OutcomeUnknown, DeadlineExceeded, toDatabaseProblem } from '../../src/storage/boundary';
+import { Boundary, classifyDatabaseError, commitOutcomeUnknown, notNullRefusal, OutcomeUnknown, DeadlineExceeded, toDatabaseProblem } from '../../src/storage/boundary';
 import type { Engine } from '../../src/storage/database';
 
 const err = (message: string, props: Record<string, unknown> = {}): Error => Object.assign(new Error(message), props);
@@ -250,4 +250,23 @@ describe('commit uncertainty', () => {
       (e: unknown) => e === bug,
     );
   });
+});
+
+test('notNullRefusal names the column (and table) a NOT NULL refused, on each engine, also inside the DATABASE_REFUSED problem; nothing for other errors (docs/decisions/0390)', () => {
+  const sqlite = err('NOT NULL constraint failed: lgrbal.dbttot', { code: 'SQLITE_CONSTRAINT_NOTNULL' });
+  assert.deepEqual(notNullRefusal(sqlite, 'sqlite'), { column: 'dbttot', table: 'lgrbal' });
+  const pg = pgError('23502', 'null value in column "crdtot" of relation "lgrbal" violates not-null constraint', { table: 'lgrbal', column: 'crdtot' });
+  assert.deepEqual(notNullRefusal(pg, 'postgres'), { column: 'crdtot', table: 'lgrbal' });
+  const mssql = mssqlRequestError(515, "Cannot insert the value NULL into column 'dbttot', table 'books.dbo.lgrbal'; column does not allow nulls. UPDATE fails.");
+  assert.deepEqual(notNullRefusal(mssql, 'mssql'), { column: 'dbttot', table: 'lgrbal' });
+  // As the write runner sees it: the boundary's DATABASE_REFUSED, the driver error its cause.
+  const refused = toDatabaseProblem(pg, 'postgres')!;
+  assert.equal(refused.code, 'DATABASE_REFUSED');
+  assert.deepEqual(notNullRefusal(refused, 'postgres'), { column: 'crdtot', table: 'lgrbal' });
+  // Other refusals and other engines' shapes are not it.
+  assert.equal(notNullRefusal(err('UNIQUE constraint failed: lgrbal.lgract', { code: 'SQLITE_CONSTRAINT_UNIQUE' }), 'sqlite'), undefined);
+  assert.equal(notNullRefusal(pgError('23505', 'duplicate key value', { table: 'lgrbal', column: 'lgract' }), 'postgres'), undefined);
+  assert.equal(notNullRefusal(mssqlRequestError(2627), 'mssql'), undefined);
+  assert.equal(notNullRefusal(sqlite, 'postgres'), undefined);
+  assert.equal(notNullRefusal(new TypeError('a bug'), 'sqlite'), undefined);
 });

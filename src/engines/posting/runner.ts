@@ -16,6 +16,7 @@ import { StatementBatch } from '../../storage/statement-batch';
 import type { PostingContext, PostingHooks, ReadAhead } from './context';
 import type { InstalledColumns } from '../../catalog/installed';
 import { resultFieldsUnavailable } from './needs';
+import { unreadableBalanceProblem } from './ledger/unreadable-balance';
 
 /**
  * The rules every write shares, built once (spec, Writes). The runner composes a write:
@@ -221,26 +222,34 @@ export class WriteRunner {
     }
     const fence = this.deps.recheckLock ? this.deps.fenceAtBegin?.() : undefined;
     const ahead = fence ? this.aheadAtBegin(def, input, fence) : undefined;
-    return this.deps.boundary.transaction<Rendered>(
-      async (trx) => {
-        await this.deps.recheckLock?.(trx, fence);
-        if (req.dryRun) return this.dryRun(def, input, numbers, trx, req, fence?.thenSent ? ahead?.lock : undefined);
-        const ctx = this.context(trx, req, fence?.thenSent ? ahead?.lock : undefined);
-        const rows = ahead?.read && fence?.thenSent ? fence.thenRows?.[ahead.read.index] : undefined;
-        if (ahead?.read && rows) {
-          ctx.readAhead = { sql: ahead.read.sql, bindings: ahead.read.bindings, rows };
-          // Valid for the posting's first statement only: any statement sent before it drops it.
-          trx.once('query', () => (ctx.readAhead = undefined));
-        }
-        const outcome = await def.post(ctx, input, numbers);
-        await sendQueuedWrites(ctx);
-        const rendered = renderResult(outcome, false);
-        await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: false, trx });
-        await attempt?.complete(trx, rendered);
-        return rendered;
-      },
-      { deadlineAt, what: def.what, ...(attempt ? { onLate: attempt.settleLate } : {}), ...(fence ? { begin: fence } : {}) },
-    );
+    let posting: Knex.Transaction | undefined;
+    try {
+      return await this.deps.boundary.transaction<Rendered>(
+        async (trx) => {
+          posting = trx;
+          await this.deps.recheckLock?.(trx, fence);
+          if (req.dryRun) return this.dryRun(def, input, numbers, trx, req, fence?.thenSent ? ahead?.lock : undefined);
+          const ctx = this.context(trx, req, fence?.thenSent ? ahead?.lock : undefined);
+          const rows = ahead?.read && fence?.thenSent ? fence.thenRows?.[ahead.read.index] : undefined;
+          if (ahead?.read && rows) {
+            ctx.readAhead = { sql: ahead.read.sql, bindings: ahead.read.bindings, rows };
+            // Valid for the posting's first statement only: any statement sent before it drops it.
+            trx.once('query', () => (ctx.readAhead = undefined));
+          }
+          const outcome = await def.post(ctx, input, numbers);
+          await sendQueuedWrites(ctx);
+          const rendered = renderResult(outcome, false);
+          await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: false, trx });
+          await attempt?.complete(trx, rendered);
+          return rendered;
+        },
+        { deadlineAt, what: def.what, ...(attempt ? { onLate: attempt.settleLate } : {}), ...(fence ? { begin: fence } : {}) },
+      );
+    } catch (err) {
+      // A ledger balance the posting adds to holds no decimal (another program's value): the
+      // upsert refused it, the transaction rolled back; named here for every write and dry run.
+      throw (await unreadableBalanceProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
+    }
   }
 
   /**
