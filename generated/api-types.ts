@@ -7158,7 +7158,7 @@ export interface components {
             })[];
         };
         /**
-         * @description Each clause is `field ASC` or `field DESC` (direction case-insensitive). The server appends a unique tiebreak so paging is stable.
+         * @description Each clause is `field ASC` or `field DESC` (direction case-insensitive). A clause without a direction (`field`) is ascending, `field ASC`, as the published 3.0.0 contract accepts it (decision 0401). The server appends a unique tiebreak so paging is stable.
          * @example [
          *       "partCode ASC"
          *     ]

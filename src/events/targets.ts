@@ -32,7 +32,15 @@ export class TargetRefused extends Error {
 /** The ipaddr.js range of `address` ('unicast' when public). */
 export function addressRange(address: string): string {
   let ip = ipaddr.parse(address);
-  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  if (ip.kind() === 'ipv6') {
+    const v6 = ip as ipaddr.IPv6;
+    if (v6.isIPv4MappedAddress()) ip = v6.toIPv4Address();
+    // The deprecated IPv4-compatible form (::a.b.c.d, ::/96), which ipaddr.js calls unicast: judged
+    // as the IPv4 address it carries (::7f00:1 is 127.0.0.1). :: and ::1 keep their own ranges.
+    else if (v6.range() === 'unicast' && v6.parts.slice(0, 6).every((p) => p === 0)) {
+      ip = ipaddr.fromByteArray(v6.toByteArray().slice(12));
+    }
+  }
   return ip.range();
 }
 
@@ -45,8 +53,14 @@ export interface TargetPolicy {
   resolver: Resolver;
 }
 
+/**
+ * The host as the URL parser normalised it (lower case, percent-decoding, IDNA, and IPv4 written as
+ * one number, in octal or hex, or with fewer parts, made dotted: `https://2130706433/` is
+ * 127.0.0.1), without IPv6 brackets and without the trailing dots of a fully qualified name
+ * (`localhost.` is localhost).
+ */
 function hostOf(url: URL): string {
-  return url.hostname.replace(/^\[(.*)\]$/, '$1');
+  return url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.+$/, '');
 }
 
 /** Refuses a URL that is not https or whose host is (or resolves to) a non-public address. */
@@ -64,6 +78,7 @@ export async function checkTarget(raw: string, policy: TargetPolicy, options: { 
   }
   if (url.protocol !== 'https:') throw new TargetRefused('url must be https.', 'scheme');
   const host = hostOf(url);
+  if (host === '') throw new TargetRefused('url has no host.', 'invalid_url');
   if (net.isIP(host)) {
     assertPublic(host);
     return url;

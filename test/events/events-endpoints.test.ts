@@ -267,3 +267,49 @@ test('the lists describe their tables as the migrations made them, and publish t
     assert.deepEqual([...Object.keys(list.entity.fields), ...list.selectOnly].sort(), published, list.entity.schema);
   }
 });
+
+test('localhost and loopback however written are refused at registration (422 naming url), whether or not the name resolves', async () => {
+  // The test resolver knows none of these names: before, an unresolvable name was accepted, so
+  // `localhost.` (a fully qualified localhost) registered. The spec, Events rule 7: localhost is refused.
+  const refused: Array<[string, string]> = [
+    ['https://localhost./x', 'loopback'],
+    ['https://LOCALHOST./x', 'loopback'],
+    ['https://foo.localhost./x', 'loopback'],
+    ['https://Foo.LocalHost/x', 'loopback'],
+    ['https://localhost../x', 'loopback'],
+    ['https://localhost%2e/x', 'loopback'],
+    ['https://%6c%6fcalhost/x', 'loopback'],
+    ['https://localhost\u3002/x', 'loopback'],
+    ['https://127.0.0.1./x', 'loopback'],
+    ['https://2130706433/x', 'loopback'],
+    ['https://0x7f.1/x', 'loopback'],
+    ['https://0177.0.0.1/x', 'loopback'],
+    ['https://127.1/x', 'loopback'],
+    ['https://[::1]/x', 'loopback'],
+    ['https://[0:0:0:0:0:0:0:1]/x', 'loopback'],
+    ['https://[::ffff:7f00:1]/x', 'loopback'],
+    ['https://[::127.0.0.1]/x', 'loopback'],
+    ['https://[::a9fe:a9fe]/x', 'linkLocal'],
+    ['https://0.0.0.0/x', 'unspecified'],
+    ['https://0/x', 'unspecified'],
+    ['https://0xa9.0xfe.0xa9.0xfe/latest/meta-data', 'linkLocal'],
+  ];
+  const before = await t.knex('whkept').count<{ n: number }[]>({ n: '*' });
+  for (const [url, reason] of refused) {
+    const res = await create({ url, eventTypes: ['payable_invoice.created'] });
+    assert.equal(res.status, 422, `${url}: ${res.text}`);
+    assert.equal(res.headers['x-error-code'], 'WEBHOOK_TARGET_REFUSED', url);
+    assert.equal(res.body.reason, reason, url);
+    assert.equal(res.body.errors[0].field, 'url', url);
+  }
+  const after = await t.knex('whkept').count<{ n: number }[]>({ n: '*' });
+  assert.equal(Number(after[0]!.n), Number(before[0]!.n), 'nothing registered');
+  // The same rule on an update of the url.
+  const ok = await create({ url: 'https://hooks.example.com/loop', eventTypes: ['payable_invoice.created'] });
+  assert.equal(ok.status, 200, ok.text);
+  const moved = await t.post(`/api/v3/webhook-endpoints/${ok.body.id}/update`, { url: 'https://localhost./x' }, t.adminKey);
+  assert.equal(moved.status, 422, moved.text);
+  assert.equal(moved.headers['x-error-code'], 'WEBHOOK_TARGET_REFUSED');
+  assert.equal(moved.body.errors[0].field, 'url');
+  assert.equal((await t.knex('whkept').where({ id: ok.body.id }).first()).url, 'https://hooks.example.com/loop');
+});

@@ -253,6 +253,8 @@ export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan
   const { entity } = plan;
   const key = entity.keyColumn;
   let truncated = false;
+  // asOf: the clock before the snapshot is taken, as the read envelope's (query/envelope.ts readEnvelope says why).
+  const asOf = new Date();
   const data = await qd.readSnapshot(knex, async (reader) => {
     const token = await reader.changeToken();
     const index = token === undefined ? undefined : await matchIndex(knex, reader, entity, plan.matchFields.map((f) => f.column), token);
@@ -285,7 +287,7 @@ export async function executeMatch(knex: Knex, qd: QueryDialect, plan: MatchPlan
     }
     return out;
   });
-  return { asOf: new Date().toISOString(), data, truncated };
+  return { asOf: asOf.toISOString(), data, truncated };
 }
 
 export async function runMatch(knex: Knex, qd: QueryDialect, entity: EntityDef, body: MatchRequest, options: PlanOptions): Promise<MatchResult & { truncated: boolean }> {

@@ -193,9 +193,15 @@ export function isUnnamedUnreadable(err: unknown): boolean {
   return where?.recordId === undefined;
 }
 
-export function readEnvelope(pageNumber: number, pageSize: number, totalCount: number, data: PublishedRecord[]): ReadEnvelope {
+/**
+ * The read envelope. `asOf` is the server clock taken BEFORE the read's snapshot (its first
+ * statement), never after the rows came back: an integrator uses it as the next lastUpdated
+ * watermark, and a change committed between the snapshot and a later clock would be neither in
+ * this answer nor after the watermark. An earlier clock can only deliver a record again (decision 0400).
+ */
+export function readEnvelope(asOf: Date, pageNumber: number, pageSize: number, totalCount: number, data: PublishedRecord[]): ReadEnvelope {
   return {
-    asOf: new Date().toISOString(),
+    asOf: asOf.toISOString(),
     page: { pageNumber, pageSize, totalCount, returnedCount: data.length },
     data,
   };

@@ -34,12 +34,14 @@ export function countSourcesOf(knex: Knex): CountSources {
 }
 
 export async function executePlan(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
-  if (qd.readPageAtOnce && plan.children.length === 0) return executeAtOnce(knex, qd, plan);
-  return executeInSnapshot(knex, qd, plan);
+  // The envelope's asOf: the clock before the snapshot is taken (readEnvelope says why).
+  const asOf = new Date();
+  if (qd.readPageAtOnce && plan.children.length === 0) return executeAtOnce(knex, qd, plan, asOf);
+  return executeInSnapshot(knex, qd, plan, asOf);
 }
 
 /** Count, page and children read in one snapshot (QueryDialect.readSnapshot), statement by statement. */
-async function executeInSnapshot(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
+async function executeInSnapshot(knex: Knex, qd: QueryDialect, plan: QueryPlan, asOf: Date): Promise<ReadEnvelope> {
   const decode = recordDecoder(qd, plan.fields, entitySubject(plan.entity));
   const counted = countSourcesOf(knex);
   return qd.readSnapshot(knex, async (reader) => {
@@ -69,7 +71,7 @@ async function executeInSnapshot(knex: Knex, qd: QueryDialect, plan: QueryPlan):
     // The driver rows are garbage from here: not kept alive while the children are read.
     rows.length = 0;
     if (plan.children.length > 0) await attachChildren(reader, qd, plan.entity.entity, plan.children, keys, records);
-    return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, records);
+    return readEnvelope(asOf, plan.pageNumber, plan.pageSize, totalCount, records);
   });
 }
 
@@ -83,7 +85,7 @@ async function executeInSnapshot(knex: Knex, qd: QueryDialect, plan: QueryPlan):
  * matches (totalCount 0, in that very snapshot); past the first page the total is unknown, and the
  * read is done again in a snapshot transaction (a page past the end: rare, and never wrong).
  */
-async function executeAtOnce(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> {
+async function executeAtOnce(knex: Knex, qd: QueryDialect, plan: QueryPlan, asOf: Date): Promise<ReadEnvelope> {
   const readPageAtOnce = qd.readPageAtOnce!.bind(qd);
   const counted = countSourcesOf(knex);
   const count = countQuery(knex, qd, plan);
@@ -94,7 +96,7 @@ async function executeAtOnce(knex: Knex, qd: QueryDialect, plan: QueryPlan): Pro
   let totalCount: number | undefined;
   if (holdsCount(knex, key) || (indexable && holdsValues(knex, indexable))) {
     read = await readPageAtOnce(knex, { page });
-    if (read.rows.length === 0) return emptyPage(knex, qd, plan);
+    if (read.rows.length === 0) return emptyPage(knex, qd, plan, asOf);
     totalCount = cachedCount(knex, key, read.token);
     if (totalCount !== undefined) counted.cache += 1;
     else if (indexable && (totalCount = indexedCount(knex, indexable, read.token)) !== undefined) counted.index += 1;
@@ -102,19 +104,19 @@ async function executeAtOnce(knex: Knex, qd: QueryDialect, plan: QueryPlan): Pro
   if (totalCount === undefined) {
     const started = performance.now();
     read = await readPageAtOnce(knex, { page, count });
-    if (read.rows.length === 0) return emptyPage(knex, qd, plan);
+    if (read.rows.length === 0) return emptyPage(knex, qd, plan, asOf);
     totalCount = read.count ?? 0;
     counted.database += 1;
     rememberCount(knex, key, read.token, totalCount);
     if (indexable && countSpent(knex, indexable, read.token, performance.now() - started)) await readValuesAt(knex, qd, indexable, read.token!);
   }
   try {
-    return readEnvelope(plan.pageNumber, plan.pageSize, totalCount, read!.rows.map(recordDecoder(qd, plan.fields, entitySubject(plan.entity))));
+    return readEnvelope(asOf, plan.pageNumber, plan.pageSize, totalCount, read!.rows.map(recordDecoder(qd, plan.fields, entitySubject(plan.entity))));
   } catch (err) {
     // A value that cannot be read, on a page that did not select its key: the read in a snapshot
     // selects it and throws the problem naming the record (decodePage); only a failing read pays.
     if (!isUnnamedUnreadable(err)) throw err;
-    await executeInSnapshot(knex, qd, plan);
+    await executeInSnapshot(knex, qd, plan, asOf);
     throw err;
   }
 }
@@ -136,10 +138,11 @@ async function decodePage(rows: Row[], decode: (row: Row) => PublishedRecord, wi
 }
 
 /** An empty page read at once: the first page is empty only when nothing matches; past it, read again in a snapshot. */
-function emptyPage(knex: Knex, qd: QueryDialect, plan: QueryPlan): Promise<ReadEnvelope> | ReadEnvelope {
-  if (plan.offset > 0) return executeInSnapshot(knex, qd, plan);
+function emptyPage(knex: Knex, qd: QueryDialect, plan: QueryPlan, asOf: Date): Promise<ReadEnvelope> | ReadEnvelope {
+  // Read again in a later snapshot, under the first clock: earlier than needed is harmless for a watermark.
+  if (plan.offset > 0) return executeInSnapshot(knex, qd, plan, asOf);
   countSourcesOf(knex).database += 1;
-  return readEnvelope(plan.pageNumber, plan.pageSize, 0, []);
+  return readEnvelope(asOf, plan.pageNumber, plan.pageSize, 0, []);
 }
 
 /** The column's values for the count index, in a snapshot of the same token (else not now). */

@@ -202,9 +202,13 @@ export class EventFeed implements DetectedEventSink {
     }
   }
 
-  private async readPage(key: ApiKeyRecord, after: number | undefined, where: Parameters<FeedStore['page']>[2], pageSize: number, ctx: ReadContext): Promise<LogPage> {
+  /** A page of the log, with `asOf`: the clock before its snapshot, as every read envelope's (decision 0400). */
+  private async readPage(key: ApiKeyRecord, after: number | undefined, where: Parameters<FeedStore['page']>[2], pageSize: number, ctx: ReadContext): Promise<LogPage & { asOf: Date }> {
     try {
-      return await ctx.run((db) => this.store.qd.readSnapshot(db, (reader) => this.store.page(reader, after, where, pageSize)));
+      return await ctx.run(async (db) => {
+        const asOf = new Date();
+        return { ...(await this.store.qd.readSnapshot(db, (reader) => this.store.page(reader, after, where, pageSize))), asOf };
+      });
     } catch (err) {
       if (err instanceof PositionOutOfRange) {
         throw this.expired(key, err.log, err.position < err.log.purgedThrough ? 'The cursor in `after` points before the oldest event still kept (events are kept 30 days).' : 'The cursor in `after` is not one this service issued (or its database was replaced).');
@@ -222,7 +226,7 @@ export class EventFeed implements DetectedEventSink {
   }
 
   /** The rows as the reading key may see them: the webhook's document with its id, the record through the delivery rule. */
-  private render(key: ApiKeyRecord, page: LogPage, select: Parameters<typeof selectFields>[1], pageSize: number): EventPageResult {
+  private render(key: ApiKeyRecord, page: LogPage & { asOf: Date }, select: Parameters<typeof selectFields>[1], pageSize: number): EventPageResult {
     const data: Array<Record<string, unknown>> = [];
     for (const row of page.rows) {
       const doc = JSON.parse(row.document) as EventDocument;
@@ -234,7 +238,7 @@ export class EventFeed implements DetectedEventSink {
       data.push(selectFields({ id: row.eventId, type: doc.type, timestamp: doc.timestamp, data: { ...rest, record, ...(unreadable.length > 0 ? { unreadableFields: unreadable } : {}) } }, select));
     }
     return {
-      asOf: new Date().toISOString(),
+      asOf: page.asOf.toISOString(),
       page: { pageNumber: 1, pageSize, totalCount: page.totalCount, returnedCount: data.length, nextCursor: encodeCursor(key.id, page.next) },
       data,
     };

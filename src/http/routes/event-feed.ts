@@ -75,8 +75,9 @@ export function eventFeedRoutes(services: Services): Router {
     const b = req.body as S['EventFeedQueryRequest'];
     const pageNumber = b.page?.pageNumber ?? 1;
     const pageSize = b.page?.pageSize ?? 100;
+    const asOf = new Date(); // before the read, as every read envelope's (decision 0400)
     const { total, rows } = await services.events.feed.store.feeds({ ...(b.status ? { states: b.status } : {}), limit: pageSize, offset: (pageNumber - 1) * pageSize });
-    const body: S['EventFeedPage'] = { asOf: new Date().toISOString(), page: { pageNumber, pageSize, totalCount: total, returnedCount: rows.length }, data: rows.map(feedBody) };
+    const body: S['EventFeedPage'] = { asOf: asOf.toISOString(), page: { pageNumber, pageSize, totalCount: total, returnedCount: rows.length }, data: rows.map(feedBody) };
     return body;
   });
 

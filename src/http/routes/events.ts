@@ -74,8 +74,9 @@ export function eventsRoutes(services: Services): Router {
   // The lists speak the query language of every /query and answer the read envelope (src/events/lists.ts).
   post('/webhook-endpoints/query', async (req) => {
     const { plan, select } = planEndpointList(req.body as S['WebhookEndpointQueryRequest'], { maxFilterDepth: services.config.maxFilterDepth });
+    const asOf = new Date(); // before the read, as every read envelope's (decision 0400)
     const { total, rows } = await services.events.store.endpointsPage(plan);
-    const body = readEnvelope(plan.pageNumber, plan.pageSize, total, rows.map((e) => project(endpointBody(e), select))) as S['WebhookEndpointPage'];
+    const body = readEnvelope(asOf, plan.pageNumber, plan.pageSize, total, rows.map((e) => project(endpointBody(e), select))) as S['WebhookEndpointPage'];
     return body;
   });
 
@@ -97,11 +98,12 @@ export function eventsRoutes(services: Services): Router {
 
   post('/webhook-deliveries/query', async (req) => {
     const { plan, select } = planDeliveryList(req.body as S['WebhookDeliveryQueryRequest'], { maxFilterDepth: services.config.maxFilterDepth });
+    const asOf = new Date(); // before the read, as every read envelope's (decision 0400)
     const { total, rows } = await services.events.store.deliveriesPage(plan);
     // The attempts are read only when attemptLog is answered.
     const render = !select || select.includes('attemptLog') ? withAttempts : async (d: DeliveryRow) => deliveryBody(d, []);
     const data = await Promise.all(rows.map(async (d) => project(await render(d), select)));
-    const body = readEnvelope(plan.pageNumber, plan.pageSize, total, data) as S['WebhookDeliveryPage'];
+    const body = readEnvelope(asOf, plan.pageNumber, plan.pageSize, total, data) as S['WebhookDeliveryPage'];
     return body;
   });
 

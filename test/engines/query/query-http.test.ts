@@ -5,6 +5,8 @@
  */
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import knexFactory from 'knex';
 import type { TestApp } from '../../support/app';
 import { useTestApp } from '../../support/use-test-app';
@@ -366,5 +368,37 @@ describe('routes and v2 fields', () => {
 
   test('other unknown top-level fields stay VALIDATION_FAILED', async () => {
     await fails(Q('parts'), { bogus: 1 }, 400, 'VALIDATION_FAILED', ['bogus']);
+  });
+});
+
+describe('orderBy without a direction (decision 0401)', () => {
+  test('a clause without ASC or DESC is ascending, as the published 3.0.0 contract accepts it', async () => {
+    const read = (orderBy: string[]) => ok(Q('parts'), { orderBy, select: ['id', 'partCode'], page: { pageSize: 50 } });
+    const bare = await read(['partCode']);
+    const asc = await read(['partCode ASC']);
+    const desc = await read(['partCode DESC']);
+    assert.equal(bare.data.length, 50);
+    assert.deepEqual(bare.data, asc.data, 'partCode is partCode ASC');
+    assert.notDeepEqual(bare.data, desc.data);
+    const codes = (bare.data as Array<{ partCode: string }>).map((r) => r.partCode);
+    const first = (await t.knex('tkfprt').orderBy([{ column: 'prtcde', order: 'asc' }, { column: '_idnum', order: 'asc' }]).limit(50).select('prtcde')) as Array<{ prtcde: string }>;
+    assert.deepEqual(codes, first.map((r) => r.prtcde), 'ascending as the database orders it');
+    // Several clauses, some without a direction, and spaces around.
+    const mixed = await ok(Q('parts'), { orderBy: ['  partUnit ', 'partCode DESC'], select: ['partUnit', 'partCode'], page: { pageSize: 200 } });
+    const explicit = await ok(Q('parts'), { orderBy: ['partUnit ASC', 'partCode DESC'], select: ['partUnit', 'partCode'], page: { pageSize: 200 } });
+    assert.deepEqual(mixed.data, explicit.data);
+    // Still refused: a direction that is neither.
+    await fails(Q('parts'), { orderBy: ['partCode up'] }, 400, 'VALIDATION_FAILED', ['orderBy[0]']);
+  });
+
+  test('the contract keeps accepting it and says it is ascending', () => {
+    const orderBy = (doc: string) => {
+      const schema = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', doc), 'utf8')) as any).components.schemas.OrderBy;
+      return { pattern: new RegExp(schema.items.pattern as string), description: schema.description as string };
+    };
+    const published = orderBy('generated/openapi.public.json');
+    for (const clause of ['partCode', ' partCode ', 'partCode ASC', 'partCode desc']) assert.match(clause, published.pattern, clause);
+    assert.doesNotMatch('partCode up', published.pattern);
+    assert.match(published.description, /without a direction .* is ascending/);
   });
 });
