@@ -9902,14 +9902,15 @@ export interface components {
          * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
          *     The same key with the same route and body replays the recorded response (Idempotency-Status
          *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-         *     Ignored (and not consumed) on dry runs.
+         *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+         *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
          * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
          */
         IdempotencyKey: string;
         /**
          * @description Required on this write: a missing key is 400 IDEMPOTENCY_KEY_INVALID. The server is more
-         *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, and
-         *     is answered without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+         *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, or send
+         *     one of any form, and is answered as without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
          *     The same key with the same route and body replays the recorded response (Idempotency-Status
          *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
          *     Ignored (and not consumed) on dry runs.
@@ -9984,7 +9985,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -11943,7 +11945,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -12796,7 +12799,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -13327,7 +13331,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -13533,8 +13538,8 @@ export interface operations {
             header: {
                 /**
                  * @description Required on this write: a missing key is 400 IDEMPOTENCY_KEY_INVALID. The server is more
-                 *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, and
-                 *     is answered without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+                 *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, or send
+                 *     one of any form, and is answered as without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
                  *     Ignored (and not consumed) on dry runs.
@@ -13745,7 +13750,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -13861,7 +13867,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];

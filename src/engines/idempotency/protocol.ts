@@ -4,6 +4,7 @@ import { ApiProblem, problemBody } from '../../errors/problem';
 import { DeadlineExceeded, OutcomeUnknown, upstreamTimeout, type Boundary, type Settled } from '../../storage/boundary';
 import { requestFingerprint } from './fingerprint';
 import type { IdempotencyStore, StoredResponse } from './store';
+import { keyFormProblem } from './key';
 
 /**
  * The Idempotency-Key protocol (spec, Writes), with ONE entry point: `withIdempotency(request,
@@ -185,10 +186,13 @@ export class IdempotencyProtocol {
   }
 
   async withIdempotency(req: IdempotentRequest, execute: Execute): Promise<Answer> {
+    // A dry run ignores the key, its form included (spec, Writes rule 7): only a real write checks it.
     if (req.dryRun || req.key === undefined) {
       const { rendered, happened } = await this.unkeyed(req, execute);
       return answer(rendered, happened ? executed(rendered) : undefined);
     }
+    const malformed = keyFormProblem(req.key);
+    if (malformed) throw malformed;
     return this.keyed(req, req.key, execute);
   }
 
