@@ -9609,7 +9609,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The accounting database did not answer in time; a write's outcome is unknown. Retry with the same Idempotency-Key only. */
+        /** @description The accounting database did not answer in time; a write's outcome is unknown. Retry with the same Idempotency-Key only. On a write sent with a key, a 504 is always recorded under it and replayed as unknown until the late outcome replaces it; a timeout before the write began, when nothing was applied, is 503 UPSTREAM_TIMEOUT_NOT_APPLIED instead. */
         GatewayTimeout: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];
@@ -9808,7 +9808,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The service is switched off for this key (Retry-After 300) or is starting or stopping. */
+        /** @description The service is switched off for this key (SERVICE_DISABLED, Retry-After 300) or is starting or stopping (SERVICE_UNAVAILABLE); on a write, UPSTREAM_TIMEOUT_NOT_APPLIED: the accounting database did not answer in time before the write began (claiming the Idempotency-Key or allocating numbers), nothing was applied and the key is not consumed (Retry-After 1; retry with the same key or a new one). */
         ServiceUnavailable: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];
@@ -9947,8 +9947,8 @@ export interface components {
          *     ABSENT when no write ran and nothing was recorded under the key: every refusal decided before the write
          *     (400 from the contract and body checks including IDEMPOTENCY_KEY_INVALID, 401, 403, 413, 415, 423, 429,
          *     409 IDEMPOTENCY_KEY_REUSED and IDEMPOTENCY_KEY_IN_FLIGHT, 500) and a failure after which the key was given
-         *     back because nothing was posted (for example 502 DATABASE_UNAVAILABLE before COMMIT). The key is then not
-         *     consumed: a retry with it executes.
+         *     back because nothing was posted (for example 502 DATABASE_UNAVAILABLE before COMMIT, 503
+         *     UPSTREAM_TIMEOUT_NOT_APPLIED). The key is then not consumed: a retry with it executes.
          */
         IdempotencyStatusOfWrite: "applied" | "replayed" | "unavailable";
         /** @description Always `no-referrer`. */
