@@ -9609,7 +9609,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The accounting database did not answer in time; a write's outcome is unknown. Retry with the same Idempotency-Key only. */
+        /** @description The accounting database did not answer in time; a write's outcome is unknown. Retry with the same Idempotency-Key only. On a write sent with a key, a 504 is always recorded under it and replayed as unknown until the late outcome replaces it; a timeout before the write began, when nothing was applied, is 503 UPSTREAM_TIMEOUT_NOT_APPLIED instead. */
         GatewayTimeout: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];
@@ -9808,7 +9808,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The service is switched off for this key (Retry-After 300) or is starting or stopping. */
+        /** @description The service is switched off for this key (SERVICE_DISABLED, Retry-After 300) or is starting or stopping (SERVICE_UNAVAILABLE); on a write, UPSTREAM_TIMEOUT_NOT_APPLIED: the accounting database did not answer in time before the write began (claiming the Idempotency-Key or allocating numbers), nothing was applied and the key is not consumed (Retry-After 1; retry with the same key or a new one). */
         ServiceUnavailable: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];
@@ -9902,14 +9902,15 @@ export interface components {
          * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
          *     The same key with the same route and body replays the recorded response (Idempotency-Status
          *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-         *     Ignored (and not consumed) on dry runs.
+         *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+         *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
          * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
          */
         IdempotencyKey: string;
         /**
          * @description Required on this write: a missing key is 400 IDEMPOTENCY_KEY_INVALID. The server is more
-         *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, and
-         *     is answered without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+         *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, or send
+         *     one of any form, and is answered as without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
          *     The same key with the same route and body replays the recorded response (Idempotency-Status
          *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
          *     Ignored (and not consumed) on dry runs.
@@ -9946,8 +9947,8 @@ export interface components {
          *     ABSENT when no write ran and nothing was recorded under the key: every refusal decided before the write
          *     (400 from the contract and body checks including IDEMPOTENCY_KEY_INVALID, 401, 403, 413, 415, 423, 429,
          *     409 IDEMPOTENCY_KEY_REUSED and IDEMPOTENCY_KEY_IN_FLIGHT, 500) and a failure after which the key was given
-         *     back because nothing was posted (for example 502 DATABASE_UNAVAILABLE before COMMIT). The key is then not
-         *     consumed: a retry with it executes.
+         *     back because nothing was posted (for example 502 DATABASE_UNAVAILABLE before COMMIT, 503
+         *     UPSTREAM_TIMEOUT_NOT_APPLIED). The key is then not consumed: a retry with it executes.
          */
         IdempotencyStatusOfWrite: "applied" | "replayed" | "unavailable";
         /** @description Always `no-referrer`. */
@@ -9984,7 +9985,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -11943,7 +11945,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -12796,7 +12799,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -13327,7 +13331,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -13533,8 +13538,8 @@ export interface operations {
             header: {
                 /**
                  * @description Required on this write: a missing key is 400 IDEMPOTENCY_KEY_INVALID. The server is more
-                 *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, and
-                 *     is answered without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
+                 *     lenient than this contract on one point: a dry run (`dryRun=true`) may omit the key, or send
+                 *     one of any form, and is answered as without one. Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
                  *     Ignored (and not consumed) on dry runs.
@@ -13745,7 +13750,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -13861,7 +13867,8 @@ export interface operations {
                  * @description Makes a write safe to retry. Up to 128 printable ASCII characters, scoped to your API key.
                  *     The same key with the same route and body replays the recorded response (Idempotency-Status
                  *     `replayed`); with another body or route it is 409 IDEMPOTENCY_KEY_REUSED. Records are kept 24 hours.
-                 *     Ignored (and not consumed) on dry runs.
+                 *     Ignored (and not consumed) on dry runs, its form included: a dry run with a malformed key is
+                 *     answered as without one; on a real write a malformed key is 400 IDEMPOTENCY_KEY_INVALID.
                  * @example 7f9c2ba4-e88f-4c7e-9d35-ap-invoice-20261122-001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];

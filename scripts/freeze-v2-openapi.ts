@@ -5,6 +5,9 @@
  *
  * Write bodies are the v3 input documents as published that day (generated/openapi.public.yaml,
  * value bounds included), copied with every schema they reference.
+ *
+ * Edited by hand once since (decision 0405): those inputs carried v3's `additionalProperties: false`,
+ * which v2 never had; the document now says `true` on them and that their unlisted fields are ignored.
  */
 import fs from 'node:fs';
 import path from 'node:path';

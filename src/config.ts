@@ -34,6 +34,12 @@ export interface Config {
    * default because the spec's guard for both is "any" valid key.
    */
   lockAdminOnly: boolean;
+  /**
+   * Operator opt-in: v2 write bodies with fields their input document does not list answer 400
+   * VALIDATION_FAILED naming them. Off by default: v2 ignored unknown fields (spec, Versioning 3),
+   * so they are dropped before the posting (src/v2/unknown-fields.ts).
+   */
+  v2RejectUnknownFields: boolean;
   /** Change detection cycle (the spec's five minutes). */
   eventDetectionIntervalSeconds: number;
   /** Changes younger than this wait for the next cycle (transactions stamp rows before they commit). */
@@ -162,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlHours: int(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     lockAdminOnly: bool(env, 'LOCK_ADMIN_ONLY', false),
+    v2RejectUnknownFields: bool(env, 'V2_REJECT_UNKNOWN_FIELDS', false),
     eventDetectionIntervalSeconds: int(env, 'EVENT_DETECTION_INTERVAL_SECONDS', 300, 1, 86_400),
     eventDetectionLagSeconds: int(env, 'EVENT_DETECTION_LAG_SECONDS', 30, 0, 3_600),
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),

@@ -28,13 +28,18 @@ function requestOnly(doc: Record<string, any>): Record<string, any> {
 /**
  * The contract requires the Idempotency-Key on /purchase-order-receipts, but the server accepts a
  * dry run without one (spec, Writes rule 7: a dry run ignores the key), which the document cannot
- * express. So the validator checks the key's form only; whether it must be present is the write
+ * express. So the validator does not check the key: whether it must be present is the write
  * runner's rule (WriteDefinition `requireKey`), which knows the dry run and answers a missing key
- * on a real post with 400 IDEMPOTENCY_KEY_INVALID.
+ * on a real post with 400 IDEMPOTENCY_KEY_INVALID. Its form too (1 to 128 printable ASCII
+ * characters): a dry run ignores a malformed key as well, so the form is checked by the
+ * idempotency protocol on real writes only (src/engines/idempotency/key.ts; decision 0407).
  */
 export function keyPresenceLeftToTheRunner(doc: Record<string, any>): Record<string, any> {
   const relax = (p: any) => {
-    if (p && typeof p === 'object' && p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key') p.required = false;
+    if (p && typeof p === 'object' && p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key') {
+      p.required = false;
+      p.schema = { type: 'string' };
+    }
   };
   for (const p of Object.values<any>(doc.components?.parameters ?? {})) relax(p);
   for (const item of Object.values<any>(doc.paths ?? {})) {

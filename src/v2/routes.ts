@@ -19,6 +19,7 @@ import { writeRequestOf } from '../http/routes/writes';
 import { v2Document, v2DocumentYaml, v2Entities, v2NameOf } from './document';
 import { deprecationHeaders, failureOf, sendLegacyFailure } from './legacy';
 import { translateMatch, translateQuery } from './translate';
+import { closeWriteBodies, dropUnknownFields, writeBodySchema } from './unknown-fields';
 
 /** v2 write path (verb first, singular) -> v3 write route (src/engines/posting/writes.ts). */
 export const V2_WRITES: Readonly<Record<string, string>> = {
@@ -80,7 +81,12 @@ export function v2Api(services: Services, guards: RequestHandler[], operations?:
     operations?.addRoute('POST', V2_BASE + p, item.post.operationId);
   }
   const qd = services.queryDialect;
-  const validator = contractValidator({ base: V2_BASE, validateResponses: false, document: v2Document });
+  // Unknown fields of write bodies: dropped (as v2 did), or refused by the validator when the
+  // operator opts in (V2_REJECT_UNKNOWN_FIELDS; src/v2/unknown-fields.ts).
+  const rejectUnknown = services.config.v2RejectUnknownFields;
+  const document = rejectUnknown ? () => closeWriteBodies(v2Document(), Object.keys(V2_WRITES)) : v2Document;
+  const validator = contractValidator({ base: V2_BASE, validateResponses: false, document });
+  const writeDoc = v2Document();
   const depth = { maxFilterDepth: services.config.maxFilterDepth };
 
   router.use(deprecationHeaders, v2Context);
@@ -134,8 +140,15 @@ export function v2Api(services: Services, guards: RequestHandler[], operations?:
     }
     // v2 had no Idempotency-Key: a write that requires one in v3 (receipts) runs without it here.
     const definition = { ...entry.definition, requireKey: false };
+    const bodySchema = writeBodySchema(writeDoc, v2Path);
     router.post(v2Path, async (req, res) => {
-      const out = await services.writes.run(definition, writeRequestOf(req, res, definition.route, { idempotencyKey: undefined, dryRun: false }));
+      const request = writeRequestOf(req, res, definition.route, { idempotencyKey: undefined, dryRun: false });
+      if (!rejectUnknown) {
+        const ignored: string[] = [];
+        request.body = dropUnknownFields(writeDoc, bodySchema, request.body, ignored);
+        noteIgnored(res, ignored);
+      }
+      const out = await services.writes.run(definition, request);
       if (out.status >= 400) {
         const b = out.body as { detail?: string; errors?: [] };
         sendLegacyFailure(res, { status: out.status, code: String(out.headers['X-Error-Code'] ?? 'INTERNAL_ERROR'), detail: String(b.detail ?? ''), errors: b.errors, headers: out.headers });

@@ -15,6 +15,13 @@ test('LOCK_ADMIN_ONLY: off by default, true/false accepted, anything else names 
   assert.throws(() => loadConfig({ LOCK_ADMIN_ONLY: 'admins' }), (err: unknown) => err instanceof ConfigError && /LOCK_ADMIN_ONLY/.test(err.message));
 });
 
+test('V2_REJECT_UNKNOWN_FIELDS: off by default (v2 ignored unknown fields), true/false accepted, anything else names the variable', () => {
+  assert.equal(loadConfig({}).v2RejectUnknownFields, false);
+  assert.equal(loadConfig({ V2_REJECT_UNKNOWN_FIELDS: 'true' }).v2RejectUnknownFields, true);
+  assert.equal(loadConfig({ V2_REJECT_UNKNOWN_FIELDS: 'false' }).v2RejectUnknownFields, false);
+  assert.throws(() => loadConfig({ V2_REJECT_UNKNOWN_FIELDS: 'strict' }), (err: unknown) => err instanceof ConfigError && /V2_REJECT_UNKNOWN_FIELDS/.test(err.message));
+});
+
 test('WORKERS, INSTANCE_ID, LOCK_POLL_MS, HEARTBEAT_MS: defaults, bounds, and a message naming the variable', () => {
   const defaults = loadConfig({});
   assert.ok(defaults.workers >= 1, 'WORKERS defaults to the number of cores');

@@ -4,6 +4,7 @@ import { ApiProblem, problemBody } from '../../errors/problem';
 import { DeadlineExceeded, OutcomeUnknown, upstreamTimeout, type Boundary, type Settled } from '../../storage/boundary';
 import { requestFingerprint } from './fingerprint';
 import type { IdempotencyStore, StoredResponse } from './store';
+import { keyFormProblem } from './key';
 
 /**
  * The Idempotency-Key protocol (spec, Writes), with ONE entry point: `withIdempotency(request,
@@ -19,7 +20,9 @@ import type { IdempotencyStore, StoredResponse } from './store';
  *                      so the posting and its recorded answer commit together or not at all
  *   refusals           a problem (404/409/422/502) rolls the write back and is recorded on its own
  *   nothing posted     the write failed before its transaction (NothingPosted), or the maintenance
- *                      lock turned it away (423, rolled back): the key is given back
+ *                      lock turned it away (423, rolled back): the key is given back; a timeout
+ *                      there is 503 UPSTREAM_TIMEOUT_NOT_APPLIED, never 504 (every 504 under a
+ *                      key is stored and replayed as unknown)
  *   unknown after 504  the key answers 504 until the late outcome replaces it (`attempt.settleLate`)
  *   purge              expired records deleted now and then, never while the database is locked
  *
@@ -127,6 +130,24 @@ interface RunningKey {
   unknownResponse?: StoredResponse;
 }
 
+/** Retry-After of UPSTREAM_TIMEOUT_NOT_APPLIED: the database was slow; a retry soon may find it answering. */
+export const NOT_APPLIED_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * The deadline passed (or the database timed a statement out) before the write's posting
+ * transaction began: at the key's claim, or allocating numbers (NothingPosted). Nothing was posted,
+ * so the answer is not 504 "outcome unknown": every 504 sent under a key is one the key stores and
+ * replays as unknown (spec, Writes rule 6). 503 UPSTREAM_TIMEOUT_NOT_APPLIED, the key not consumed
+ * (docs/decisions/0406-a-timeout-before-the-posting-is-503.md).
+ */
+export function timedOutBeforePosting(what: string): ApiProblem {
+  return new ApiProblem(
+    'UPSTREAM_TIMEOUT_NOT_APPLIED',
+    `The accounting database did not answer in time (${what}), before the write began: nothing was applied and an Idempotency-Key sent with it was not consumed. Retry after Retry-After.`,
+    { headers: { 'Retry-After': String(NOT_APPLIED_RETRY_AFTER_SECONDS) } },
+  );
+}
+
 export function renderProblem(problem: ApiProblem, req: Pick<IdempotentRequest, 'instance' | 'correlationId'>): Rendered {
   const headers: Record<string, string> = { ...problem.headers, 'X-Error-Code': problem.code };
   return { status: problem.status, headers, body: problemBody(problem, req.instance, req.correlationId) as Record<string, unknown>, duplicate: false };
@@ -185,10 +206,13 @@ export class IdempotencyProtocol {
   }
 
   async withIdempotency(req: IdempotentRequest, execute: Execute): Promise<Answer> {
+    // A dry run ignores the key, its form included (spec, Writes rule 7): only a real write checks it.
     if (req.dryRun || req.key === undefined) {
       const { rendered, happened } = await this.unkeyed(req, execute);
       return answer(rendered, happened ? executed(rendered) : undefined);
     }
+    const malformed = keyFormProblem(req.key);
+    if (malformed) throw malformed;
     return this.keyed(req, req.key, execute);
   }
 
@@ -210,8 +234,13 @@ export class IdempotencyProtocol {
   private renderFailure(err: unknown, req: IdempotentRequest): Outcome {
     const nothingPosted = err instanceof NothingPosted;
     const cause = nothingPosted ? err.reason : err;
-    if (cause instanceof DeadlineExceeded) return { rendered: renderProblem(upstreamTimeout(cause.what, !req.dryRun), req), happened: !nothingPosted };
-    const problem = this.deps.boundary.problemFor(cause);
+    if (cause instanceof DeadlineExceeded) {
+      // Before the posting transaction nothing was posted: not "unknown" (504), but 503.
+      return { rendered: renderProblem(nothingPosted ? timedOutBeforePosting(cause.what) : upstreamTimeout(cause.what, !req.dryRun), req), happened: !nothingPosted };
+    }
+    const mapped = this.deps.boundary.problemFor(cause);
+    // The database's own statement timeout before the posting transaction: nothing posted either.
+    const problem = nothingPosted && mapped?.code === 'UPSTREAM_TIMEOUT' ? timedOutBeforePosting(req.what) : mapped;
     if (problem) return { rendered: renderProblem(problem, req), happened: !nothingPosted && problem.code !== 'DATABASE_UNAVAILABLE' };
     throw cause;
   }
@@ -246,8 +275,9 @@ export class IdempotencyProtocol {
         },
       });
     } catch (err) {
-      // Nothing ran and nothing is recorded (a claim that comes back late is given back): no status.
-      if (err instanceof DeadlineExceeded) return answer(renderProblem(upstreamTimeout(err.what, true), req), undefined);
+      // Nothing ran and nothing is recorded (a claim that comes back late is given back): no status,
+      // and not 504 (a 504 under a key is stored and replayed as unknown; here the outcome is known).
+      if (err instanceof DeadlineExceeded) return answer(renderProblem(timedOutBeforePosting(err.what), req), undefined);
       // The database itself is unreachable: the write could not go ahead either (502, retry with backoff).
       if (err instanceof ApiProblem && err.code === 'DATABASE_UNAVAILABLE') return answer(renderProblem(err, req), undefined);
       // The maintenance lock closed the pool before the claim got a connection: nothing was written (423).

@@ -267,7 +267,8 @@ test('v2 writes carry no Idempotency-Status (v2 has no Idempotency-Key): neither
   const posted = await t.post('/api/v2/post/ledger-transaction', journal('JV-1'));
   assert.equal(posted.status, 200, posted.text);
   assert.equal(posted.headers['idempotency-status'], undefined);
-  const refused = await t.post('/api/v2/post/ledger-transaction', journal('JV-2', { bogus: true }));
+  // A known field of the wrong type (v2 ignores unknown fields: decision 0405).
+  const refused = await t.post('/api/v2/post/ledger-transaction', journal('JV-2', { lines: 'x' }));
   assert.equal(refused.status, 400, refused.text);
   assert.equal(refused.headers['idempotency-status'], undefined);
   const unauthorized = await t.http.post('/api/v2/post/ledger-transaction').set('Content-Type', 'application/json').send(journal('JV-3'));
