@@ -332,6 +332,13 @@ const REFUSAL_TEXT: Record<RefusalReason, string> = {
   resources: 'the accounting database ran out of resources',
 };
 
+/** 502 DATABASE_REFUSED, reason busy, for contention the service itself detected (`what`: where). */
+export function busyRefusal(what: string): ApiProblem {
+  return new ApiProblem('DATABASE_REFUSED', `The request was not applied: ${REFUSAL_TEXT.busy} (${what}). Retry with backoff.`, {
+    extensions: { refusal: 'busy' },
+  });
+}
+
 /** Maps a database column (and table) the driver named to the request field it came from, when the caller knows. */
 export type FieldOfColumn = (column: string, table?: string) => string | undefined;
 

@@ -68,6 +68,19 @@ export class NumberAllocator {
     return new DryRunNumbers(this, this.knex, this.engine);
   }
 
+  /**
+   * `count` numbers of `name`, committed, straight from the counter (never from a reserved block):
+   * what a transaction that rolled back had taken from it, when nobody took numbers since.
+   */
+  async takeExactly(name: string, count: number): Promise<NumberRange> {
+    if (count <= 0) return { first: 0, count: 0 };
+    if (!this.synced.has(name)) {
+      await this.knex.transaction((trx) => this.sync(trx, name));
+      this.synced.add(name);
+    }
+    return this.bump(this.knex, name, count);
+  }
+
   /** Forgets every reserved number (they become gaps): the next allocation reads the counter again. */
   discardReserved(): void {
     this.reserved.clear();
@@ -192,7 +205,7 @@ export class NumberAllocator {
    * Makes sure the counter exists and is past every record number of its table (rows inserted
    * by the seed or by the accounting system itself do not advance it).
    */
-  protected async sync(trx: Knex | Knex.Transaction, name: string): Promise<void> {
+  private async sync(trx: Knex | Knex.Transaction, name: string): Promise<void> {
     let maxUsed = 0;
     if (/^[a-z][a-z0-9_]*$/.test(name) && (await trx.schema.hasTable(name))) {
       const row = await trx(name).max<{ m: number | string | null }>({ m: 'recnum' }).first();
@@ -219,26 +232,33 @@ export class NumberAllocator {
  * Numbers taken before the posting transaction are committed already (`allocate`,
  * `allocateMany`: passed on to the service's allocator). Those a cascade takes INSIDE the
  * transaction (`allocateIn`: inventory histories under their part locks, payroll job and
- * equipment costs, new quantity, average-cost and balance rows) would roll back with the dry run
- * and be handed to the next real posting, so a number the dry run showed would come to exist:
- *   - SQLite: taken in the transaction as a real posting does; the dry run's cascade runs in a
- *     savepoint that is rolled back, then `settle` takes the same counts again in the transaction
- *     itself, which commits. BEGIN IMMEDIATE holds the database's write lock from the first
- *     number to that commit, so no other connection or process can take them in between: the
- *     numbers taken again are the very ones shown (asserted).
- *   - PostgreSQL, SQL Server: committed at once on a connection of the pool (`allocate`), as the
- *     numbers before the transaction are. Taking them again after a savepoint's rollback would
- *     not do: the rollback releases the counter's row lock, and another posting could take the
- *     shown numbers first. The cost: such a dry run waits for the counter row like a real posting
- *     that holds it (at most until the dry run's deadline), and its numbers are not in posting order.
+ * equipment costs, new quantity, average-cost and balance rows) roll back with the dry run and
+ * would be handed to the next real posting. So once the dry run's transaction has rolled back,
+ * `consume` takes the same counts of the same counters in statements of their own, which commit
+ * (the dry run holds no lock by then: a counter row another posting holds is waited for, and that
+ * posting waits for nothing of the dry run's). When another posting took some of the shown numbers
+ * in between, what `consume` took differs from what the answer shows: the dry run is made again
+ * (runner.ts `dryRun`) with `again()`, which hands the cascade the numbers `consume` took, already
+ * committed, instead of drawing: an answer only ever shows numbers that are consumed.
+ *
+ * Not chosen (both tried): taking the numbers again in the dry run's own transaction after a
+ * savepoint's rollback (PostgreSQL keeps the savepoint's advisory locks, and the counter rows the
+ * transaction then holds made new deadlocks with real postings); committing them on a second
+ * connection while the transaction holds its locks (postings waiting for those locks can hold every
+ * connection of the pool: the pool itself deadlocked).
  */
 export class DryRunNumbers extends NumberAllocator {
+  /** Numbers the cascade took in its transaction, in order. */
   private readonly drawn: Array<{ name: string; range: NumberRange }> = [];
+  /** What `consume` took, by counter, in order: handed out by the next attempt (`again`). */
+  private readonly taken = new Map<string, NumberRange[]>();
 
   constructor(
     private readonly committed: NumberAllocator,
     knex: Knex,
     engine: Engine,
+    /** Committed numbers to hand out first, by counter, in order (a range per allocateIn of that count). */
+    private readonly given = new Map<string, NumberRange[]>(),
   ) {
     super(knex, engine);
   }
@@ -252,20 +272,29 @@ export class DryRunNumbers extends NumberAllocator {
   }
 
   override async allocateIn(trx: Knex.Transaction, name: string, count: number): Promise<NumberRange> {
-    if (this.engine !== 'sqlite') return this.committed.allocate(name, count);
+    const ready = this.given.get(name);
+    if (ready?.[0]?.count === count) return ready.shift()!;
     const range = await super.allocateIn(trx, name, count);
     if (range.count > 0) this.drawn.push({ name, range });
     return range;
   }
 
-  /** Consumes, in `trx` (the dry run's transaction, outside its rolled-back savepoint), what `allocateIn` took on SQLite. */
-  async settle(trx: Knex.Transaction): Promise<void> {
+  /**
+   * After the dry run's transaction rolled back: takes, committed, the counts `allocateIn` drew in
+   * it; true when every counter gave the very numbers shown (nothing to do again).
+   */
+  async consume(): Promise<boolean> {
+    let same = true;
     for (const { name, range } of this.drawn) {
-      // As allocateIn did in the savepoint: a counter behind its table's rows is moved past them first.
-      await this.sync(trx, name);
-      const again = await this.bump(trx, name, range.count);
-      if (again.first !== range.first) throw new Error(`dry run: counter ${name} moved under the write lock (showed ${range.first}, consumed ${again.first})`);
+      const took = await this.committed.takeExactly(name, range.count);
+      if (took.first !== range.first) same = false;
+      this.taken.set(name, [...(this.taken.get(name) ?? []), took]);
     }
-    this.drawn.length = 0;
+    return same;
+  }
+
+  /** The next attempt's numbers: what `consume` took, handed out in the same order. */
+  again(): DryRunNumbers {
+    return new DryRunNumbers(this.committed, this.knex, this.engine, this.taken);
   }
 }

@@ -28,6 +28,11 @@ export interface PostingHooks {
    * refuse (throw a driver error) or to kill the process mid-write.
    */
   beforeCommit?: (info: { route: string; dryRun: boolean; trx: Knex.Transaction }) => Promise<void> | void;
+  /**
+   * Runs in a dry run once its transaction rolled back, before the numbers it showed are consumed
+   * (runner.ts dryRun). Tests use it to let another posting take them first.
+   */
+  dryRunRolledBack?: (info: { route: string; attempt: number }) => Promise<void> | void;
 }
 
 /**

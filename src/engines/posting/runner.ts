@@ -1,8 +1,9 @@
+import assert from 'node:assert/strict';
 import type { Logger } from 'pino';
 import type { Knex } from 'knex';
 import { ApiProblem } from '../../errors/problem';
 import { columnsUnavailable } from '../../catalog/installed';
-import type { Boundary } from '../../storage/boundary';
+import { busyRefusal, type Boundary } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
 import { sendableAtBegin, type BeginStatement, type StatementAtBegin } from '../../storage/database';
 import type { RecordsContext } from './records';
@@ -127,6 +128,9 @@ class DryRunRollback extends Error {
   }
 }
 
+/** A dry run is made again at most this many times when other postings take the numbers it showed (DryRunNumbers.settle). */
+const MAX_DRY_RUN_ATTEMPTS = 5;
+
 /** A posting re-checks at most this many counters whose numbers were taken outside the service (then 502 as before). */
 const MAX_COUNTER_RESYNCS = 3;
 
@@ -224,11 +228,11 @@ export class WriteRunner {
     const ahead = fence ? this.aheadAtBegin(def, input, fence) : undefined;
     let posting: Knex.Transaction | undefined;
     try {
+      if (req.dryRun) return await this.dryRun(def, input, numbers, req, deadlineAt, fence, ahead?.lock);
       return await this.deps.boundary.transaction<Rendered>(
         async (trx) => {
           posting = trx;
           await this.deps.recheckLock?.(trx, fence);
-          if (req.dryRun) return this.dryRun(def, input, numbers, trx, req, fence?.thenSent ? ahead?.lock : undefined);
           const ctx = this.context(trx, req, fence?.thenSent ? ahead?.lock : undefined);
           const rows = ahead?.read && fence?.thenSent ? fence.thenRows?.[ahead.read.index] : undefined;
           if (ahead?.read && rows) {
@@ -253,28 +257,45 @@ export class WriteRunner {
   }
 
   /**
-   * A dry run inside the posting transaction `trx`: the whole cascade in a savepoint that is
-   * rolled back, then the record numbers it took inside are consumed in `trx`, which commits
-   * nothing else (storage/numbers.ts DryRunNumbers: spec, Writes rule 7, a dry run's numbers never
-   * come to exist). The read BEGIN sent ahead is not used: the savepoint is the first statement.
+   * A dry run: the whole cascade in a transaction that is rolled back, then the record numbers the
+   * cascade took inside it are consumed in statements of their own (storage/numbers.ts
+   * DryRunNumbers: spec, Writes rule 7, a dry run's numbers never come to exist). When another
+   * posting took some of them in between, the answer would show numbers that exist: the dry run is
+   * made again on the numbers consumed, at most MAX_DRY_RUN_ATTEMPTS times (then 502
+   * DATABASE_REFUSED, busy).
    */
-  private async dryRun<I, A, R>(def: WriteDefinition<I, A, R>, input: I, numbers: A, trx: Knex.Transaction, req: WriteRequest, heldAtBegin: string | undefined): Promise<Rendered> {
-    const drawn = this.deps.numbers.forDryRun();
-    try {
-      await trx.transaction(async (savepoint) => {
-        const ctx: PostingContext = { ...this.context(savepoint, req, heldAtBegin), numbers: drawn };
-        const outcome = await def.post(ctx, input, numbers);
-        await sendQueuedWrites(ctx);
-        const rendered = renderResult(outcome, true);
-        await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: true, trx: savepoint });
-        throw new DryRunRollback(rendered);
-      });
-    } catch (err) {
-      if (!(err instanceof DryRunRollback)) throw err;
-      await drawn.settle(trx);
-      return err.rendered;
+  private async dryRun<I, A, R>(def: WriteDefinition<I, A, R>, input: I, numbers: A, req: WriteRequest, deadlineAt: number, fence: BeginStatement | undefined, firstLock: string | undefined): Promise<Rendered> {
+    let drawn = this.deps.numbers.forDryRun();
+    for (let attempt = 1; attempt <= MAX_DRY_RUN_ATTEMPTS; attempt += 1) {
+      let rendered: Rendered | undefined;
+      let posting: Knex.Transaction | undefined;
+      try {
+        await this.deps.boundary.transaction(
+          async (trx) => {
+            posting = trx;
+            // The fence and the first lock ride the first attempt's BEGIN only; a later one reads the lock itself.
+            const atBegin = attempt === 1 ? fence : undefined;
+            await this.deps.recheckLock?.(trx, atBegin);
+            const ctx: PostingContext = { ...this.context(trx, req, atBegin?.thenSent ? firstLock : undefined), numbers: drawn };
+            const outcome = await def.post(ctx, input, numbers);
+            await sendQueuedWrites(ctx);
+            const result = renderResult(outcome, true);
+            await this.deps.hooks.beforeCommit?.({ route: def.route, dryRun: true, trx });
+            throw new DryRunRollback(result);
+          },
+          { deadlineAt, what: def.what, ...(fence && attempt === 1 ? { begin: fence } : {}) },
+        );
+      } catch (err) {
+        if (!(err instanceof DryRunRollback)) throw (await unreadableBalanceProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
+        rendered = err.rendered;
+      }
+      assert(rendered, 'a dry run always rolls back');
+      await this.deps.hooks.dryRunRolledBack?.({ route: def.route, attempt });
+      if (await drawn.consume()) return rendered;
+      this.deps.logger.info({ route: def.route, attempt }, 'dry run made again: another posting took record numbers it showed');
+      drawn = drawn.again();
     }
-    throw new Error('dry run: the savepoint was not rolled back');
+    throw busyRefusal(`${def.what}: the record numbers of a dry run were taken by other postings ${MAX_DRY_RUN_ATTEMPTS} times`);
   }
 
   /**

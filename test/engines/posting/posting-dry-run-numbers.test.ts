@@ -97,3 +97,33 @@ test('payroll batch: the job cost numbers of a dry run are not those of the post
   assert.equal(Number((await t.knex('jobcst').count({ n: '*' }))[0]!.n), jobCostsBefore + posted.jobCosts!.length);
   await assertBooksInvariants(t.knex);
 });
+
+test('a posting that takes the numbers a dry run showed, after its rollback and before they are consumed: the dry run is made again on numbers no one else has', async () => {
+  const hooks = t.services.writes.hooks;
+  const attempts: number[] = [];
+  let takenFirst: number[] = [];
+  hooks.dryRunRolledBack = async ({ attempt }) => {
+    attempts.push(attempt);
+    if (attempt > 1) return;
+    // Another posting takes the next history numbers (committed).
+    await t.knex('numseq').where({ name: 'invhst' }).increment('next_value', 2);
+    const next = Number((await t.knex('numseq').where({ name: 'invhst' }).first()).next_value);
+    takenFirst = [next - 2, next - 1];
+  };
+  try {
+    const res = await t.post(`${ALLOCATIONS}?dryRun=true`, allocation('DRY-NUM-RACE'));
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(attempts, [1, 2], 'made twice');
+    const shownNow = shown(res.body).inventory!;
+    assert.equal(shownNow.length, 2);
+    assert.deepEqual(shownNow.filter((n) => takenFirst.includes(n)), [], `shown ${shownNow}, taken by the other posting ${takenFirst}`);
+    const counter = await t.knex('numseq').where({ name: 'invhst' }).first();
+    assert.ok(Number(counter.next_value) > Math.max(...shownNow, ...takenFirst));
+    // What the dry run shows now is consumed: the next posting takes numbers past it.
+    const real = await t.post(ALLOCATIONS, allocation('DRY-NUM-RACE'));
+    assert.equal(real.status, 200, real.text);
+    assertDisjoint({ inventory: shownNow }, shown(real.body), 'the posting after the dry run made again');
+  } finally {
+    delete hooks.dryRunRolledBack;
+  }
+});
