@@ -76,7 +76,8 @@ const isComputed = (v: unknown): v is ComputedChange => typeof v === 'object' &&
  * column a posting changes so is NOT NULL (db/migrations: pchord.rcvttl, pcorln.rcvdte,
  * invqty.qtyord), so the NULL refuses the statement and the refusal is named after the rollback
  * (RecordQuery.changedCells, storage/computed-changes.ts; docs/decisions/0391). The bindings are
- * `by` (increment) and `by, by` (decrementToZero), as before. Exported for the compile tests.
+ * `by` (increment) and `by, by` (decrementToZero), as before. A nullable column would store the
+ * NULL: it needs another guard before it is changed so. Exported for the compile tests.
  */
 export function computedChange(db: Knex | Knex.Transaction, dialect: Dialect, column: string, computed: ComputedChange['computed'], by: Knex.Value): Knex.Raw {
   return computed === 'increment'
