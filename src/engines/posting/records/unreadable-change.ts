@@ -38,9 +38,11 @@ export async function unreadableChangeProblem(err: unknown, boundary: Boundary, 
     ...(shape.parentColumn !== undefined ? { parentColumn: shape.parentColumn } : {}),
   };
   const unreadable = storedValueUnreadable(subject, field, first.raw, first.row);
+  // A balance cell is known to people by its account and period (its key is the service's).
+  const of = (name: string) => String(first.row[fieldOf(shape, name).column]);
   const what =
     first.set === 'ledger-balances'
-      ? `The posting adds to this balance (ledger account ${String(first.row.lgract)}, year ${String(first.row.postyr)}, period ${String(first.row.actprd)})`
+      ? `The posting adds to this balance (ledger account ${of('ledgerAccount')}, year ${of('year')}, period ${of('period')})`
       : `The posting changes this value by what it posts`;
   return new ApiProblem('STORED_VALUE_UNREADABLE', `${unreadable.detail} ${what}: nothing was posted.`, { extensions: unreadable.extensions, cause: err });
 }
