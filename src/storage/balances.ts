@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Dec } from './decimal';
 import type { Dialect } from './dialect';
-import type { Engine } from './database';
-import { notNullRefusal } from './boundary';
+import { outermost, rememberChangedCells, unlessNotStored, type UnstorableCell } from './computed-changes';
 import type { NumberAllocator } from './numbers';
 import { StatementBatch } from './statement-batch';
 import { compiledInsert } from './compiled-statements';
@@ -119,25 +118,10 @@ function rememberAfterCommit(trx: Knex.Transaction, known: Map<string, number>, 
   );
 }
 
-/** The transaction `trx` is a savepoint of (itself when it is none). */
-function outermost(trx: Knex.Transaction): Knex.Transaction {
-  type Transactor = { parentTransaction?: Transactor };
-  let outer = trx as unknown as Transactor;
-  while (outer.parentTransaction) outer = outer.parentTransaction;
-  return outer as unknown as Knex.Transaction;
-}
-
 /** Forgets the cells known to exist (tests that delete balance rows by hand). */
 export function forgetKnownBalanceCells(owner: object): void {
   knownCells.delete(owner);
 }
-
-/**
- * The cells a transaction queued additions to (queueLedgerBalances), kept until the transaction
- * object is dropped: should the upsert be refused for a stored total that is not a decimal
- * (addedUnlessNotStored), unstorableBalanceCells reads just these cells to name it.
- */
-const cellsAddedIn = new WeakMap<Knex.Transaction, BalanceChange[]>();
 
 /** Adds the changes to lgrbal, creating the cells that do not exist yet. */
 export async function addToLedgerBalances(trx: Knex.Transaction, changes: readonly BalanceChange[], options: BalanceWriteOptions): Promise<void> {
@@ -157,10 +141,9 @@ export async function queueLedgerBalances(batch: StatementBatch, changes: readon
   const { trx } = batch;
   const cells = sumBalanceChanges(changes);
   if (cells.length === 0) return;
-  // By the outermost transaction: a dry run posts in a savepoint of it (runner.ts dryRun).
-  const added = cellsAddedIn.get(outermost(trx));
-  if (added) added.push(...cells);
-  else cellsAddedIn.set(outermost(trx), cells);
+  // Should the upsert be refused for a total that holds no decimal (addedUnlessNotStored), these
+  // cells are read again to name it (storage/computed-changes.ts).
+  rememberChangedCells(trx, { set: 'ledger-balances', table: 'lgrbal', columns: ['dbttot', 'crdtot'], unstorable: (db, notStored) => unstorableBalanceCells(db, notStored, cells) });
 
   // Which cells exist (a plain read: it only decides how many record numbers to take). Cells this
   // process has seen committed are known without the read (knownCellsOf).
@@ -277,63 +260,42 @@ export function ledgerBalanceUpserts(db: Knex | Knex.Transaction, options: Pick<
  */
 function addedUnlessNotStored(db: Knex | Knex.Transaction, dialect: Dialect, column: 'dbttot' | 'crdtot'): Knex.Raw {
   const stored = `lgrbal.${column}`;
-  return db.raw(`CASE WHEN ${dialect.decimalNotStored} THEN NULL ELSE ?? + ?? END`, [stored, stored, `excluded.${column}`]);
-}
-
-/** A balance total the upsert refused to add to: its cell, its column and what it holds. */
-export interface UnstorableBalance {
-  /** The cell's `_idnum` (the ledger-balances id), lower-case. */
-  id: string;
-  account: number;
-  year: number;
-  period: number;
-  column: 'dbttot' | 'crdtot';
-  /** The stored value as the driver returned it. */
-  raw: unknown;
-}
-
-/** Whether `err` is the refusal addedUnlessNotStored provokes: a NULL for lgrbal.dbttot or crdtot. */
-export function refusedForStoredBalance(err: unknown, engine: Engine): boolean {
-  const refused = notNullRefusal(err, engine);
-  return refused !== undefined && (refused.table === undefined || refused.table === 'lgrbal') && (refused.column === 'dbttot' || refused.column === 'crdtot');
+  return unlessNotStored(db, dialect, stored, '?? + ??', [stored, `excluded.${column}`]);
 }
 
 /** Accounts per read of unstorableBalanceCells (one parameter each). */
 const ACCOUNTS_PER_READ = 500;
 
 /**
- * The totals that `trx`, a posting transaction refused as refusedForStoredBalance tells, could
- * not add to: the cells it queued additions to whose stored dbttot / crdtot is not a decimal as
- * this engine stores one (the upsert's own test), in lock order, debit before credit. Read after
- * the rollback through `db` (on PostgreSQL the failed transaction reads nothing more); [] when
- * none is (another program corrected it meanwhile, or the refusal had another cause).
+ * The cells of `cells` (queued by one queueLedgerBalances) whose stored dbttot / crdtot is no
+ * decimal as this engine stores one (the upsert's own test), in lock order, debit before credit;
+ * each row with its key, account, year and period. Read after the rollback through `db`
+ * (storage/computed-changes.ts unstorableChangedCells).
  */
-export async function unstorableBalanceCells(db: Knex, dialect: Dialect, trx: Knex.Transaction): Promise<UnstorableBalance[]> {
-  const cells = cellsAddedIn.get(outermost(trx));
-  if (!cells) return [];
+async function unstorableBalanceCells(db: Knex, notStored: (column: string) => Knex.Raw, cells: readonly BalanceChange[]): Promise<UnstorableCell[]> {
   const byPeriod = new Map<string, { year: number; period: number; accounts: number[] }>();
-  for (const c of sumBalanceChanges(cells)) {
+  for (const c of cells) {
     const k = `${c.year}/${c.period}`;
     const group = byPeriod.get(k) ?? { year: c.year, period: c.period, accounts: [] };
     group.accounts.push(c.account);
     byPeriod.set(k, group);
   }
-  const out: UnstorableBalance[] = [];
-  const notStored = (column: string) => db.raw(`case when ${dialect.decimalNotStored} then 1 else 0 end as ??`, [column, `${column}_not_stored`]);
+  const out: UnstorableCell[] = [];
   for (const g of byPeriod.values()) {
     for (let i = 0; i < g.accounts.length; i += ACCOUNTS_PER_READ) {
       const rows: Array<Record<string, unknown>> = await db('lgrbal')
         .where({ postyr: g.year, actprd: g.period })
         .whereIn('lgract', g.accounts.slice(i, i + ACCOUNTS_PER_READ))
-        .select('_idnum', 'lgract', 'dbttot', 'crdtot', notStored('dbttot'), notStored('crdtot'))
+        .select('_idnum', 'lgract', 'postyr', 'actprd', 'dbttot', 'crdtot', notStored('dbttot'), notStored('crdtot'))
         .orderBy('lgract');
       for (const row of rows) {
         for (const column of ['dbttot', 'crdtot'] as const) {
           if (Number(row[`${column}_not_stored`]) !== 1) continue;
-          out.push({ id: String(row._idnum).toLowerCase(), account: Number(row.lgract), year: g.year, period: g.period, column, raw: row[column] });
+          out.push({ set: 'ledger-balances', table: 'lgrbal', column, raw: row[column], row: { _idnum: row._idnum, lgract: Number(row.lgract), postyr: Number(row.postyr), actprd: Number(row.actprd) } });
         }
       }
     }
   }
-  return out.sort((a, b) => a.account - b.account || a.year - b.year || a.period - b.period);
+  const n = (c: UnstorableCell, column: string) => c.row[column] as number;
+  return out.sort((a, b) => n(a, 'lgract') - n(b, 'lgract') || n(a, 'postyr') - n(b, 'postyr') || n(a, 'actprd') - n(b, 'actprd'));
 }

@@ -17,7 +17,7 @@ import { StatementBatch } from '../../storage/statement-batch';
 import type { PostingContext, PostingHooks, ReadAhead } from './context';
 import type { InstalledColumns } from '../../catalog/installed';
 import { resultFieldsUnavailable } from './needs';
-import { unreadableBalanceProblem } from './ledger/unreadable-balance';
+import { unreadableChangeProblem } from './records/unreadable-change';
 
 /**
  * The rules every write shares, built once (spec, Writes). The runner composes a write:
@@ -250,9 +250,10 @@ export class WriteRunner {
         { deadlineAt, what: def.what, ...(attempt ? { onLate: attempt.settleLate } : {}), ...(fence ? { begin: fence } : {}) },
       );
     } catch (err) {
-      // A ledger balance the posting adds to holds no decimal (another program's value): the
-      // upsert refused it, the transaction rolled back; named here for every write and dry run.
-      throw (await unreadableBalanceProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
+      // A stored value a computed change of the posting changes holds no decimal (another
+      // program's value: a ledger balance, a received total, a quantity on order): the statement
+      // refused it, the transaction rolled back; named here for every write and dry run.
+      throw (await unreadableChangeProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
     }
   }
 
@@ -286,7 +287,7 @@ export class WriteRunner {
           { deadlineAt, what: def.what, ...(fence && attempt === 1 ? { begin: fence } : {}) },
         );
       } catch (err) {
-        if (!(err instanceof DryRunRollback)) throw (await unreadableBalanceProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
+        if (!(err instanceof DryRunRollback)) throw (await unreadableChangeProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
         rendered = err.rendered;
       }
       assert(rendered, 'a dry run always rolls back');

@@ -6,6 +6,7 @@ import type { FieldDef } from '../../../catalog/types';
 import type { PostingContext } from '../context';
 import { updateStamps } from './audit';
 import { compiledOnce } from '../../../storage/compiled-statements';
+import { rememberChangedCells, unlessNotStored, type UnstorableCell } from '../../../storage/computed-changes';
 import { PARENT_ID, fieldOf, shapeOf, type RecordShape } from './shapes';
 
 /**
@@ -67,6 +68,22 @@ function takeReadAhead(ctx: RecordsContext, statement: Knex.QueryBuilder): Array
 }
 
 const isComputed = (v: unknown): v is ComputedChange => typeof v === 'object' && v !== null && 'computed' in v;
+
+/**
+ * The SET expression of a computed change of `column` by `by` (encoded): NULL when the stored value
+ * is no decimal as this engine stores one (another program's text or fraction on SQLite, NaN or an
+ * infinity on PostgreSQL), never added to as 0 or its numeric prefix, nor swallowing `by`. Every
+ * column a posting changes so is NOT NULL (db/migrations: pchord.rcvttl, pcorln.rcvdte,
+ * invqty.qtyord), so the NULL refuses the statement and the refusal is named after the rollback
+ * (RecordQuery.changedCells, storage/computed-changes.ts; docs/decisions/0391). The bindings are
+ * `by` (increment) and `by, by` (decrementToZero), as before. A nullable column would store the
+ * NULL: it needs another guard before it is changed so. Exported for the compile tests.
+ */
+export function computedChange(db: Knex | Knex.Transaction, dialect: Dialect, column: string, computed: ComputedChange['computed'], by: Knex.Value): Knex.Raw {
+  return computed === 'increment'
+    ? unlessNotStored(db, dialect, column, '?? + ?', [column, by])
+    : unlessNotStored(db, dialect, column, 'CASE WHEN ?? > ? THEN ?? - ? ELSE 0 END', [column, by, column, by]);
+}
 
 function encode(dialect: Dialect, shape: RecordShape, field: FieldDef, value: RecordValue): unknown {
   if (field.kind !== 'decimal' || value === null) return value;
@@ -312,6 +329,36 @@ export class RecordQuery {
     return [...sums.values()];
   }
 
+  /**
+   * The cells `update` changes by a computed change in `columns`, to read again should the
+   * database refuse one (storage/computed-changes.ts): the same conditions on another connection
+   * (the statement cloned before it becomes the update, compiled only on that failure), each
+   * column's test, the key and a child's parent key beside.
+   */
+  private changedCells(columns: readonly string[]): Parameters<typeof rememberChangedCells>[1] {
+    const { shape } = this;
+    const conditions = this.query.clone();
+    return {
+      set: shape.name,
+      table: shape.table,
+      columns,
+      async unstorable(db, notStored) {
+        const keys = [shape.keyColumn, ...(shape.parentColumn !== undefined ? [shape.parentColumn] : [])];
+        const { sql, bindings } = conditions.select(...keys, ...columns, ...columns.map(notStored)).toSQL();
+        const result = await db.raw(sql, bindings);
+        const rows = (Array.isArray(result) ? result : result.rows) as Array<Record<string, unknown>>;
+        const out: UnstorableCell[] = [];
+        for (const row of rows) {
+          for (const column of columns) {
+            if (Number(row[`${column}_not_stored`]) !== 1) continue;
+            out.push({ set: shape.name, table: shape.table, column, raw: row[column], row: Object.fromEntries(keys.map((k) => [k, row[k]])) });
+          }
+        }
+        return out;
+      },
+    };
+  }
+
   /** Changes the matching records (and their audit stamps); returns how many rows changed. */
   async update(changes: Readonly<Record<string, Change>>): Promise<number> {
     const { trx } = this.ctx;
@@ -319,6 +366,7 @@ export class RecordQuery {
     // SET binds before WHERE, in the order of the changes (then the stamps).
     let signature = `${this.signature} set`;
     const set: unknown[] = [];
+    const computed: string[] = [];
     for (const [field, value] of Object.entries(changes)) {
       const column = this.column(field);
       if (!isComputed(value)) {
@@ -328,11 +376,12 @@ export class RecordQuery {
         continue;
       }
       const by = this.encoded(field, value.by) as Knex.Value;
-      row[column] =
-        value.computed === 'increment' ? trx.raw('?? + ?', [column, by]) : trx.raw('CASE WHEN ?? > ? THEN ?? - ? ELSE 0 END', [column, by, column, by]);
+      row[column] = computedChange(trx, this.ctx.dialect, column, value.computed, by);
       signature += ` ${column} ${value.computed}`;
       set.push(...(value.computed === 'increment' ? [by] : [by, by]));
+      computed.push(column);
     }
+    if (computed.length > 0) rememberChangedCells(trx, this.changedCells(computed));
     const stamps = updateStamps(this.ctx);
     for (const [column, value] of Object.entries(stamps)) {
       signature += ` ${column}`;
