@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { startTopology, WORKERS, RATE_PER_MINUTE, DETECTION_INTERVAL_SECONDS, DETECTION_LAG_SECONDS, type DeployedInstance, type Topology } from './topology';
 import type { HttpResult } from '../support/server-process';
-import { apInvoice, countRows, FX, journal } from '../support/posting-fixture';
+import { apInvoice, countRows, FX, journal, seedAllocationToJob } from '../support/posting-fixture';
 import { assertBooksInvariants, queryRows } from '../support/invariants';
 import { assertNoWindow, assertWritesExact, exchange, trafficLoop, type Exchange, type Sent } from '../support/lock-window';
 import { startWebhookReceiver, type ReceivedWebhook } from '../support/webhook-receiver';
@@ -139,20 +139,7 @@ test('dry run: no record number a dry run shows through one process is handed ou
   await top.whole();
   const key = await top.newKey('dp dry-run numbers');
   const tag = `DPN${Date.now() % 100_000}`;
-  const allocation = (number: string) => ({
-    allocationNumber: number,
-    allocationDate: '2026-11-20',
-    description: 'Dry-run numbers across processes',
-    status: 4,
-    purpose: 2,
-    fromLocation: 1,
-    jobNumber: 2601,
-    phaseNumber: 3,
-    lines: [
-      { lineNumber: 1, partNumber: 72, quantity: 1, costCode: 3, costType: 1 },
-      { lineNumber: 2, partNumber: 187, quantity: 1, costCode: 3, costType: 1 },
-    ],
-  });
+  const allocation = (number: string) => seedAllocationToJob(number, [1, 1], { description: 'Dry-run numbers across processes' });
   // Dry runs and postings at once, through every process, alternating.
   const targets = top.everyProcess();
   const sent: Array<Promise<{ dry: boolean; res: HttpResult }>> = [];

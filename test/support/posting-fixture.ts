@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Dec } from '../../src/storage/decimal';
 import { dialectFor, engineOf } from '../../src/storage/dialect';
+import { DATA_TOKEN_SQL } from '../../src/storage/data-change-log';
+import { queryRows } from './invariants';
 
 export const FX = {
   year: 2026,
@@ -167,6 +169,19 @@ export async function booksBalance(knex: Knex): Promise<{ debit: string; credit:
     c = c.plus(dialect.decodeDecimal(r.crdtot, 2)!);
   }
   return { debit: d.toFixed(2), credit: c.toFixed(2) };
+}
+
+/**
+ * Row counts of `tables` and the data change counter (src/storage/data-change-log.ts: moved by
+ * every transaction that commits book data, which change events are detected from): a refused
+ * posting moves none of them.
+ */
+export async function bookFootprint(knex: Knex, tables: readonly string[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const table of tables) out[table] = await countRows(knex, table);
+  const [token] = await queryRows<{ n: unknown }>(knex, DATA_TOKEN_SQL);
+  out.dataChangeToken = Number(token!.n);
+  return out;
 }
 
 export async function countRows(knex: Knex, table: string, where: Record<string, unknown> = {}): Promise<number> {

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import type { TestApp } from '../../support/app';
 import { useTestApp } from '../../support/use-test-app';
 import { assertBooksInvariants } from '../../support/invariants';
+import { seedAllocationToJob } from '../../support/posting-fixture';
 
 let t: TestApp;
 useTestApp((app) => (t = app));
@@ -18,22 +19,7 @@ useTestApp((app) => (t = app));
 const ALLOCATIONS = '/api/v3/inventory-allocations';
 const PAYROLL = '/api/v3/payroll-records/post';
 
-function allocation(number: string): Record<string, unknown> {
-  return {
-    allocationNumber: number,
-    allocationDate: '2026-11-20',
-    description: 'Dry-run numbers',
-    status: 4,
-    purpose: 2,
-    fromLocation: 1,
-    jobNumber: 2601,
-    phaseNumber: 3,
-    lines: [
-      { lineNumber: 1, partNumber: 72, quantity: 2, costCode: 3, costType: 1 },
-      { lineNumber: 2, partNumber: 187, quantity: 1, costCode: 3, costType: 1 },
-    ],
-  };
-}
+const allocation = (number: string) => seedAllocationToJob(number, [2, 1], { description: 'Dry-run numbers' });
 
 /** Every record number an answer shows, by entity. */
 function shown(body: any): Record<string, number[]> {

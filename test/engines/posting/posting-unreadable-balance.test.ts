@@ -14,9 +14,8 @@ import assert from 'node:assert/strict';
 import type { TestApp } from '../../support/app';
 import { usePostingApp } from '../../support/posting-app';
 import { assertProblem } from '../../support/http';
-import { FX, apInvoice, countRows, journal } from '../../support/posting-fixture';
 import { queryRows } from '../../support/invariants';
-import { DATA_TOKEN_SQL } from '../../../src/storage/data-change-log';
+import { FX, apInvoice, bookFootprint, countRows, journal } from '../../support/posting-fixture';
 
 let t: TestApp;
 usePostingApp((app) => (t = app));
@@ -26,15 +25,7 @@ const A = FX.accounts;
 /** The tables a journal writes: none may move when it is refused. */
 const POSTED_TABLES = ['lgrtrn', 'lgtnln', 'lgrbal'] as const;
 
-async function counts(): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const table of POSTED_TABLES) out[table] = await countRows(t.knex, table);
-  // The data change counter: moved by every transaction that commits book data, which the change
-  // events are detected from (src/storage/data-change-log.ts); unmoved, no event can follow.
-  const [token] = await queryRows<{ n: unknown }>(t.knex, DATA_TOKEN_SQL);
-  out.dataChangeToken = Number(token!.n);
-  return out;
-}
+const counts = () => bookFootprint(t.knex, POSTED_TABLES);
 
 function post(body: unknown, key: string, query = '') {
   return t.http.post(`${PATH}${query}`).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body as object);

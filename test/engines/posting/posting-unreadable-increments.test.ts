@@ -25,9 +25,8 @@ import knexFactory from 'knex';
 import type { TestApp } from '../../support/app';
 import { usePostingApp } from '../../support/posting-app';
 import { assertProblem } from '../../support/http';
-import { countRows, openSeedJobOrder } from '../../support/posting-fixture';
 import { queryRows } from '../../support/invariants';
-import { DATA_TOKEN_SQL } from '../../../src/storage/data-change-log';
+import { bookFootprint, countRows, openSeedJobOrder } from '../../support/posting-fixture';
 import { dialectFor } from '../../../src/storage/dialect';
 import { computedChange } from '../../../src/engines/posting/records/query';
 
@@ -40,13 +39,7 @@ const STOCK_PO = 'PO26-000065';
 /** The tables a receipt writes: none may move when it is refused. */
 const POSTED_TABLES = ['acpinv', 'apivln', 'lgrtrn', 'lgtnln', 'lgrbal', 'invhst', 'jobcst'] as const;
 
-async function counts(): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const table of POSTED_TABLES) out[table] = await countRows(t.knex, table);
-  const [token] = await queryRows<{ n: unknown }>(t.knex, DATA_TOKEN_SQL);
-  out.dataChangeToken = Number(token!.n);
-  return out;
-}
+const counts = () => bookFootprint(t.knex, POSTED_TABLES);
 
 function receive(body: unknown, key: string, query = '') {
   return t.http.post(`${PATH}${query}`).set('x-api-key', t.apiKey).set('Content-Type', 'application/json').set('Idempotency-Key', key).send(body as object);
