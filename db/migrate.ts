@@ -24,6 +24,7 @@ import * as m015 from './migrations/20261127000201_lock_acknowledgements';
 import * as m016 from './migrations/20261127000240_event_line_indexes';
 import * as m017 from './migrations/20261127000261_sealed_webhook_secrets';
 import * as m018 from './migrations/20261127000262_audit_log';
+import * as m019 from './migrations/20261127000428_delivery_window_attempts';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -50,6 +51,7 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261127000240_event_line_indexes', m016],
   ['20261127000261_sealed_webhook_secrets', m017],
   ['20261127000262_audit_log', m018],
+  ['20261127000428_delivery_window_attempts', m019],
 ];
 
 type Entry = readonly [string, MigrationModule];

@@ -9263,6 +9263,7 @@ export interface components {
         };
         WebhookDelivery: {
             attemptLog: components["schemas"]["WebhookAttempt"][];
+            /** @description Every attempt made, those before a resend included (the attempts of attemptLog). */
             attempts: number;
             createdAt: components["schemas"]["Timestamp"];
             /** Format: uuid */
@@ -9285,6 +9286,7 @@ export interface components {
         WebhookDeliveryListed: {
             /** @description A list: can be selected, not filtered or ordered. */
             attemptLog?: components["schemas"]["WebhookAttempt"][];
+            /** @description Every attempt made, those before a resend included (the attempts of attemptLog). */
             attempts?: number;
             createdAt?: components["schemas"]["Timestamp"];
             /** Format: uuid */

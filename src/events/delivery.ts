@@ -150,7 +150,8 @@ export class DeliveryWorker {
     }
     const durationMs = Date.now() - started;
     const ok = error === null;
-    const next = ok || gone ? null : nextAttemptAt(attempt, at, d.windowStart, retryAfter, this.o.random);
+    // The schedule counts this window's attempts; `attempt` numbers every attempt of the delivery.
+    const next = ok || gone ? null : nextAttemptAt(attempt - d.attemptsAtWindowStart, at, d.windowStart, retryAfter, this.o.random);
     const status = ok ? 'succeeded' : next ? 'pending' : 'failed';
     const recorded = await store.recordAttempt(d.id, { attempt, attemptedAt: at, statusCode, outcome: ok ? 'succeeded' : gone ? 'gone' : 'failed', error, durationMs }, { status, nextAttemptAt: next });
     if (recorded && gone && endpoint) {

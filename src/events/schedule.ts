@@ -13,11 +13,12 @@ export const JITTER = 0.1;
 export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 3_600_000;
 
 /**
- * When attempt `attempt + 1` should be made after attempt `attempt` (1-based) failed at `at`,
- * or null when the delivery has failed for good. `random` in [0, 1) (injectable for tests).
+ * When the next attempt should be made after attempt `windowAttempt` of the current window
+ * (1-based: the first attempt after creation or a resend is 1) failed at `at`, or null when the
+ * delivery has failed for good. `random` in [0, 1) (injectable for tests).
  */
-export function nextAttemptAt(attempt: number, at: Date, windowStart: Date, retryAfterMs: number | undefined, random: () => number = Math.random): Date | null {
-  const base = RETRY_DELAYS_MS[attempt - 1];
+export function nextAttemptAt(windowAttempt: number, at: Date, windowStart: Date, retryAfterMs: number | undefined, random: () => number = Math.random): Date | null {
+  const base = RETRY_DELAYS_MS[windowAttempt - 1];
   if (base === undefined) return null;
   const jittered = base * (1 + JITTER * (2 * random() - 1));
   const delay = Math.max(jittered, retryAfterMs ?? 0);

@@ -47,7 +47,13 @@ export interface DeliveryRow {
   eventType: string;
   payload: string;
   status: DeliveryStatus;
+  /** Every attempt made, over all windows (the delivery log's `attempts`; `whkatt` numbers them). */
   attempts: number;
+  /**
+   * `attempts` when the current retry window opened (0 at creation, `attempts` at a resend): the
+   * schedule counts the attempts after it (decisions/0428-a-resend-restarts-the-retry-schedule.md).
+   */
+  attemptsAtWindowStart: number;
   createdAt: Date;
   windowStart: Date;
   nextAttemptAt: Date | null;
@@ -91,6 +97,7 @@ function deliveryOf(r: any): DeliveryRow {
     payload: r.payload,
     status: r.status,
     attempts: Number(r.attempts),
+    attemptsAtWindowStart: Number(r.attempts_at_window_start),
     createdAt: fromDbTime(r.created_at)!,
     windowStart: fromDbTime(r.window_start)!,
     nextAttemptAt: fromDbTime(r.next_attempt_at),
@@ -403,14 +410,22 @@ export class EventStore {
 
   /** Puts a delivery back in the queue now, with a new three-day window (same event id). */
   async resend(id: string, at: Date): Promise<void> {
-    await this.knex('whkdlv').where({ id }).update({ status: 'pending', window_start: this.t(at), next_attempt_at: this.t(at), claimed_by: null, claimed_until: null });
+    await this.knex('whkdlv').where({ id }).update(this.newWindow(at));
   }
 
   async resendFailed(since: Date, endpointId: string | undefined, at: Date): Promise<number> {
     const q = this.knex('whkdlv').where({ status: 'failed' }).where('created_at', '>=', this.t(since));
     if (endpointId) q.where({ endpoint_id: endpointId });
-    const n = await q.update({ status: 'pending', window_start: this.t(at), next_attempt_at: this.t(at), claimed_by: null, claimed_until: null });
+    const n = await q.update(this.newWindow(at));
     return Number(n);
+  }
+
+  /**
+   * The columns of a retry window opened at `at`: due now, and the schedule starting from its first
+   * delay, its attempts counted from the attempts made so far (read in the same UPDATE).
+   */
+  private newWindow(at: Date): Record<string, unknown> {
+    return { status: 'pending', window_start: this.t(at), attempts_at_window_start: this.knex.ref('attempts'), next_attempt_at: this.t(at), claimed_by: null, claimed_until: null };
   }
 
   /**
