@@ -77,7 +77,7 @@ async function withholdingOf(empnum: number, gross: Dec, checkDate: string): Pro
 
 /** Sets the record's lines to add up to `gross` (a correction line of the difference) and its totals to agree. */
 async function makeGross(state: RecordState, gross: Dec): Promise<void> {
-  const current = state.lines.reduce((s, l) => s.plus(dec(l.amount)), new Dec(0));
+  const current = state.lines.reduce((s: Dec, l) => s.plus(dec(l.amount)), new Dec(0));
   await addLine(state, { amount: enc(gross.minus(current)), hrswrk: enc(0) });
   const checkDate = state.row.chkdte instanceof Date ? state.row.chkdte.toISOString().slice(0, 10) : String(state.row.chkdte).slice(0, 10);
   const deductions = await withholdingOf(Number(state.row.empnum), gross, checkDate);
