@@ -1861,12 +1861,17 @@ export interface paths {
          *       `bankAccountNumber`, default the ledger setup's cash account).
          *     * Job costs (cost type 2 Labor, hours and amount) and equipment costs (category 5 Labor) equal
          *       the ledger lines they come from.
+         *     * A timecard line with a negative amount is a correction: where the lines of one account and
+         *       job (or equipment) add up to a negative amount, the journal credits that account with the
+         *       job (never a negative debit), and the line's job or equipment cost carries the negative
+         *       amount; lines that add up to zero post no journal line.
          *     * The records' check date drives the posting period (see /ledger-transactions); a batch has one
          *       check date (else 422 BUSINESS_RULE_VIOLATED).
          *     * A selected record that is not Computed: 422 DOCUMENT_NOT_POSTABLE, `errors[]` naming each
          *       (`recordNumbers[i]`, or `periodEndDate`). Records whose deductions no longer agree with the
          *       payroll calculations, or whose timecard lines do not add up to the gross pay, are refused the
-         *       same way (compute them again). A record already Posted (posting the same batch again):
+         *       same way (compute them again); so is a record whose gross or net pay is negative (no check
+         *       pays it; code `negative_gross_pay` / `negative_net_pay`), and the batch posts nothing. A record already Posted (posting the same batch again):
          *       409 DOCUMENT_ALREADY_POSTED. Unknown record numbers, or no record ending its period on
          *       `periodEndDate`: 404 REFERENCE_NOT_FOUND.
          *     * Payroll is a PII surface: the result carries record numbers, employee numbers and amounts,

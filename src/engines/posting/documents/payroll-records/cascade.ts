@@ -11,8 +11,9 @@ import { STATUS_COMPUTED, STATUS_POSTED, type RecordRow } from './references';
 /**
  * POST /payroll-records/post, the cascade: the claim of the records (Computed -> Posted), the
  * batch's journal from what each record posts (compute.ts: one line per account, and job or
- * equipment, debits first), a job cost per job line and an equipment cost per shop line (each the
- * amount its ledger line carries).
+ * equipment, debits first; a key that corrections made negative posts on the other side), a job
+ * cost per job line and an equipment cost per shop line (each the amount of its timecard line, a
+ * correction's negative too: per job and unit they add up to the ledger lines, debits minus credits).
  */
 
 const COST_TYPE_LABOR = 2;
@@ -90,11 +91,26 @@ export async function postBatch(ctx: PostingContext, batch: RecordRow[], ready: 
   // rehearses this posting at start).
   const byCodeUnit = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
   const sortedDebits = [...debits.values()].sort((a, b) => a.account - b.account || (a.job ?? 0) - (b.job ?? 0) || (a.equipment ?? 0) - (b.equipment ?? 0) || byCodeUnit(a.description, b.description));
-  for (const d of sortedDebits) {
-    journalLines.push({ lineNumber: journalLines.length + 1, ledgerAccount: d.account, description: d.description, debit: d.amount, credit: new Dec(0), jobNumber: d.job, equipmentNumber: d.equipment });
-  }
-  for (const [account, c] of [...credits.entries()].sort((a, b) => a[0] - b[0])) {
-    journalLines.push({ lineNumber: journalLines.length + 1, ledgerAccount: account, description: c.description, debit: new Dec(0), credit: c.amount });
+  const sortedCredits = [...credits.entries()].sort((a, b) => a[0] - b[0]).map(([account, c]) => ({ account, job: null, equipment: null, description: c.description, amount: c.amount }));
+  // Each key's net amount posts on its own side, or, when corrections made it negative (a negative
+  // timecard line on a job: decision 0425), as its absolute value on the other side of the same
+  // account, job and equipment; a key that nets to zero posts no line. The journal assertion
+  // (journal.ts: no negative amount, a line is a debit or a credit) stays an invariant.
+  const sided = [...sortedDebits.map((d) => ({ ...d, debitSide: true })), ...sortedCredits.map((c) => ({ ...c, debitSide: false }))]
+    .filter((k) => !k.amount.isZero())
+    .map((k) => ({ ...k, isDebit: k.debitSide !== k.amount.isNegative() }));
+  // Debits first (stable: each side keeps the keys' order).
+  for (const k of [...sided.filter((k) => k.isDebit), ...sided.filter((k) => !k.isDebit)]) {
+    const amount = k.amount.abs();
+    journalLines.push({
+      lineNumber: journalLines.length + 1,
+      ledgerAccount: k.account,
+      description: k.description,
+      debit: k.isDebit ? amount : new Dec(0),
+      credit: k.isDebit ? new Dec(0) : amount,
+      jobNumber: k.job,
+      equipmentNumber: k.equipment,
+    });
   }
   const enteredDate = ctx.today;
   const ledgerTransaction = await writeJournal(ctx, {

@@ -82,6 +82,11 @@ export function computeRecord(record: RecordRow, lines: LineRow[], setup: Setup,
   if (refusals.errors.length === before && !withheldTotal.equals(record.deductions)) {
     refusals.add(record, 'deductions_disagree', 'its deductions differ from what the payroll calculations give now; compute it again');
   }
+  // A batch pays each record by a check: a negative amount is no check (decision 0425). A negative
+  // timecard line is a correction and posts (cascade.ts); a negative record is not, and is never
+  // netted into the other records' cash credit.
+  if (record.gross.isNegative()) refusals.add(record, 'negative_gross_pay', 'its gross pay is negative; a payroll batch pays no negative check (correct its timecard lines, or reverse the check it corrects)');
+  if (record.net.isNegative()) refusals.add(record, 'negative_net_pay', 'its net pay is negative (its deductions exceed its gross pay); a payroll batch pays no negative check (correct its deductions or timecard lines and compute it again)');
 
   const burden: Posting[] = [];
   for (const c of setup.calculations.values()) {

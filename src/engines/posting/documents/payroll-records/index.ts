@@ -25,6 +25,10 @@ import { loadSetup } from './setup';
  *                        setup's cash account).
  *   job costs            one per job line: labor cost type (2), hours and amount (= its ledger debit)
  *   equipment costs      one per equipment line: category 5 Labor (= its ledger debit)
+ *
+ * A negative timecard line is a correction: a key the lines make negative posts as a credit on
+ * the same account and job or equipment, and its cost is negative; a record with a negative gross
+ * or net pay (no check pays it) is 422 (decision 0425).
  *   records              status 2 Computed -> 3 Posted, with the journal's record number and period
  *
  * Where the amounts come from: gross is the record's timecard lines; withholdings are the
