@@ -400,9 +400,9 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   // While the workers load their modules. They wait for this before reading the database, so
   // migrations still run once, here, before any worker serves.
   const { banner: bannerText, prepareDatabase } = await import('./boot');
-  const { openDatabase, parseDatabaseUrl } = await import('./storage/database');
+  const { openDatabase, parseDatabaseUrl, statementTimeoutMsFor } = await import('./storage/database');
   banner = bannerText;
-  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: 1 });
+  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: 1 }, { statementTimeoutMs: statementTimeoutMsFor(config.dbDeadlineMs) });
   database = { display: target.display, engine: target.engine };
   const knex = openDatabase(target, log);
   try {

@@ -4,7 +4,7 @@ import pino, { type Logger } from 'pino';
 import type { Config } from './config';
 import { createServices, type Services } from './services';
 import { createApp } from './app';
-import { openDatabase, parseDatabaseUrl } from './storage/database';
+import { openDatabase, parseDatabaseUrl, statementTimeoutMsFor } from './storage/database';
 import { banner, prepareDatabase, type BootReport } from './boot';
 
 // Defined in ./boot (which a cluster primary loads without the app); exported here as before.
@@ -92,7 +92,10 @@ export interface StartServerOptions {
  */
 export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? pino({ level: config.logLevel });
-  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: config.dbPoolMax }, { checkpointsElsewhere: options.checkpointsElsewhere });
+  const target = parseDatabaseUrl(config.databaseUrl, { min: 0, max: config.dbPoolMax }, {
+    checkpointsElsewhere: options.checkpointsElsewhere,
+    statementTimeoutMs: statementTimeoutMsFor(config.dbDeadlineMs),
+  });
   const knex = openDatabase(target, logger);
   let report: BootReport;
   try {

@@ -128,5 +128,5 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
   const audit = new AuditLog({ knex, engine, logger, retentionDays: config.auditRetentionDays, isLocked: () => lock.isLocked() });
   // The detection lease is held under this process's boot: a process that dies hands it over within 3 heartbeats.
   const events = new Events({ knex, engine, keys, secrets, audit, logger, config, isLocked: () => lock.isLocked(), holder: heartbeat.identity.bootId, holderGone: (holder) => bootGone(knex, holder, Date.now()) });
-  return { config, logger, knex, engine, dialect, queryDialect: queryDialectFor(engine), keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, secrets, audit, database: new DatabaseState(knex, MIGRATION_NAMES) };
+  return { config, logger, knex, engine, dialect, queryDialect: queryDialectFor(engine), keys, lock, boundary, numbers, writes, events, heartbeat, dataChanges, installed, secrets, audit, database: new DatabaseState(knex, MIGRATION_NAMES, engine) };
 }

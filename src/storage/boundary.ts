@@ -7,6 +7,7 @@ import { currentTraceId, inSpan } from '../telemetry/tracing';
 import { traceSessionStatement } from './trace-session';
 import { PoolClosedForLock } from './pool-drain';
 import { lockedProblem } from './lock-problems';
+import { APPLOCK_REFUSED_BASE } from './named-locks';
 
 /**
  * The on-premise boundary: every read and write of the books reaches the database through
@@ -130,6 +131,10 @@ const MSSQL_NUMBERS: Record<number, DatabaseFailure> = {
   1205: refused('deadlock'),
   3960: refused('deadlock'), // snapshot isolation update conflict
   1222: refused('busy'), // lock request time out
+  // sp_getapplock refused a named lock (named-locks.ts MSSQL_LOCK: APPLOCK_REFUSED_BASE - its result).
+  [APPLOCK_REFUSED_BASE + 1]: refused('busy'), // timeout
+  [APPLOCK_REFUSED_BASE + 2]: refused('busy'), // cancelled
+  [APPLOCK_REFUSED_BASE + 3]: refused('deadlock'), // chosen as deadlock victim
   40501: refused('busy'), // service busy (Azure SQL)
   229: refused('permission'),
   230: refused('permission'),
@@ -526,8 +531,7 @@ export class Boundary {
       try {
         return await this.deps.knex.transaction(async (trx) => {
           // The request's trace id on the database session, for the database administrator.
-          const traceId = currentTraceId();
-          const label = traceId ? traceSessionStatement(trx, this.deps.engine, traceId) : undefined;
+          const label = traceSessionStatement(trx, this.deps.engine, currentTraceId());
           if (label) await label;
           const value = await fn(trx);
           commitSent = true;

@@ -17,6 +17,17 @@ const LOG = 'datlog';
 /** The token of a read snapshot: one statement, so both parts come from the same snapshot. */
 export const DATA_TOKEN_SQL = `select (select n from ${COUNTER} where id = 0) + (select count(*) from ${LOG}) as n`;
 
+/**
+ * SQL Server's fold, one batch. XACT_ABORT ON makes any error roll the whole transaction back; it
+ * is a SESSION setting, and the connection goes back to the pool: the batch sets it OFF again
+ * (the default) on success, and the CATCH sets it OFF before re-throwing, so the next user of the
+ * connection never runs with it. (SET inside a TRY is undone by nothing else: a batch's SET stays.)
+ */
+export const MSSQL_FOLD =
+  `SET XACT_ABORT ON; BEGIN TRY BEGIN TRAN; DECLARE @k bigint; DELETE FROM [${LOG}] WITH (READPAST); SET @k = @@ROWCOUNT; ` +
+  `IF @k > 0 UPDATE [${COUNTER}] SET [n] = [n] + @k WHERE [id] = 0; COMMIT TRAN; SET XACT_ABORT OFF; SELECT @k AS k; END TRY ` +
+  `BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRAN; SET XACT_ABORT OFF; THROW; END CATCH`;
+
 /** Moves the committed log rows into the counter; returns how many. */
 export async function foldDataChangeLog(knex: Knex, engine: Engine): Promise<number> {
   switch (engine) {
@@ -33,10 +44,7 @@ export async function foldDataChangeLog(knex: Knex, engine: Engine): Promise<num
     }
     case 'mssql': {
       // READPAST: rows of transactions still in flight are locked; skipped, left for the next fold.
-      const rows = (await knex.raw(
-        `SET XACT_ABORT ON; BEGIN TRAN; DECLARE @k bigint; DELETE FROM [${LOG}] WITH (READPAST); SET @k = @@ROWCOUNT; ` +
-          `IF @k > 0 UPDATE [${COUNTER}] SET [n] = [n] + @k WHERE [id] = 0; COMMIT TRAN; SELECT @k AS k;`,
-      )) as Array<{ k: number }>;
+      const rows = (await knex.raw(MSSQL_FOLD)) as Array<{ k: number }>;
       return Number(rows[0]?.k ?? 0);
     }
   }

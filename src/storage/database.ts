@@ -57,6 +57,26 @@ export interface ConnectionOptions {
    * commits checkpoint only past WAL_BACKSTOP_PAGES (src/storage/wal-checkpointer.ts).
    */
   checkpointsElsewhere?: boolean;
+  /**
+   * SQL Server: how long one statement may run before tedious cancels it (its `requestTimeout`;
+   * 504 UPSTREAM_TIMEOUT). The service passes statementTimeoutMsFor(DB_DEADLINE_MS). Unset:
+   * tedious's own 15 s.
+   */
+  statementTimeoutMs?: number;
+}
+
+/** tedious's default `requestTimeout`. */
+export const TEDIOUS_DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
+
+/**
+ * SQL Server's statement limit for a DB_DEADLINE_MS (decision 0420): the deadline, so a statement
+ * of a request is not cut before the request's own limit (tedious cut every one at 15 s, whatever
+ * DB_DEADLINE_MS said); never below tedious's 15 s, so a short deadline (which the boundary already
+ * answers 504 at, as on PostgreSQL, where no statement_timeout is set) does not cut the migrations
+ * and background work that share the pool.
+ */
+export function statementTimeoutMsFor(dbDeadlineMs: number): number {
+  return Math.max(dbDeadlineMs, TEDIOUS_DEFAULT_REQUEST_TIMEOUT_MS);
 }
 
 export function parseDatabaseUrl(url: string, pool: { min: number; max: number } = { min: 0, max: 10 }, options: ConnectionOptions = {}): DatabaseTarget {
@@ -130,7 +150,11 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
           user: decodeURIComponent(u.username),
           password: decodeURIComponent(u.password),
           database: u.pathname.replace(/^\//, ''),
-          options: { encrypt, trustServerCertificate: u.searchParams.get('trustServerCertificate') === 'true' },
+          options: {
+            encrypt,
+            trustServerCertificate: u.searchParams.get('trustServerCertificate') === 'true',
+            ...(options.statementTimeoutMs !== undefined ? { requestTimeout: options.statementTimeoutMs } : {}),
+          },
         },
         pool: { ...pool },
       },

@@ -1,4 +1,5 @@
 import type { Engine } from './database';
+import { dateOf } from './query-dialect-common';
 
 /**
  * Timestamps written by the service itself. PostgreSQL and SQL Server take a Date; on SQLite
@@ -21,15 +22,24 @@ export function fromDbTime(raw: unknown): Date | null {
   return new Date(text);
 }
 
-/** A `date` column value as YYYY-MM-DD (drivers return Date on PostgreSQL/SQL Server, text on SQLite). */
-export function toIsoDate(raw: unknown): string | null {
+/**
+ * A `date` column value as YYYY-MM-DD, the same calendar date whatever the process's time zone.
+ * SQLite returns text; the drivers that return a Date put the date at different instants:
+ *   PostgreSQL  node-postgres parses DATE as LOCAL midnight: read back with local getters;
+ *   SQL Server  tedious (useUTC, its default) returns DATE as UTC midnight: read with UTC getters
+ *               (local getters put it on the day before when the server's zone is behind UTC).
+ * The one decoding of the query dialects (query-dialect-common.ts dateOf, decision 0420).
+ */
+export function toIsoDate(raw: unknown, engine: Engine): string | null {
   if (raw === null || raw === undefined) return null;
   if (raw instanceof Date) {
-    // pg parses DATE as local midnight; format in local time to get the calendar date back.
-    const y = raw.getFullYear();
-    const m = String(raw.getMonth() + 1).padStart(2, '0');
-    const d = String(raw.getDate()).padStart(2, '0');
-    return `${y}-${m}-${d}`;
+    const date = dateOf(raw, datesAreLocal(engine));
+    return typeof date === 'string' ? date : null;
   }
   return String(raw).slice(0, 10);
+}
+
+/** Whether the engine's driver returns a `date` column as a Date at local midnight (else UTC midnight, or text). */
+export function datesAreLocal(engine: Engine): boolean {
+  return engine === 'postgres';
 }

@@ -103,11 +103,31 @@ export function lockShared(db: Knex | Knex.Transaction, engine: Engine): Knex.Qu
 
 /** Inside the transaction that takes or releases the lock: waits for every posting transaction holding the shared lock. */
 export async function lockTableExclusive(trx: Knex.Transaction, engine: Engine, waitMs: number): Promise<void> {
+  // The wait is bounded; a posting stuck past it makes the lock answer 502 busy (PostgreSQL 55P03,
+  // SQL Server 1222) instead of hanging.
+  if (engine === 'mssql') {
+    await lockExclusiveWithin(trx, waitMs);
+    return;
+  }
   const statement = lockExclusive(trx, engine);
   if (!statement) return;
-  // PostgreSQL: the wait is bounded; a posting stuck past it makes the lock answer 502 busy (55P03) instead of hanging.
   if (engine === 'postgres') await trx.raw(`set local lock_timeout = ${Math.max(1, Math.round(waitMs))}`);
   await statement;
+}
+
+/**
+ * SQL Server: `lockExclusive` under a lock wait of `waitMs` (LOCK_ACK_TIMEOUT_MS bounds it, as
+ * PostgreSQL's `set local lock_timeout`). SET LOCK_TIMEOUT is the SESSION's, not the transaction's,
+ * and the connection goes back to the pool: one batch sets it, takes the lock and sets it back to
+ * -1 (wait for ever, the default) on success and in the CATCH before re-throwing (error 1222 on
+ * timeout). Exported for the compile test.
+ */
+export function lockExclusiveWithin(db: Knex | Knex.Transaction, waitMs: number): Knex.Raw {
+  const statement = String(lockExclusive(db, 'mssql'));
+  return db.raw(
+    `SET LOCK_TIMEOUT ${Math.max(1, Math.round(waitMs))}; BEGIN TRY ${statement}; END TRY ` +
+      'BEGIN CATCH SET LOCK_TIMEOUT -1; THROW; END CATCH; SET LOCK_TIMEOUT -1;',
+  );
 }
 
 /** The statement of `lockTableExclusive`, none on SQLite (exported for the SQL Server compile test). */

@@ -6,6 +6,18 @@ import { COUNTER_SUBQUERY, type ReferenceCache } from './reference-cache';
 const PG_LOCK = 'select pg_advisory_xact_lock(hashtextextended(?, 0))';
 
 /**
+ * SQL Server: the transaction-owned application lock on a name. sp_getapplock RETURNS its outcome
+ * (0/1 granted; -1 timeout, -2 cancelled, -3 deadlock victim, -999 bad call) and raises nothing: a
+ * refusal ignored would let the posting go on unserialised (a journal number posted twice). So a
+ * refusal is thrown as error APPLOCK_REFUSED_BASE - result (51001 timeout, 51002 cancelled, 51003
+ * deadlock, 51999 bad call), which boundary.ts classifies (502 DATABASE_REFUSED busy / deadlock).
+ */
+export const APPLOCK_REFUSED_BASE = 51000;
+export const MSSQL_LOCK =
+  "DECLARE @r int; EXEC @r = sp_getapplock @Resource = ?, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 15000; " +
+  `IF @r < 0 BEGIN DECLARE @e int = ${APPLOCK_REFUSED_BASE} - @r; THROW @e, N'named lock not granted (sp_getapplock refused)', 1; END`;
+
+/**
  * Exclusive locks on a name for the rest of a transaction, used to serialise postings that
  * must not race on a natural key (two journals with the same transaction number, two invoices
  * with the same vendor invoice number). SQLite needs none: the service holds one connection
@@ -17,7 +29,7 @@ export async function lockNameForTransaction(trx: Knex.Transaction, engine: Engi
       await trx.raw(PG_LOCK, [name]);
       return;
     case 'mssql':
-      await trx.raw("exec sp_getapplock @Resource = ?, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 15000", [name]);
+      await trx.raw(MSSQL_LOCK, [name]);
       return;
     default:
       return;

@@ -50,7 +50,7 @@ export const mssqlQueryDialect = (base: Dialect): QueryDialect => ({
     return { sql: `?? ${negate ? 'NOT LIKE' : 'LIKE'} ? ESCAPE '!'`, bindings: [column, escapeLike(pattern)] };
   },
   readSnapshot(knex, fn) {
-    // Needs ALLOW_SNAPSHOT_ISOLATION ON (docs/decisions.md).
+    // Needs ALLOW_SNAPSHOT_ISOLATION ON (decision 0015; docs/sql-server.md; /readyz is 503 without it: database-state.ts).
     return knex.transaction((trx) => fn(transactionReader(trx, counterToken)), { isolationLevel: 'snapshot' });
   },
 });

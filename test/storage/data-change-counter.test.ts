@@ -138,7 +138,9 @@ test('SQL Server: the fold is one batch in one transaction, skipping rows of tra
   assert.equal(await foldDataChangeLog(fake, 'mssql'), 3);
   assert.equal(sent.length, 1, 'one batch');
   const [batch] = sent as [string];
-  assert.match(batch, /^SET XACT_ABORT ON; BEGIN TRAN; /);
+  assert.match(batch, /^SET XACT_ABORT ON; BEGIN TRY BEGIN TRAN; /);
+  // XACT_ABORT is the session's: set back OFF for the pooled connection's next user (decision 0420).
+  assert.match(batch, /COMMIT TRAN; SET XACT_ABORT OFF; .*BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRAN; SET XACT_ABORT OFF; THROW; END CATCH$/);
   assert.match(batch, /DELETE FROM \[datlog\] WITH \(READPAST\); SET @k = @@ROWCOUNT; IF @k > 0 UPDATE \[datchg\] SET \[n\] = \[n\] \+ @k WHERE \[id\] = 0; COMMIT TRAN;/);
   assert.equal(await foldDataChangeLog(fake, 'sqlite'), 0, 'SQLite: nothing to fold');
   assert.equal(sent.length, 1, 'and no statement');

@@ -188,7 +188,8 @@ describe('commit uncertainty', () => {
   function fakeKnex(commitError?: Error): Knex {
     return {
       transaction: async (container: (trx: unknown) => Promise<unknown>) => {
-        const value = await container({});
+        // A transaction that takes the session label's statement (SQL Server: SET CONTEXT_INFO).
+        const value = await container({ raw: async () => [] });
         if (commitError) throw commitError;
         return value;
       },

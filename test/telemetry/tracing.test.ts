@@ -125,7 +125,9 @@ test('SQL Server: CONTEXT_INFO carries the trace id (compiled)', async () => {
   const mssql = knexFactory({ client: 'mssql' });
   try {
     assert.equal(traceSessionStatement(mssql, 'mssql', TRACE_ID)!.toString(), `SET CONTEXT_INFO 0x${TRACE_ID}`);
-    assert.equal(traceSessionStatement(mssql, 'mssql', "0x1; drop table apikey --"), undefined, 'only a hex trace id');
+    // Only a hex trace id reaches the SQL; without one the session's previous id is cleared.
+    assert.equal(traceSessionStatement(mssql, 'mssql', "0x1; drop table apikey --")!.toString(), 'SET CONTEXT_INFO 0x');
+    assert.equal(traceSessionStatement(mssql, 'mssql', undefined)!.toString(), 'SET CONTEXT_INFO 0x');
   } finally {
     await mssql.destroy();
   }

@@ -105,7 +105,11 @@ export async function readinessProblem(services: Services): Promise<string | und
   } catch {
     return 'The database has not been migrated.';
   }
-  return undefined;
+  try {
+    return await withTimeout(services.database.settingsProblem(), READY_CHECK_TIMEOUT_MS, 'The database');
+  } catch (err) {
+    return `The database settings could not be read (${err instanceof Error && /did not answer/.test(err.message) ? err.message : 'query failed'}).`;
+  }
 }
 
 export function opsRoutes(services: Services, registry: Registry, state: OpsState, operations: OperationMap): Router {

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { ApiProblem } from '../../../errors/problem';
 import { toIsoDate } from '../../../storage/db-time';
+import type { Engine } from '../../../storage/database';
+import { engineOf } from '../../../storage/dialect';
 import type { ReferenceCache } from '../../../storage/reference-cache';
 
 /**
@@ -77,11 +79,12 @@ export interface PostingSetup {
   fiscal: FiscalRow[];
 }
 
-const fiscalRow = (r: Record<string, any>): FiscalRow => ({
+/** A fiscal-periods row; its dates decoded as the engine's driver returns them (storage/db-time.ts toIsoDate). */
+const fiscalRow = (r: Record<string, any>, engine: Engine): FiscalRow => ({
   year: Number(r.postyr),
   period: Number(r.actprd),
-  start: toIsoDate(r.sttdte),
-  end: toIsoDate(r.enddte),
+  start: toIsoDate(r.sttdte, engine),
+  end: toIsoDate(r.enddte, engine),
   status: Number(r.status),
 });
 
@@ -94,7 +97,7 @@ export async function loadPostingSetup(db: Knex | Knex.Transaction, request: Pic
   if (cache && db.isTransaction) {
     const cached = await cache.postingSetup(db as Knex.Transaction);
     if (!cached.setup) throw missingSetup();
-    return derivedSetup(cached as CachedSetup, years);
+    return derivedSetup(cached as CachedSetup, years, engineOf(db as Knex));
   }
   const rows = await db('lgrstp as s')
     .leftJoin('fscprd as f', (join) => join.onIn('f.postyr', years))
@@ -103,7 +106,7 @@ export async function loadPostingSetup(db: Knex | Knex.Transaction, request: Pic
   if (rows.length === 0) throw missingSetup();
   const first = rows[0]!.recnum;
   const mine = rows.filter((r: any) => r.recnum === first);
-  return { setup: setupFromRow(mine[0]!), fiscal: mine.filter((r: any) => r.postyr !== null && r.postyr !== undefined).map(fiscalRow) };
+  return { setup: setupFromRow(mine[0]!), fiscal: mine.filter((r: any) => r.postyr !== null && r.postyr !== undefined).map((r: any) => fiscalRow(r, engineOf(db as Knex))) };
 }
 
 type CachedSetup = { setup: Record<string, any>; fiscal: Array<Record<string, any>> };
@@ -116,13 +119,13 @@ type CachedSetup = { setup: Record<string, any>; fiscal: Array<Record<string, an
  */
 const derivedSetups = new WeakMap<CachedSetup, Map<string, PostingSetup>>();
 
-function derivedSetup(cached: CachedSetup, years: readonly number[]): PostingSetup {
+function derivedSetup(cached: CachedSetup, years: readonly number[], engine: Engine): PostingSetup {
   let byYears = derivedSetups.get(cached);
   if (!byYears) derivedSetups.set(cached, (byYears = new Map()));
   const key = years.join(',');
   let derived = byYears.get(key);
   if (!derived) {
-    const fiscal = cached.fiscal.filter((r) => years.includes(Number(r.postyr))).map((r) => Object.freeze(fiscalRow(r)));
+    const fiscal = cached.fiscal.filter((r) => years.includes(Number(r.postyr))).map((r) => Object.freeze(fiscalRow(r, engine)));
     derived = Object.freeze({ setup: Object.freeze(setupFromRow(cached.setup)), fiscal: Object.freeze(fiscal) as FiscalRow[] });
     if (byYears.size >= 64) byYears.clear();
     byYears.set(key, derived);
@@ -177,7 +180,7 @@ export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: L
   }
 
   // One read of the fiscal periods around the document date (and the explicit year), unless given.
-  const rows: FiscalRow[] = preloaded ?? (await db('fscprd').whereIn('postyr', fiscalYearsFor(request)).select('postyr', 'actprd', 'sttdte', 'enddte', 'status')).map(fiscalRow);
+  const rows: FiscalRow[] = preloaded ?? (await db('fscprd').whereIn('postyr', fiscalYearsFor(request)).select('postyr', 'actprd', 'sttdte', 'enddte', 'status')).map((r) => fiscalRow(r, engineOf(db as Knex)));
 
   let resolved: PostingPeriod;
   if (explicit) resolved = { period: request.period as number, year: request.year as number };
