@@ -12,7 +12,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
 import { startTestApp, type TestApp } from '../support/app';
-import { installEvents, type EventsHarness } from '../support/events';
+import { installEvents, type EventsHarness, emptyWebhookTables } from '../support/events';
 import type { LoopbackServer } from '../support/net';
 import { startWebhookReceiver, type ReceivedWebhook as Received } from '../support/webhook-receiver';
 import { RETRY_DELAYS_MS, RETRY_WINDOW_MS } from '../../src/events/schedule';
@@ -38,12 +38,7 @@ after(async () => {
 beforeEach(async () => {
   received.length = 0;
   answer = { status: 204 };
-  // Every test starts with no endpoints and an empty outbox.
-  await t.knex('whkatt').delete();
-  await t.knex('whkdlv').delete();
-  await t.knex('whkept').delete();
-  await t.knex('whkcur').delete();
-  await t.knex('whklse').delete();
+  await emptyWebhookTables(t);
   h = installEvents(t, { allowPrivate: true, start: new Date(Date.now() - 5_000) });
 });
 

@@ -9,7 +9,7 @@ import test, { after, before, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import knexFactory from 'knex';
 import { startTestApp, type TestApp } from '../support/app';
-import { installEvents, type EventsHarness } from '../support/events';
+import { installEvents, type EventsHarness, emptyWebhookTables } from '../support/events';
 import type { LoopbackServer } from '../support/net';
 import { startWebhookReceiver, type ReceivedWebhook as Received } from '../support/webhook-receiver';
 import { RETRY_DELAYS_MS, RETRY_WINDOW_MS } from '../../src/events/schedule';
@@ -36,11 +36,7 @@ after(async () => {
 beforeEach(async () => {
   received.length = 0;
   answer = { status: 503 };
-  await t.knex('whkatt').delete();
-  await t.knex('whkdlv').delete();
-  await t.knex('whkept').delete();
-  await t.knex('whkcur').delete();
-  await t.knex('whklse').delete();
+  await emptyWebhookTables(t);
   h = installEvents(t, { allowPrivate: true, start: new Date(Date.now() - 5_000) });
 });
 

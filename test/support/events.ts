@@ -62,6 +62,11 @@ export function installEvents(t: TestApp, options: { allowPrivate?: boolean; sen
 }
 
 /** Ids the Events examples of openapi.yaml name (created by `seedEventExamples`). */
+/** No endpoints, deliveries, attempts, cursors or lease: a test's events start from nothing. */
+export async function emptyWebhookTables(t: TestApp): Promise<void> {
+  for (const table of ['whkatt', 'whkdlv', 'whkept', 'whkcur', 'whklse']) await t.knex(table).delete();
+}
+
 export const EXAMPLE_IDS = {
   endpoint: '5b0c3f1e-8d6a-4e0b-9c57-2f1d7a9e4b10',
   endpointToDelete: '7d4e2a90-1c3b-4f5e-8a6d-9b0c1e2f3a40',
