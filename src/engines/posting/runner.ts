@@ -292,7 +292,7 @@ export class WriteRunner {
       }
       assert(rendered, 'a dry run always rolls back');
       await this.deps.hooks.dryRunRolledBack?.({ route: def.route, attempt });
-      if (await drawn.consume()) return rendered;
+      if (await this.deps.boundary.within(() => drawn.consume(), { deadlineAt, what: `consuming the record numbers of a dry run (${def.what})` })) return rendered;
       this.deps.logger.info({ route: def.route, attempt }, 'dry run made again: another posting took record numbers it showed');
       drawn = drawn.again();
     }
