@@ -29,6 +29,25 @@ const WRITTEN = ['lgrtrn', 'lgtnln', 'lgrbal', 'jobcst', 'eqpcst', 'payrec'];
 
 useTestApp((app) => (t = app));
 
+// First in the file: on the seeded pay period, before the tests below post or change its records.
+test("credits owed on one liability account under different names (an employee's deduction and the employer's share of a plan) are lines of their own, each under its own name", async () => {
+  const res = await t.post(`${PATH}?dryRun=true`, { periodEndDate: '2026-11-22', bankAccountNumber: 2 });
+  assert.equal(res.status, 200, res.text);
+  const credits = (res.body.ledgerTransaction.lines as Array<{ ledgerAccount: number; description: string; creditAmount: number }>).filter((l) => Number(l.creditAmount) > 0);
+  const byAccount = new Map<number, string[]>();
+  for (const l of credits) byAccount.set(l.ledgerAccount, [...(byAccount.get(l.ledgerAccount) ?? []), l.description]);
+  const shared = [...byAccount].filter(([, names]) => names.length > 1);
+  assert.ok(shared.length > 0, `an account owed under two names on the demo company: ${JSON.stringify([...byAccount])}`);
+  for (const [account, names] of shared) assert.equal(new Set(names).size, names.length, `account ${account}: one line per name (${names.join(' | ')})`);
+  // The employee's health deduction and the employer's share: two lines, neither named after the other.
+  const health = credits.filter((l) => /health plan/i.test(l.description));
+  assert.ok(health.some((l) => /employer/i.test(l.description)) && health.some((l) => !/employer/i.test(l.description)), JSON.stringify(health));
+  // The journal still balances.
+  const lines = res.body.ledgerTransaction.lines as Array<{ debitAmount: number; creditAmount: number }>;
+  const sum = (k: 'debitAmount' | 'creditAmount') => lines.reduce((s, l) => s.plus(new Dec(l[k])), new Dec(0)).toFixed(2);
+  assert.equal(sum('debitAmount'), sum('creditAmount'));
+});
+
 const dec = (raw: unknown, scale = 2): Dec => t.services.dialect.decodeDecimal(raw, scale) ?? new Dec(0);
 const enc = (v: Dec | string | number, scale = 2) => t.services.dialect.encodeDecimal(new Dec(v), scale);
 const r2 = (v: Dec) => v.toDecimalPlaces(2, Dec.ROUND_HALF_UP);

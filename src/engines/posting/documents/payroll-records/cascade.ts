@@ -49,7 +49,9 @@ export async function postBatch(ctx: PostingContext, batch: RecordRow[], ready: 
   const transactionNumber = fitText('ledger-transactions', 'transactionNumber', `PR${checkDate.replace(/-/g, '')}-${batch[0]!.recordNumber}`);
   const periodEnd = batch.map((r) => r.periodEnd).sort().at(-1)!;
   const debits = new Map<string, { account: number; job: number | null; equipment: number | null; description: string; amount: Dec }>();
-  const credits = new Map<number, { description: string; amount: Dec }>();
+  // Credits by account AND description: an employee's deduction and the employer's share of the same
+  // plan can be owed on one liability account, and one line would carry only the first one's name.
+  const credits = new Map<string, { account: number; description: string; amount: Dec }>();
   const addDebit = (account: number, job: number | null, equipment: number | null, description: string, amount: Dec) => {
     if (amount.isZero()) return;
     const key = `${account}|${job ?? ''}|${equipment ?? ''}|${job === null && equipment === null ? description : ''}`;
@@ -59,9 +61,10 @@ export async function postBatch(ctx: PostingContext, batch: RecordRow[], ready: 
   };
   const addCredit = (account: number, description: string, amount: Dec) => {
     if (amount.isZero()) return;
-    const c = credits.get(account) ?? { description, amount: new Dec(0) };
+    const key = `${account}|${description}`;
+    const c = credits.get(key) ?? { account, description, amount: new Dec(0) };
     c.amount = c.amount.plus(amount);
-    credits.set(account, c);
+    credits.set(key, c);
   };
   let grossTotal = new Dec(0);
   let deductionTotal = new Dec(0);
@@ -91,7 +94,7 @@ export async function postBatch(ctx: PostingContext, batch: RecordRow[], ready: 
   // rehearses this posting at start).
   const byCodeUnit = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
   const sortedDebits = [...debits.values()].sort((a, b) => a.account - b.account || (a.job ?? 0) - (b.job ?? 0) || (a.equipment ?? 0) - (b.equipment ?? 0) || byCodeUnit(a.description, b.description));
-  const sortedCredits = [...credits.entries()].sort((a, b) => a[0] - b[0]).map(([account, c]) => ({ account, job: null, equipment: null, description: c.description, amount: c.amount }));
+  const sortedCredits = [...credits.values()].sort((a, b) => a.account - b.account || byCodeUnit(a.description, b.description)).map((c) => ({ account: c.account, job: null, equipment: null, description: c.description, amount: c.amount }));
   // Each key's net amount posts on its own side, or, when corrections made it negative (a negative
   // timecard line on a job: decision 0425), as its absolute value on the other side of the same
   // account, job and equipment; a key that nets to zero posts no line. The journal assertion
