@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
 import { currentTraceId } from '../telemetry/tracing';
 import { WAL_BACKSTOP_PAGES } from './wal-checkpointer';
+import { disposeCancelledConnections } from './mssql-cancelled';
 
 export type Engine = 'sqlite' | 'postgres' | 'mssql';
 
@@ -219,6 +220,7 @@ export function openDatabase(target: DatabaseTarget, log?: DriverLog): Knex {
   const knex = openKnex(target, log);
   if (target.engine === 'sqlite') beginImmediate(knex);
   if (target.engine === 'postgres') beginWithStatement(knex);
+  if (target.engine === 'mssql') disposeCancelledConnections(knex);
   return knex;
 }
 
@@ -468,5 +470,6 @@ export function openOwnConnection(knex: Knex): Knex {
   const config = knex.client.config as Knex.Config;
   const own = knexFactory({ ...config, pool: { ...(config.pool ?? {}), min: 0, max: 1 } });
   if (config.client === 'better-sqlite3') beginImmediate(own);
+  if (config.client === 'mssql') disposeCancelledConnections(own);
   return own;
 }

@@ -14,7 +14,7 @@ import { classifyDatabaseError, toDatabaseProblem } from '../../src/storage/boun
 import { foldDataChangeLog, MSSQL_FOLD } from '../../src/storage/data-change-log';
 import { lockExclusive, lockExclusiveWithin, lockTableExclusive } from '../../src/storage/lock-fence';
 import { traceSessionStatement } from '../../src/storage/trace-session';
-import { parseDatabaseUrl, statementTimeoutMsFor } from '../../src/storage/database';
+import { openDatabase, parseDatabaseUrl, statementTimeoutMsFor } from '../../src/storage/database';
 
 const mssql = knexFactory({ client: 'mssql' });
 after(() => mssql.destroy());
@@ -152,5 +152,34 @@ test('statement time limit: tedious\'s requestTimeout follows DB_DEADLINE_MS, ne
     assert.equal(cfg.options.requestTimeout, 60_000);
   } finally {
     void client.destroy();
+  }
+});
+
+/**
+ * A statement tedious cancels (past requestTimeout) stops its batch before the batch sets its
+ * session state back: its connection is disposed (knex's pool destroys it) instead of reused.
+ * knex's own statement call runs; only the driver's request is stood in for.
+ */
+test('a cancelled statement disposes of its connection; a refused one does not', async () => {
+  const knex = openDatabase(parseDatabaseUrl('mssql://sa:pw@db:1433/books', { min: 0, max: 1 }));
+  try {
+    const client = knex.client as any;
+    let answer: Error | undefined;
+    client._makeRequest = (_query: unknown, callback: (err?: Error) => void) => ({ on: () => undefined, answer: () => callback(answer) });
+    client._assignBindings = () => undefined;
+    client._enqueueRequest = (request: { answer(): void }) => request.answer();
+    const tedious = (code: string, message: string) => Object.assign(new Error(message), { name: 'RequestError', code });
+    const sent = async (err: Error) => {
+      answer = err;
+      const connection: { __knex__disposed?: unknown } = {};
+      await assert.rejects(client._query(connection, { sql: 'SET LOCK_TIMEOUT 1000; SELECT 1', bindings: [] }), (e: Error) => e === err);
+      return connection;
+    };
+    const timedOut = tedious('ETIMEOUT', 'Timeout: Request failed to complete in 15000ms');
+    assert.equal((await sent(timedOut)).__knex__disposed, timedOut, 'past requestTimeout: disposed');
+    assert.ok((await sent(tedious('ECANCEL', 'Canceled.'))).__knex__disposed, 'cancelled: disposed');
+    assert.equal((await sent(tedious('EREQUEST', 'Violation of PRIMARY KEY constraint'))).__knex__disposed, undefined, 'a refusal keeps its connection');
+  } finally {
+    await knex.destroy();
   }
 });
