@@ -153,7 +153,7 @@ export class DeliveryWorker {
     // The schedule counts this window's attempts; `attempt` numbers every attempt of the delivery.
     const next = ok || gone ? null : nextAttemptAt(attempt - d.attemptsAtWindowStart, at, d.windowStart, retryAfter, this.o.random);
     const status = ok ? 'succeeded' : next ? 'pending' : 'failed';
-    const recorded = await store.recordAttempt(d.id, { attempt, attemptedAt: at, statusCode, outcome: ok ? 'succeeded' : gone ? 'gone' : 'failed', error, durationMs }, { status, nextAttemptAt: next });
+    const recorded = await store.recordAttempt(d.id, { attempt, attemptedAt: at, statusCode, outcome: ok ? 'succeeded' : gone ? 'gone' : 'failed', error, durationMs }, { status, nextAttemptAt: next }, d.windowStart);
     if (recorded && gone && endpoint) {
       await store.updateEndpoint(endpoint.id, { state: 'disabled', stateReason: 'the endpoint answered 410 Gone' }, at);
       await store.audit(endpoint.id, SERVICE_ACTOR, 'disabled', { reason: '410 Gone', deliveryId: d.id }, at);

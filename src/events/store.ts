@@ -368,11 +368,17 @@ export class EventStore {
     return (await this.knex('whkdlv').whereIn('id', claimed).orderBy('next_attempt_at')).map(deliveryOf);
   }
 
-  /** Records one attempt and the delivery's next state; false if another worker recorded this attempt. */
+  /**
+   * Records one attempt and the delivery's next state; false if another worker recorded this attempt.
+   * `windowStart` is the retry window the attempt was made in: when a resend opened a new one while
+   * the attempt was in flight, the attempt is logged but the resend's state stands (pending, due at
+   * the resend), and the new window counts its attempts from the next one, which the resend asked for.
+   */
   async recordAttempt(
     deliveryId: string,
     attempt: AttemptRow,
     next: { status: DeliveryStatus; nextAttemptAt: Date | null },
+    windowStart: Date,
   ): Promise<boolean> {
     return this.knex.transaction(async (trx) => {
       const ok = await insertUnlessExists(
@@ -392,18 +398,18 @@ export class EventStore {
         'id',
       );
       if (!ok) return false;
-      await trx('whkdlv')
-        .where({ id: deliveryId })
-        .update({
-          status: next.status,
-          attempts: attempt.attempt,
-          next_attempt_at: next.nextAttemptAt ? this.t(next.nextAttemptAt) : null,
-          last_attempt_at: this.t(attempt.attemptedAt),
-          last_status_code: attempt.statusCode,
-          last_error: attempt.error?.slice(0, 500) ?? null,
-          claimed_by: null,
-          claimed_until: null,
-        });
+      const logged = {
+        attempts: attempt.attempt,
+        last_attempt_at: this.t(attempt.attemptedAt),
+        last_status_code: attempt.statusCode,
+        last_error: attempt.error?.slice(0, 500) ?? null,
+        claimed_by: null,
+        claimed_until: null,
+      };
+      const sameWindow = await trx('whkdlv')
+        .where({ id: deliveryId, window_start: this.t(windowStart) })
+        .update({ ...logged, status: next.status, next_attempt_at: next.nextAttemptAt ? this.t(next.nextAttemptAt) : null });
+      if (Number(sameWindow) === 0) await trx('whkdlv').where({ id: deliveryId }).update({ ...logged, attempts_at_window_start: attempt.attempt });
       return true;
     });
   }
@@ -422,10 +428,12 @@ export class EventStore {
 
   /**
    * The columns of a retry window opened at `at`: due now, and the schedule starting from its first
-   * delay, its attempts counted from the attempts made so far (read in the same UPDATE).
+   * delay, its attempts counted from the attempts made so far (read in the same UPDATE). A claim is
+   * left as it is: a live one is an attempt in flight, which no second worker may send beside
+   * (recordAttempt then keeps this window); an expired one is free to claim anyway.
    */
   private newWindow(at: Date): Record<string, unknown> {
-    return { status: 'pending', window_start: this.t(at), attempts_at_window_start: this.knex.ref('attempts'), next_attempt_at: this.t(at), claimed_by: null, claimed_until: null };
+    return { status: 'pending', window_start: this.t(at), attempts_at_window_start: this.knex.ref('attempts'), next_attempt_at: this.t(at) };
   }
 
   /**

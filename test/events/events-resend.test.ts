@@ -20,7 +20,7 @@ let h: EventsHarness;
 let receiver: LoopbackServer;
 const received: Received[] = [];
 /** What the receiver answers next; default 503 (every attempt fails). */
-let answer: { status: number } = { status: 503 };
+let answer: { status: number } | Promise<{ status: number }> = { status: 503 };
 
 /** Attempts in one full window: the first, then one after each delay of the schedule. */
 const WINDOW_ATTEMPTS = RETRY_DELAYS_MS.length + 1;
@@ -185,6 +185,41 @@ test('resend-failed opens a whole new window for each delivery: failed again onl
   assert.equal(Number(row.attempts), 2 * WINDOW_ATTEMPTS + 2);
   assert.deepEqual(attempts, range(1, 2 * WINDOW_ATTEMPTS + 2));
   assert.equal(received.length, 2 * WINDOW_ATTEMPTS + 2);
+});
+
+test('a resend while an attempt is in flight: no second worker sends beside it, and its answer does not undo the resend', async () => {
+  const { endpointId, deliveryId } = await queuedDelivery();
+  // The receiver holds the first attempt's answer until the test lets it go (then: delivered).
+  let release!: () => void;
+  answer = new Promise((resolve) => (release = () => resolve({ status: 204 })));
+  const inFlight = h.events.deliverNow();
+  while (received.length === 0) await new Promise((r) => setTimeout(r, 5));
+
+  // Within the claim (it outlives an attempt's timeout: delivery.ts).
+  h.clock.advance(1_000);
+  const resentAt = h.clock.now.getTime();
+  const resent = await t.post(`/api/v3/webhook-deliveries/${deliveryId}/resend`, {}, t.adminKey);
+  assert.equal(resent.status, 200, resent.text);
+  assert.equal((await h.events.deliverNow()).claimed, 0, 'the attempt in flight keeps its claim: nothing is sent beside it');
+
+  release();
+  answer = { status: 204 };
+  assert.equal((await inFlight).succeeded, 1);
+  // The attempt is logged; the resend stands: pending, due at once, its window counting from the next attempt.
+  const after = await logged(endpointId, deliveryId);
+  assert.equal(after.status, 'pending', 'the resend is not undone by the answer of an attempt made before it');
+  assert.equal(after.attempts, 1);
+  assert.equal(new Date(after.nextAttemptAt).getTime(), resentAt);
+  const { row } = await stored(deliveryId);
+  assert.equal(Number(row.attempts_at_window_start), 1);
+  assert.equal(row.claimed_by, null);
+
+  // The resend's own attempt: delivered again, the second of the log.
+  assert.equal((await h.events.deliverNow()).succeeded, 1);
+  const done = await logged(endpointId, deliveryId);
+  assert.equal(done.status, 'succeeded');
+  assert.deepEqual(done.attemptLog.map((a: any) => a.attempt), [1, 2]);
+  assert.equal(received.length, 2);
 });
 
 test('the migration gives a delivery resent before it its full window: the attempts recorded before its window started', async () => {

@@ -12,15 +12,17 @@ export interface ReceivedWebhook {
   json: any;
 }
 
+/** What the receiver answers: a status and headers, or a promise of them (an answer held back). */
+type Answer = { status: number; headers?: Record<string, string> };
+
 /** Pushes every request onto `received` and answers `answer()` (default 204, no body). Deliveries go to `${url}/hook`. */
-export function startWebhookReceiver(received: ReceivedWebhook[], answer: () => { status: number; headers?: Record<string, string> } = () => ({ status: 204 })): Promise<LoopbackServer> {
+export function startWebhookReceiver(received: ReceivedWebhook[], answer: () => Answer | Promise<Answer> = () => ({ status: 204 })): Promise<LoopbackServer> {
   return serveOnLoopback((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       received.push({ headers: req.headers, body, json: parsed(body) });
-      const { status, headers } = answer();
-      res.writeHead(status, headers ?? {}).end();
+      void Promise.resolve(answer()).then(({ status, headers }) => res.writeHead(status, headers ?? {}).end());
     });
   });
 }
