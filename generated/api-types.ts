@@ -9856,6 +9856,7 @@ export interface components {
                 "Idempotency-Status": components["headers"]["IdempotencyStatusOfWrite"];
                 "Referrer-Policy": components["headers"]["ReferrerPolicy"];
                 "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "X-Correlation-Id": components["headers"]["XCorrelationId"];
                 "X-Error-Code": components["headers"]["XErrorCode"];
@@ -9964,6 +9965,8 @@ export interface components {
         RetryAfter: number;
         /** @description `max-age=<seconds>`, only when the operator set HSTS_MAX_AGE_SECONDS and the request came over TLS through a proxy the service trusts (TRUST_PROXY, X-Forwarded-Proto `https`); absent otherwise. */
         StrictTransportSecurity: string;
+        /** @description The authentication challenge of every 401 (RFC 9110): the API key goes in the `x-api-key` header. */
+        WWWAuthenticate: string;
         /** @description Always `nosniff`. */
         XContentTypeOptions: "nosniff";
         /** @description Identifies this request in the server's logs; equals `correlationId` in problem documents. Sent on every response. */

@@ -14,7 +14,7 @@ import { EVENT_TYPES, kindOfType, TEST_EVENT_TYPE } from './kinds';
 import { newSecret, ROTATION_OVERLAP_MS } from './signing';
 import { DELIVERY_LOG_RETENTION_MS } from './schedule';
 import { EventStore, type DeliveryRow, type EndpointRow, type WebhookChange } from './store';
-import { checkTarget, systemResolver, TargetRefused, type Resolver, type TargetPolicy } from './targets';
+import { checkTarget, redactedTarget, systemResolver, TargetRefused, type Resolver, type TargetPolicy } from './targets';
 import { EventFeed } from './feed';
 
 export { EVENT_TYPES } from './kinds';
@@ -159,7 +159,9 @@ export class Events {
 
   /** Every change of a subscription: an entry of the audit log (which also writes a log line). */
   private async audit(endpointId: string | null, by: AuditActor, action: WebhookChange, detail: Record<string, unknown>, at: Date): Promise<void> {
-    await this.store.audit(endpointId, by, action, detail, at);
+    // No secret of a target's query in the audit log or the log line it writes.
+    const kept = typeof detail.url === 'string' ? { ...detail, url: redactedTarget(detail.url) } : detail;
+    await this.store.audit(endpointId, by, action, kept, at);
   }
 
   private async targetOrProblem(url: string): Promise<string> {

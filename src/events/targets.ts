@@ -129,3 +129,20 @@ export function guardedLookup(policy: TargetPolicy) {
     );
   };
 }
+
+/**
+ * A target as the audit log and the log lines keep it: the values of its query (often a token the
+ * receiver checks, e.g. `?token=…`) and its fragment are not kept, the rest is. The subscription
+ * itself keeps the whole url, shown only to the administrators who manage it.
+ */
+export function redactedTarget(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return '(not a url)';
+  }
+  for (const name of [...new Set(url.searchParams.keys())]) url.searchParams.set(name, 'redacted');
+  url.hash = '';
+  return url.toString();
+}

@@ -1,5 +1,6 @@
 import type { Response } from 'express';
 import { ApiProblem } from '../errors/problem';
+import { requestKey } from './middleware/auth';
 import type { AuditAction, AuditActor, AuditLog, AuditOutcome } from '../audit';
 
 /**
@@ -11,8 +12,7 @@ import type { AuditAction, AuditActor, AuditLog, AuditOutcome } from '../audit';
  *   await audited(services.audit, res).refused('lock', userName, problem);
  */
 export function requestActor(res: Response): AuditActor & { keyId: string } {
-  const key = res.locals.apiKey;
-  if (!key) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
+  const key = requestKey(res);
   return { type: 'api-key', name: key.name, keyId: key.id, correlationId: typeof res.locals.correlationId === 'string' ? res.locals.correlationId : null };
 }
 

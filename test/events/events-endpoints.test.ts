@@ -59,6 +59,22 @@ test('create returns the id and a whsec_ secret once; query never shows it; the 
   assert.ok((await h.events.store.cursors()).has('payable_invoice'));
 });
 
+test('a token in the target\'s query is kept by the subscription but not by the audit log or the log lines', async () => {
+  const url = 'https://hooks.example.com/in?token=supersecret&team=ap#frag';
+  const res = await create({ url, eventTypes: ['payable_invoice.created'] });
+  assert.equal(res.status, 200, res.text);
+  const updated = await t.post(`/api/v3/webhook-endpoints/${res.body.id}/update`, { url: 'https://hooks.example.com/in?token=othersecret' }, t.adminKey);
+  assert.equal(updated.status, 200, updated.text);
+  const row = await t.knex('whkept').where({ id: res.body.id }).first();
+  assert.equal(row.url, 'https://hooks.example.com/in?token=othersecret', 'the subscription keeps its whole url');
+  const stored = JSON.stringify(await t.knex('audlog').select('detail'));
+  assert.ok(stored.includes('token=redacted'), stored);
+  for (const secret of ['supersecret', 'othersecret']) {
+    assert.ok(!stored.includes(secret), `the audit log keeps no ${secret}`);
+    assert.ok(!JSON.stringify(t.logs).includes(secret), `no log line holds ${secret}`);
+  }
+});
+
 test('update, pause, rotate, test, delete: each logged; unknown ids are 404 with their codes', async () => {
   const { body: e } = await create({ url: 'https://hooks.example.com/b', eventTypes: ['purchase_order.created'] });
   const up = await t.post(`/api/v3/webhook-endpoints/${e.id}/update`, { eventTypes: ['purchase_order.updated'], paused: true }, t.adminKey);

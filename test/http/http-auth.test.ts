@@ -25,6 +25,8 @@ test('missing, non-UUID and unknown x-api-key all give 401 UNAUTHORIZED with the
   };
   assert.deepEqual(strip(bodies[1]!), strip(bodies[0]!));
   assert.deepEqual(strip(bodies[2]!), strip(bodies[0]!));
+  // Every 401 carries its challenge (RFC 9110: a 401 MUST send WWW-Authenticate).
+  assert.equal(missing.headers['www-authenticate'], 'ApiKey header="x-api-key"');
   // Headers tell nothing apart either.
   for (const res of [notUuid, unknown]) {
     assert.equal(res.headers['www-authenticate'], missing.headers['www-authenticate']);
@@ -57,6 +59,17 @@ test('a revoked key gets the same 401 as an unknown one', async () => {
   const revoked = assertProblem(await t.post('/api/v3/utility/ping', undefined, key), 'UNAUTHORIZED');
   const unknown = assertProblem(await t.post('/api/v3/utility/ping', undefined, randomUUID()), 'UNAUTHORIZED');
   assert.equal(revoked.detail, unknown.detail);
+});
+
+test('every 401 carries WWW-Authenticate, on v3 and v2 and before routing', async () => {
+  for (const res of [
+    await t.http.post('/api/v3/nope'),
+    await t.http.post('/api/v3/parts/query').set('x-api-key', randomUUID()).send({}),
+    await t.http.post('/api/v2/query/part').set('x-api-key', 'not-a-uuid').send({}),
+  ]) {
+    assert.equal(res.status, 401, res.text);
+    assert.equal(res.headers['www-authenticate'], 'ApiKey header="x-api-key"', res.text);
+  }
 });
 
 test('keys are accepted case-insensitively and with surrounding spaces', async () => {

@@ -128,3 +128,22 @@ test('problem documents are valid JSON with only the documented members for clie
   const body = assertProblem(res, 'METHOD_NOT_ALLOWED');
   for (const key of Object.keys(body)) assert.ok(['type', 'title', 'status', 'detail', 'instance', 'correlationId', 'errors'].includes(key), key);
 });
+
+test('a compressed body that does not inflate is 400 MALFORMED_JSON, not 500; a valid gzip body is read', async () => {
+  for (const encoding of ['gzip', 'deflate', 'br']) {
+    const res = await t.http.post('/api/v3/utility/lock').set('x-api-key', t.adminKey).set('Content-Type', 'application/json').set('Content-Encoding', encoding).send('{"userName":"x"}');
+    const body = assertProblem(res, 'MALFORMED_JSON', '/api/v3/utility/lock');
+    assert.match(body.detail, /could not be read/, encoding);
+  }
+  // Compression itself is accepted: the same body gzipped is read (an empty object: 400 naming the field, not locked).
+  const { gzipSync } = await import('node:zlib');
+  const body = gzipSync('{}');
+  const gz = await rawRequest(t.app, {
+    method: 'POST',
+    path: '/api/v3/utility/lock',
+    headers: { 'x-api-key': t.adminKey, 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(body.length) },
+    body,
+  });
+  const invalid = assertProblem(gz, 'VALIDATION_FAILED');
+  assert.deepEqual(invalid.errors.map((e: any) => e.field), ['userName']);
+});

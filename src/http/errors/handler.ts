@@ -16,6 +16,12 @@ export function toProblem(err: unknown): { problem: ApiProblem; unexpected: bool
   if (e?.type === 'charset.unsupported' || e?.type === 'encoding.unsupported') {
     return { problem: new ApiProblem('UNSUPPORTED_MEDIA_TYPE', 'Only UTF-8 JSON bodies are accepted.'), unexpected: false };
   }
+  // body-parser: any other failure of the client's body it marks as the client's (status 4xx,
+  // expose): a compressed body that does not inflate (zlib's Z_DATA_ERROR, a bad brotli stream), a
+  // body shorter than its Content-Length, an upload cut off. The body is unreadable: 400, never 500.
+  if (isUnreadableBody(e)) {
+    return { problem: new ApiProblem('MALFORMED_JSON', `The request body could not be read${e?.code === undefined ? '' : ` (${String(e.code)})`}: send UTF-8 JSON, compressed only as its Content-Encoding says.`), unexpected: false };
+  }
   // express-openapi-validator
   if (typeof e?.status === 'number' && Array.isArray(e?.errors)) {
     switch (e.status) {
@@ -50,6 +56,11 @@ export function toProblem(err: unknown): { problem: ApiProblem; unexpected: bool
     }
   }
   return { problem: new ApiProblem('INTERNAL_ERROR', 'An unexpected error occurred. Quote the correlationId when reporting it.'), unexpected: true };
+}
+
+/** A body-parser failure of the client's body (http-errors: a 4xx it exposes), not a validator's (which lists `errors`). */
+function isUnreadableBody(e: Record<string, any> | undefined): boolean {
+  return typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && e.expose === true && !Array.isArray(e.errors) && !(e instanceof ApiProblem);
 }
 
 /**

@@ -11,6 +11,20 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Same detail for missing, malformed and unknown keys: the answer must not tell them apart. */
 const UNAUTHORIZED_DETAIL = 'A valid x-api-key header is required.';
+/** The challenge every 401 carries (RFC 9110 section 11.6.1: a 401 MUST send WWW-Authenticate): the key goes in the x-api-key header. */
+export const API_KEY_CHALLENGE = 'ApiKey header="x-api-key"';
+
+/** 401 UNAUTHORIZED, with its challenge. */
+export function unauthorized(): ApiProblem {
+  return new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL, { headers: { 'WWW-Authenticate': API_KEY_CHALLENGE } });
+}
+
+/** The request's API key, set by `authenticate`; a handler reached without one answers 401. */
+export function requestKey(res: { locals: { apiKey?: ApiKeyRecord } }): ApiKeyRecord {
+  const key = res.locals.apiKey;
+  if (!key) throw unauthorized();
+  return key;
+}
 export const SERVICE_OFF_RETRY_AFTER_SECONDS = 300;
 
 declare global {
@@ -72,7 +86,7 @@ export function authenticate(keys: ApiKeyRepository, boundary: Boundary, throttl
 
 /** Why a request with this key (undefined: none, malformed or unknown) may not go on; undefined for an active key. */
 function refusalOf(key: ApiKeyRecord | undefined): ApiProblem | undefined {
-  if (!key || key.state === 'revoked') return new ApiProblem('UNAUTHORIZED', UNAUTHORIZED_DETAIL);
+  if (!key || key.state === 'revoked') return unauthorized();
   if (key.state === 'disabled') {
     const reason = key.reason ?? 'The service is switched off for this key.';
     return new ApiProblem('SERVICE_DISABLED', `The service is switched off for this key: ${reason}`, {

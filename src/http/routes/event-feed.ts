@@ -1,8 +1,7 @@
 import { Router, type Request, type Response, type NextFunction } from 'express';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
-import { requireAdmin } from '../middleware/auth';
-import { ApiProblem } from '../../errors/problem';
+import { requestKey, requireAdmin } from '../middleware/auth';
 import type { FeedRow } from '../../events/feed';
 import type { EventQueryBody } from '../../events/feed/request';
 import type { OpsState } from './ops';
@@ -31,9 +30,7 @@ function feedBody(f: FeedRow): S['EventFeed'] {
 }
 
 function apiKey(res: Response) {
-  const key = res.locals.apiKey;
-  if (!key) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
-  return key;
+  return requestKey(res);
 }
 
 type Handler = (req: Request, res: Response) => Promise<unknown>;

@@ -1,8 +1,7 @@
 import { Router, type RequestHandler, type Response } from 'express';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
-import { requireAdmin } from '../middleware/auth';
-import { ApiProblem } from '../../errors/problem';
+import { requestKey, requireAdmin } from '../middleware/auth';
 import { audited } from '../audit';
 
 type PingResult = components['schemas']['PingResult'];
@@ -50,8 +49,7 @@ export function utilityRoutes(services: Services): Router {
 
   router.post('/utility/lock', lockGuard, async (req, res, next) => {
     try {
-      const apiKey = res.locals.apiKey;
-      if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
+      const apiKey = requestKey(res);
       const userName = String((req.body as { userName: string }).userName);
       const { holder, already } = await services.lock.lock(apiKey.id, userName);
       await audited(services.audit, res).succeeded('lock', userName, { already });
@@ -71,8 +69,7 @@ export function utilityRoutes(services: Services): Router {
 
   router.post('/utility/un-lock', lockGuard, async (req, res, next) => {
     try {
-      const apiKey = res.locals.apiKey;
-      if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
+      const apiKey = requestKey(res);
       const { userName, override } = req.body as { userName: string; override?: boolean };
       const { previous } = await services.lock.unlock(apiKey.id, String(userName), override === true);
       await audited(services.audit, res).succeeded('un-lock', String(userName), { override: override === true, previousHolder: previous?.userName ?? null });

@@ -1,6 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../services';
 import { ApiProblem } from '../../errors/problem';
+import { requestKey } from '../middleware/auth';
 import type { WriteDefinition, WriteRequest, WriteResponse } from '../../engines/posting/runner';
 import { WRITES } from '../../engines/posting/writes';
 
@@ -52,8 +53,7 @@ export function sendWriteResponse(res: Response, out: WriteResponse): void {
  * passes no Idempotency-Key and no dry run).
  */
 export function writeRequestOf(req: Request, res: Response, route: string, options: Pick<WriteRequest, 'idempotencyKey' | 'dryRun'>): WriteRequest {
-  const apiKey = res.locals.apiKey;
-  if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
+  const apiKey = requestKey(res);
   return {
     route,
     instance: req.originalUrl.split('?')[0] ?? req.originalUrl,
