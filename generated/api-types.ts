@@ -15,9 +15,10 @@ export interface paths {
          * @description Enters a payable invoice with its lines. An invoice with `status` 1 (Open) posts, in the same
          *     transaction: a journal (source 11 Payable Invoices: each line debited to its ledger account,
          *     sales tax included; the AP control account of the ledger setup credited, and retainage to the
-         *     retainage payable account when the setup names one), a job cost for every job line, and the
-         *     ledger balances. `status` 2 (Review) stores the invoice only: the result then has no
-         *     `ledgerTransaction` key and `jobCosts` is empty.
+         *     retainage payable account when the setup names one), a job cost for every job line, an
+         *     equipment cost for every line on an equipment-expense account, and the ledger balances.
+         *     `status` 2 (Review) stores the invoice only: the result then has no `ledgerTransaction` key
+         *     and `jobCosts` and `equipmentCosts` are empty.
          *
          *     * Field names are those of the AP invoice read model (`/ap-invoices/query`): `orderNumber`,
          *       `salesTax`, `retainage`, `lines[].extendedTotal`, `lines[].salesTax`.
@@ -29,6 +30,10 @@ export interface paths {
          *       are given. A disagreement is 422 TOTALS_DISAGREE naming the field.
          *     * Job lines post to direct expense or WIP accounts, and lines on those accounts need a job
          *       (422 BUSINESS_RULE_VIOLATED), so job costs always equal what the ledger posts there.
+         *     * Lines on equipment-expense accounts (account type 10) need `lines[].equipmentNumber` (422
+         *       BUSINESS_RULE_VIOLATED naming it; 404 when the equipment does not exist) and each creates an
+         *       equipment cost for its amount (sales tax included, retainage not deducted; cost category 6
+         *       Other), so equipment costs always equal what the ledger posts there.
          *     * `invoiceDate` drives the posting period (see /ledger-transactions).
          *     * The same vendor invoice number entered again: identical content answers 200 with the
          *       existing invoice (`Idempotency-Status: replayed`), different content 409 DOCUMENT_NUMBER_CONFLICT.
@@ -1991,7 +1996,10 @@ export interface paths {
          *       after the order closed are received and invoiced) and stays Closed.
          *
          *     Refusals: an unknown order or line is 404 REFERENCE_NOT_FOUND naming `orderNumber` or
-         *     `lines[i].lineNumber`; a Void or Master order is 422 DOCUMENT_NOT_POSTABLE. More than the
+         *     `lines[i].lineNumber`; a Void or Master order is 422 DOCUMENT_NOT_POSTABLE; a PO line on an
+         *     equipment-expense account (account type 10) is 422 BUSINESS_RULE_VIOLATED naming
+         *     `lines[i].lineNumber` (such a line needs the equipment its cost is booked to, and a purchase
+         *     order line names none: enter that cost as an AP invoice with `lines[].equipmentNumber`). More than the
          *     open quantity (ordered - received - cancelled) is not refused: received to date may exceed
          *     the ordered quantity, and `overReceived` says by how much. `receiptDate` drives the posting
          *     period (see /ledger-transactions).
@@ -3287,7 +3295,7 @@ export interface components {
             /** @description Cost type (cost-types recordNumber); defaults to the vendor's. */
             costType?: number;
             description?: string;
-            /** @description Equipment the line is for (recorded on the line). */
+            /** @description Equipment the line is for (equipment recordNumber; recorded on the line); 404 when it does not exist. Required (422) on an equipment-expense account (account type 10), where the line creates an equipment cost for the unit. */
             equipmentNumber?: number;
             extendedTotal: components["schemas"]["PostingAmount"];
             /** @description Job the line is for (defaults to the header job); a job line creates a job cost. */
@@ -3363,6 +3371,8 @@ export interface components {
         /** @description Result of POST /ap-invoices. `ledgerTransaction` is absent (not null) when the invoice did not post (status Review). */
         ApInvoiceWriteResult: components["schemas"]["WriteResultBase"] & {
             document: components["schemas"]["PostedApInvoice"];
+            /** @description One per line on an equipment-expense account (equipment-costs records, source 11); always present, empty when none. */
+            equipmentCosts: components["schemas"]["PostedEquipmentCost"][];
             /** @description Always empty for an AP invoice. */
             inventory: Record<string, never>[];
             jobCosts: components["schemas"]["PostedJobCost"][];

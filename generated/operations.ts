@@ -37,6 +37,7 @@ export const OPERATIONS: readonly OperationInfo[] = [
     "tag": "Accounts payable",
     "resultEntities": [
       "ap-invoices",
+      "equipment-costs",
       "job-costs",
       "ledger-transactions"
     ]

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { TestApp } from '../../support/app';
 import { usePostingApp } from '../../support/posting-app';
 import { assertProblem } from '../../support/http';
-import { FX, apInvoice, balanceOf, booksBalance, countRows } from '../../support/posting-fixture';
+import { FX, apInvoice, balanceOf, bookFootprint, booksBalance, countRows } from '../../support/posting-fixture';
 import { Dec } from '../../../src/storage/decimal';
 
 let t: TestApp;
@@ -283,4 +283,108 @@ test('concurrent postings over the same accounts neither deadlock nor lose an up
   const apAfter = await balanceOf(t.knex, A.apControl, FX.year, FX.openPeriod);
   assert.equal(new Dec(expenseAfter.debit).minus(expense.debit).toFixed(2), total.toFixed(2));
   assert.equal(new Dec(apAfter.credit).minus(ap.credit).toFixed(2), total.toFixed(2));
+});
+
+/** Tables an AP invoice writes (and the data change counter): a refused one moves none of them. */
+const AP_TABLES = ['acpinv', 'apivln', 'lgrtrn', 'lgtnln', 'jobcst', 'eqpcst', 'lgrbal'] as const;
+
+/** An Open invoice with a line on the equipment-expense account and a job line, 10% retainage (the audit's reproduction on the fixture). */
+function equipmentInvoice(invoiceNumber: string, equipmentLine: Record<string, unknown> = { equipmentNumber: FX.equipment }): Record<string, unknown> {
+  return {
+    vendorNumber: FX.vendor.withDefaults,
+    invoiceNumber,
+    invoiceDate: FX.openDate,
+    invoiceTotal: 1000,
+    retainage: 100,
+    lines: [
+      { lineNumber: 1, ledgerAccount: A.equipmentExpense, description: 'Hydraulic hose repair', extendedTotal: 400, ...equipmentLine },
+      { lineNumber: 2, ledgerAccount: A.directExpense, jobNumber: FX.job.open, costCode: Number(FX.costCode), costType: FX.costType.material, extendedTotal: 600 },
+    ],
+  };
+}
+
+test('a line on an equipment-expense account writes an equipment cost of the whole line amount (source 11), beside the journal and the job costs', async () => {
+  const res = await t.post(PATH, equipmentInvoice('API-EQ-1'));
+  assert.equal(res.status, 200, res.text);
+  const { document, ledgerTransaction, jobCosts, equipmentCosts } = res.body;
+  assert.deepEqual(
+    ledgerTransaction.lines.filter((l: any) => l.debitAmount > 0).map((l: any) => [l.ledgerAccount, l.debitAmount, l.equipmentNumber]),
+    [
+      [A.equipmentExpense, 400, FX.equipment],
+      [A.directExpense, 600, null],
+    ],
+  );
+  assert.deepEqual(jobCosts.map((c: any) => [c.jobNumber, c.costAmount, c.sourceLineNumber]), [[FX.job.open, 600, 2]]);
+  assert.equal(equipmentCosts.length, 1);
+  const [cost] = equipmentCosts;
+  assert.deepEqual(
+    [cost.equipmentNumber, cost.ledgerAccount, cost.costAmount, cost.costHours, cost.costCategory, cost.sourceNumber, cost.documentNumber, cost.sourceRecordNumber, cost.sourceLineNumber],
+    [FX.equipment, A.equipmentExpense, 400, 0, 6, 11, 'API-EQ-1', document.recordNumber, 1],
+    'the line amount, retainage not deducted (the whole amount is expensed)',
+  );
+  assert.deepEqual(
+    [cost.vendorNumber, cost.transactionDate, cost.description, cost.status, cost.period, cost.year],
+    [FX.vendor.withDefaults, FX.openDate, 'Hydraulic hose repair', 1, ledgerTransaction.period, ledgerTransaction.year],
+  );
+
+  // In the database, and through the query API exactly as the result shows it.
+  const stored = await t.knex('eqpcst').where({ docnum: 'API-EQ-1', srcnum: 11 });
+  assert.equal(stored.length, 1);
+  assert.equal(Number(stored[0].eqpnum), FX.equipment);
+  assert.equal(Number(stored[0].lgract), A.equipmentExpense);
+  assert.equal(Number(stored[0].recnum), cost.recordNumber);
+  const read = await t.post('/api/v3/equipment-costs/query', { filters: { match: { field: 'documentNumber', operator: '=', value: 'API-EQ-1' } } });
+  assert.equal(read.status, 200, read.text);
+  assert.deepEqual(read.body.data, equipmentCosts);
+});
+
+test('an equipment-expense line: without equipmentNumber 422 naming it, unknown equipment 404; nothing written', async () => {
+  const before = await bookFootprint(t.knex, AP_TABLES);
+  let body = assertProblem(await t.post(PATH, equipmentInvoice('API-EQ-2', {})), 'BUSINESS_RULE_VIOLATED');
+  assert.deepEqual(body.errors.map((e: any) => [e.field, e.code]), [['lines[0].equipmentNumber', 'required']]);
+  // Review stores only, yet goes through the same checks.
+  body = assertProblem(await t.post(PATH, { ...equipmentInvoice('API-EQ-2', {}), status: 2 }), 'BUSINESS_RULE_VIOLATED');
+  assert.deepEqual(body.errors.map((e: any) => e.field), ['lines[0].equipmentNumber']);
+  body = assertProblem(await t.post(PATH, equipmentInvoice('API-EQ-2', { equipmentNumber: 5555555 })), 'REFERENCE_NOT_FOUND');
+  assert.deepEqual(body.errors.map((e: any) => e.field), ['lines[0].equipmentNumber']);
+  assert.deepEqual(await bookFootprint(t.knex, AP_TABLES), before);
+});
+
+test('an invoice sent again with another equipmentNumber (or none) on a line is 409; identical replays its equipment costs', async () => {
+  const first = await t.post(PATH, equipmentInvoice('API-EQ-3'));
+  assert.equal(first.status, 200, first.text);
+  const again = await t.post(PATH, equipmentInvoice('API-EQ-3'));
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.headers['idempotency-status'], 'replayed');
+  assert.deepEqual(again.body.equipmentCosts, first.body.equipmentCosts);
+  const before = await bookFootprint(t.knex, AP_TABLES);
+  for (const equipmentLine of [{ equipmentNumber: 5555555 }, {}]) {
+    const body = assertProblem(await t.post(PATH, equipmentInvoice('API-EQ-3', equipmentLine)), 'DOCUMENT_NUMBER_CONFLICT');
+    assert.deepEqual(body.errors.map((e: any) => [e.field, e.code]), [
+      ['invoiceNumber', 'already_entered'],
+      ['lines[0]', 'differs'],
+    ]);
+  }
+  assert.deepEqual(await bookFootprint(t.knex, AP_TABLES), before);
+});
+
+test('dry run of an equipment-expense line: the equipment cost in the result, none written, its record number consumed', async () => {
+  const before = await bookFootprint(t.knex, AP_TABLES);
+  const dry = await t.post(`${PATH}?dryRun=true`, equipmentInvoice('API-EQ-4'));
+  assert.equal(dry.status, 200, dry.text);
+  assert.equal(dry.body.dryRun, true);
+  assert.deepEqual(dry.body.equipmentCosts.map((c: any) => [c.equipmentNumber, c.costAmount]), [[FX.equipment, 400]]);
+  assert.deepEqual(await bookFootprint(t.knex, AP_TABLES), before);
+  const real = await t.post(PATH, equipmentInvoice('API-EQ-4'));
+  assert.equal(real.status, 200, real.text);
+  assert.ok(real.body.equipmentCosts[0].recordNumber > dry.body.equipmentCosts[0].recordNumber, 'equipment cost record number consumed by the dry run');
+});
+
+test('results without equipment-expense lines carry equipmentCosts empty (Open and Review)', async () => {
+  const open = await t.post(PATH, apInvoice('API-EQ-5', 1));
+  assert.equal(open.status, 200, open.text);
+  assert.deepEqual(open.body.equipmentCosts, []);
+  const review = await t.post(PATH, apInvoice('API-EQ-6', 1, { status: 2 }));
+  assert.equal(review.status, 200, review.text);
+  assert.deepEqual(review.body.equipmentCosts, []);
 });

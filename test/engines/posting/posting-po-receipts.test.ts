@@ -15,7 +15,7 @@ import type { TestApp } from '../../support/app';
 import { useTestApp } from '../../support/use-test-app';
 import { assertProblem } from '../../support/http';
 import { assertBooksInvariants } from '../../support/invariants';
-import { countRows, openSeedJobOrder } from '../../support/posting-fixture';
+import { bookFootprint, countRows, openSeedJobOrder } from '../../support/posting-fixture';
 import { Dec } from '../../../src/storage/decimal';
 import { dialectFor, type Dialect } from '../../../src/storage/dialect';
 
@@ -367,6 +367,21 @@ test('a receipt at zero cost is received, enters its invoice, and posts nothing 
   assert.equal((await poLine('TPO-JOB-8', 1)).received, '2');
   assert.equal(await countRows(t.knex, 'lgrtrn'), journals);
   await assertInvariants();
+});
+
+test('a PO line on an equipment-expense account is 422 naming the received line (a PO line names no equipment, and its cost would miss the equipment ledger); nothing written', async () => {
+  await openJobOrder('TPO-EQ-1');
+  // No job, no location: line 1 posts to the seed's equipment repairs account (type 10).
+  const order = await t.knex('pchord').where({ ordnum: 'TPO-EQ-1' }).first();
+  await t.knex('pchord').where({ _idnum: order._idnum }).update({ jobnum: null });
+  await t.knex('pcorln').where({ _idref: order._idnum, linnum: 1 }).update({ lgract: 6020, prtnum: null });
+  const tables = ['acpinv', 'apivln', 'lgrtrn', 'lgtnln', 'jobcst', 'eqpcst', 'lgrbal', 'pcorln'];
+  const before = await bookFootprint(t.knex, tables);
+  const res = await receive({ orderNumber: 'TPO-EQ-1', receiptDate: '2026-11-16', lines: [{ lineNumber: 1, updateQuantity: 2 }] });
+  const problem = assertProblem(res, 'BUSINESS_RULE_VIOLATED', PATH);
+  assert.deepEqual(problem.errors.map((e: any) => [e.field, e.code]), [['lines[0].lineNumber', 'equipment_account']]);
+  assert.equal((await poLine('TPO-EQ-1', 1)).received, '0');
+  assert.deepEqual(await bookFootprint(t.knex, tables), before);
 });
 
 // Last in the file: it receives the seed's stock order (STOCK_PO) beyond what the tests above expect of it.

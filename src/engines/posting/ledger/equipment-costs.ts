@@ -1,6 +1,8 @@
+import type { Knex } from 'knex';
 import type { components } from '../../../../generated/api-types';
 import type { Pending } from '../../../storage/statement-batch';
 import type { PostingContext } from '../context';
+import { readAllRecords } from '../records';
 import { writeCostRecords, type CostRecordToWrite } from './cost-records';
 
 /** Equipment cost records (eqpcst) created by a posting cascade (payroll shop labor, equipment-expense lines). */
@@ -21,4 +23,15 @@ export function writeEquipmentCosts(ctx: PostingContext, costs: EquipmentCostToW
   return writeCostRecords(ctx, 'equipment-costs', costs, (c) => ({ costCategory: c.costCategory, ledgerAccount: c.ledgerAccount })).map(
     (posted) => posted as unknown as PostedEquipmentCost[],
   );
+}
+
+/** Equipment costs a document created (by source and the document's record number), by line then record number. */
+export async function readEquipmentCostsOf(db: Knex | Knex.Transaction, sourceNumber: number, sourceRecordNumber: number): Promise<PostedEquipmentCost[]> {
+  const filters = {
+    and: [
+      { match: { field: 'sourceNumber', operator: '=', value: sourceNumber } },
+      { match: { field: 'sourceRecordNumber', operator: '=', value: sourceRecordNumber } },
+    ],
+  };
+  return (await readAllRecords(db, 'equipment-costs', filters, { orderBy: ['sourceLineNumber ASC', 'recordNumber ASC'] })) as unknown as PostedEquipmentCost[];
 }

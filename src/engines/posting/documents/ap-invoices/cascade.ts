@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Dec } from '../../../../storage/decimal';
 import { Pending } from '../../../../storage/statement-batch';
 import type { PostingContext } from '../../context';
+import { writeEquipmentCosts, type EquipmentCostToWrite, type PostedEquipmentCost } from '../../ledger/equipment-costs';
 import { writeJobCosts, type JobCostToWrite, type PostedJobCost } from '../../ledger/job-costs';
 import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
 import { childRow, childTableOf, fitText, insertChildrenReturning, insertRecordsReturning, recordRow } from '../../records';
@@ -19,6 +20,8 @@ import type { ResolvedLine } from './references';
  *              credited: the AP control account (invoice total - retainage when the ledger
  *              setup has a retainage payable account, which gets the retainage; else the total)
  *   job costs  one per job line (job, phase, cost code, cost type; amount = what the line debits)
+ *   equipment costs  one per line on an equipment-expense account (its equipment, that account;
+ *              amount = what the line debits; category 6 Other: decision 0430)
  *   balances   the ledger balances of the resolved period (through the journal)
  */
 
@@ -173,4 +176,38 @@ export function invoiceJobCosts(invoice: InvoiceToWrite, jobCostRecords: number[
 
 export function postInvoiceJobCosts(ctx: PostingContext, invoice: InvoiceToWrite, jobCostRecords: number[]): Pending<PostedJobCost[]> {
   return writeJobCosts(ctx, invoiceJobCosts(invoice, jobCostRecords));
+}
+
+/** Category of an invoice line's equipment cost: 6 Other (the invoice line has no category field: decision 0430). */
+const EQUIPMENT_COST_OTHER = 6;
+
+/**
+ * An equipment cost per line on an equipment-expense account: the same amount the ledger posts
+ * there, retention included (the whole amount is expensed, as for job costs).
+ */
+export function invoiceEquipmentCosts(invoice: InvoiceToWrite, equipmentCostRecords: number[], sourceNumber: number = AP_SOURCE): EquipmentCostToWrite[] {
+  const { input, lines } = invoice;
+  const equipmentLines = lines.filter((r) => r.equipmentExpense);
+  if (equipmentLines.length > equipmentCostRecords.length) throw new Error(`${equipmentLines.length} equipment cost(s) to write, ${equipmentCostRecords.length} record number(s) reserved`);
+  return equipmentLines.map((r, i) => ({
+    recordNumber: equipmentCostRecords[i]!,
+    equipmentNumber: r.equipmentNumber!,
+    costCategory: EQUIPMENT_COST_OTHER,
+    ledgerAccount: r.ledgerAccount,
+    transactionDate: input.invoiceDate,
+    description: fitText('equipment-costs', 'description', r.line.description || input.description),
+    sourceNumber,
+    documentNumber: input.invoiceNumber,
+    sourceRecordNumber: invoice.recordNumber,
+    sourceLineNumber: r.line.lineNumber,
+    vendorNumber: input.vendorNumber,
+    costAmount: r.amount,
+    enteredDate: invoice.enteredDate,
+    period: invoice.period,
+    year: invoice.year,
+  }));
+}
+
+export function postInvoiceEquipmentCosts(ctx: PostingContext, invoice: InvoiceToWrite, equipmentCostRecords: number[]): Pending<PostedEquipmentCost[]> {
+  return writeEquipmentCosts(ctx, invoiceEquipmentCosts(invoice, equipmentCostRecords));
 }

@@ -5,7 +5,7 @@ import { addDays } from '../../dates';
 import { allocateRecordNumbers, fitText, rangeValues, recordLockName, records, type RecordsContext } from '../../records';
 import { resendConflict } from '../../resend';
 import type { PostOutcome, WriteDefinition } from '../../runner';
-import { insertInvoice, postInvoiceJobCosts, postInvoiceJournal, type InvoiceToWrite } from './cascade';
+import { insertInvoice, postInvoiceEquipmentCosts, postInvoiceJobCosts, postInvoiceJournal, type InvoiceToWrite } from './cascade';
 import { AP_SOURCE, STATUS_OPEN, STATUS_REVIEW, STATUS_VOID, checkApTotals, jobOf, prepareApInvoice, type ApInvoiceInput } from './input';
 import { differences, existingResult, type ApInvoiceWriteResult } from './read-back';
 import { resolveLines } from './references';
@@ -16,22 +16,25 @@ import { resolveLines } from './references';
  *
  *   input.ts       the body parsed (400 before dispatch) and the totals (422) decided from it alone
  *   references.ts  vendor, jobs, phases, accounts, cost codes and types, equipment; the defaults
- *   cascade.ts     invoice + lines, journal, job costs (balances through the journal)
+ *   cascade.ts     invoice + lines, journal, job costs, equipment costs (balances through the journal)
  *   read-back.ts   the posted invoice and journal as the query engine reads them; duplicates
  *
  * Status 2 (Review) stores the invoice and its lines only: no journal (the result has no
- * ledgerTransaction key), no job costs. Both statuses go through the same checks.
+ * ledgerTransaction key), no job costs, no equipment costs. Both statuses go through the same checks.
  */
 
 export { type ApInvoiceInput, type ApLineInput } from './input';
 export { type ApInvoiceWriteResult, type PostedApInvoice } from './read-back';
 export { insertInvoice, invoiceJobCosts, invoiceJournalLines, type InvoiceToWrite } from './cascade';
+export { type MissingEquipment } from './references';
 export { resolveLines as resolveApLines, type ResolvedLine as ResolvedApLine } from './references';
 
 interface Numbers {
   invoiceRecord: number;
   ledgerRecord: number | null;
   jobCostRecords: number[];
+  /** One per line that may be on an equipment-expense account (it names equipment and has no job); unused ones are gaps. */
+  equipmentCostRecords: number[];
 }
 
 /** The name `post` locks first (taken by the transaction's BEGIN where it can: runner.ts firstLock). */
@@ -51,11 +54,15 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
   async allocate(input, numbers: NumberAllocator): Promise<Numbers> {
     const posts = input.status === STATUS_OPEN;
     const jobLines = posts ? input.lines.filter((l) => jobOf(input, l) !== undefined).length : 0;
-    const got = await allocateRecordNumbers(numbers, { 'ap-invoices': 1, 'ledger-transactions': posts ? 1 : 0, 'job-costs': jobLines });
+    // Which accounts are equipment-expense ones is known only once the accounts are read: a line
+    // on one names its equipment and has no job (references.ts refuses the others).
+    const equipmentLines = posts ? input.lines.filter((l) => l.equipmentNumber !== undefined && jobOf(input, l) === undefined).length : 0;
+    const got = await allocateRecordNumbers(numbers, { 'ap-invoices': 1, 'ledger-transactions': posts ? 1 : 0, 'job-costs': jobLines, 'equipment-costs': equipmentLines });
     return {
       invoiceRecord: got['ap-invoices'].first,
       ledgerRecord: posts ? got['ledger-transactions'].first : null,
       jobCostRecords: rangeValues(got['job-costs']),
+      equipmentCostRecords: rangeValues(got['equipment-costs']),
     };
   },
 
@@ -105,15 +112,16 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       period,
       year,
     };
-    // Queued, not awaited: the invoice, its job costs and its journal are sent when the journal is
-    // awaited, in this order (storage/statement-batch.ts).
+    // Queued, not awaited: the invoice, its job costs, its equipment costs and its journal are sent
+    // when the journal is awaited, in this order (storage/statement-batch.ts).
     const document = insertInvoice(ctx, invoice);
-    if (!posts || input.status === STATUS_REVIEW) return { result: { document: await document, jobCosts: [], inventory: [], period, year } };
+    if (!posts || input.status === STATUS_REVIEW) return { result: { document: await document, jobCosts: [], equipmentCosts: [], inventory: [], period, year } };
 
     const description = fitText('ledger-transactions', 'description', input.description || `${String(vendor.shortName || vendor.vendorName || `Vendor ${input.vendorNumber}`)} ${input.invoiceNumber}`);
     const jobCosts = postInvoiceJobCosts(ctx, invoice, numbers.jobCostRecords);
+    const equipmentCosts = postInvoiceEquipmentCosts(ctx, invoice, numbers.equipmentCostRecords);
     const ledgerTransaction = await postInvoiceJournal(ctx, invoice, setup, description);
-    const result: ApInvoiceWriteResult = { document: await document, jobCosts: await jobCosts, inventory: [], period, year, ledgerTransaction };
+    const result: ApInvoiceWriteResult = { document: await document, jobCosts: await jobCosts, equipmentCosts: await equipmentCosts, inventory: [], period, year, ledgerTransaction };
     return { result };
   },
 };

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { Dec } from '../../../../storage/decimal';
+import { readEquipmentCostsOf, type PostedEquipmentCost } from '../../ledger/equipment-costs';
 import { readWriteResultOf, type WriteResult } from '../../ledger/posted-result';
 import { readWrittenRecord, type RecordsContext } from '../../records';
 import { lineDifferences, periodDiffers } from '../../resend';
@@ -49,8 +50,11 @@ export interface PostedApInvoice {
   }>;
 }
 
-/** An AP invoice moves no stock: `inventory` is always empty. */
-export type ApInvoiceWriteResult = Omit<WriteResult<PostedApInvoice>, 'inventory'> & { inventory: never[] };
+/**
+ * An AP invoice moves no stock: `inventory` is always empty. `equipmentCosts`: one per line on an
+ * equipment-expense account, always present (decision 0430).
+ */
+export type ApInvoiceWriteResult = Omit<WriteResult<PostedApInvoice>, 'inventory'> & { inventory: never[]; equipmentCosts: PostedEquipmentCost[] };
 
 /** An AP invoice with its lines in the published shape, read back through the catalog (engines/query/read-records.ts). */
 export async function readPostedApInvoice(db: Knex | Knex.Transaction, id: string): Promise<PostedApInvoice> {
@@ -80,6 +84,8 @@ export function differences(existing: PostedApInvoice, input: ApInvoiceInput): s
         (line.jobNumber !== undefined && other.jobNumber !== line.jobNumber) ||
         (line.phaseNumber !== undefined && other.phaseNumber !== line.phaseNumber) ||
         (line.costType !== undefined && other.costType !== line.costType) ||
+        // No default: an absent equipmentNumber is stored as none.
+        other.equipmentNumber !== (line.equipmentNumber ?? null) ||
         !same(other.costCode, line.costCode) ||
         !same(other.quantity, line.quantity) ||
         !same(other.unitPrice, line.unitPrice),
@@ -90,7 +96,8 @@ export function differences(existing: PostedApInvoice, input: ApInvoiceInput): s
 
 /** The invoice `id` already entered, as the write result of its posting (a replayed duplicate). */
 export async function existingResult(ctx: RecordsContext, id: string): Promise<ApInvoiceWriteResult> {
-  const result = await readWriteResultOf(ctx, AP_SOURCE, await readPostedApInvoice(ctx.trx, id), { inventory: false });
-  return { ...result, inventory: [] };
+  const document = await readPostedApInvoice(ctx.trx, id);
+  const result = await readWriteResultOf(ctx, AP_SOURCE, document, { inventory: false });
+  return { ...result, equipmentCosts: await readEquipmentCostsOf(ctx.trx, AP_SOURCE, document.recordNumber), inventory: [] };
 }
 

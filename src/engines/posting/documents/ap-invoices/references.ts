@@ -13,6 +13,8 @@ import { jobOf, phaseOf, type ApInvoiceInput, type ApLineInput } from './input';
 
 /** Account types that carry job costs: 3 WIP asset, 9 Direct expense. */
 const JOB_ACCOUNT_TYPES = new Set([3, 9]);
+/** Account type 10, Equipment expense (the equipment subsidiary ledger): its lines carry equipment costs. */
+const EQUIPMENT_ACCOUNT_TYPE = 10;
 /** Job status 6: closed; phase status 3: closed. */
 const JOB_CLOSED = 6;
 const PHASE_CLOSED = 3;
@@ -26,12 +28,31 @@ export interface ResolvedLine {
   phaseNumber: number | null;
   costCode: Dec | null;
   costType: number | null;
+  equipmentNumber: number | null;
+  /** The line's account is an equipment-expense account: the line writes an equipment cost (decision 0430). */
+  equipmentExpense: boolean;
   /** What the line debits: extended total + its sales tax. */
   amount: Dec;
 }
 
+/**
+ * How a line on an equipment-expense account that names no equipment is refused (422). An AP
+ * invoice names `lines[i].equipmentNumber` (required); a document whose lines cannot carry an
+ * equipment number (a PO receipt) names its own field.
+ */
+export type MissingEquipment = (check: ReferenceCheck, line: ApLineInput, ledgerAccount: number) => void;
+
+const equipmentRequired: MissingEquipment = (check, line, ledgerAccount) =>
+  check.notPostable(`lines[${line.index}].equipmentNumber`, `ledger account ${ledgerAccount} is an equipment-expense account: the line needs an equipment number`, 'required');
+
 /** Looks up every referenced record, applies the defaults and the account rules. */
-export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, setup: LedgerSetup): Promise<{ lines: ResolvedLine[]; vendor: StoredRecord }> {
+export async function resolveLines(
+  ctx: PostingContext,
+  input: ApInvoiceInput,
+  setup: LedgerSetup,
+  options: { missingEquipment?: MissingEquipment } = {},
+): Promise<{ lines: ResolvedLine[]; vendor: StoredRecord }> {
+  const missingEquipment = options.missingEquipment ?? equipmentRequired;
   const check = new ReferenceCheck();
 
   const vendors = await loadReferenceRows(ctx, 'vendors', [{ field: 'vendorNumber', value: input.vendorNumber }], VENDOR_FIELDS);
@@ -87,6 +108,8 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
       phaseNumber: job === null ? null : (phaseOf(input, line) ?? null),
       costCode: job === null ? (line.costCode ?? null) : (line.costCode ?? vendorCostCode ?? null),
       costType: job === null ? (line.costType ?? null) : (line.costType ?? vendorCostType ?? null),
+      equipmentNumber: line.equipmentNumber ?? null,
+      equipmentExpense: false,
       amount: line.extendedTotal.plus(line.salesTax),
     };
   });
@@ -109,6 +132,12 @@ export async function resolveLines(ctx: PostingContext, input: ApInvoiceInput, s
       check.notPostable(field, `job line on ledger account ${r.ledgerAccount}, which is not a direct expense or WIP account`, 'not_job_account');
     } else if (r.jobNumber === null && jobAccount) {
       check.notPostable(`lines[${r.line.index}].jobNumber`, `ledger account ${r.ledgerAccount} is a direct expense or WIP account: the line needs a job`, 'required');
+    }
+    // What the ledger posts to the equipment subsidiary ledger is an equipment cost of a unit, as
+    // what it posts to direct expense / WIP is a job cost (domain notes, "How it posts").
+    if (account.accountType === EQUIPMENT_ACCOUNT_TYPE) {
+      r.equipmentExpense = true;
+      if (r.equipmentNumber === null) missingEquipment(check, r.line, r.ledgerAccount);
     }
     if (r.jobNumber !== null) {
       if (r.costCode === null) check.notPostable(`lines[${r.line.index}].costCode`, 'a job line needs a cost code and the vendor has no default', 'required');

@@ -4,7 +4,7 @@ import { SCALE, type PostingContext } from '../../context';
 import type { LedgerSetup } from '../../ledger/period';
 import { ReferenceCheck } from '../../ledger/references';
 import { fitText, records, type StoredRecord } from '../../records';
-import { resolveApLines, type ApInvoiceInput, type ApLineInput, type ResolvedApLine } from '../ap-invoices';
+import { resolveApLines, type ApInvoiceInput, type ApLineInput, type MissingEquipment, type ResolvedApLine } from '../ap-invoices';
 import { PO_RECEIPT_SOURCE, PO_STATUS, PO_STATUS_NAMES, type ReceiptInput, type ReceiptLineInput } from './input';
 
 /**
@@ -136,9 +136,22 @@ async function invoiceOf(ctx: PostingContext, input: ReceiptInput, order: Stored
   return invoice;
 }
 
+/**
+ * A PO line on an equipment-expense account: the AP rules want the unit its cost is booked to, and
+ * a purchase order line carries no equipment number (pcorln has none), so the receipt cannot post
+ * it without leaving the equipment ledger short of an equipment cost (decision 0430): 422 naming
+ * the received line.
+ */
+const equipmentLineRefused: MissingEquipment = (check, line, ledgerAccount) =>
+  check.notPostable(
+    `lines[${line.index}].lineNumber`,
+    `purchase order line ${line.lineNumber} is on equipment-expense account ${ledgerAccount} which needs an equipment number, and a purchase order line has none`,
+    'equipment_account',
+  );
+
 /** The invoice's lines resolved by the AP rules, its vendor, and what posting a receipt needs of the setup. */
 export async function resolveInvoice(ctx: PostingContext, invoice: ApInvoiceInput, setup: LedgerSetup): Promise<{ lines: ResolvedApLine[]; vendor: StoredRecord }> {
-  const resolved = await resolveApLines(ctx, invoice, setup);
+  const resolved = await resolveApLines(ctx, invoice, setup, { missingEquipment: equipmentLineRefused });
   const check = new ReferenceCheck();
   if (setup.apControlAccount === null) check.notPostable('orderNumber', 'the ledger setup has no AP control account', 'setup_incomplete');
   const source = await records(ctx, 'transaction-sources').where({ recordNumber: PO_RECEIPT_SOURCE }).first(['recordNumber']);
