@@ -71,11 +71,16 @@ export function parseColumnType(sql: string): ColumnType {
   return type;
 }
 
+/** Largest magnitude of DECIMAL(p, s) as exact decimal text: p - s digits before the point, s after. */
+export function decimalMaxText(precision: number, scale: number): string {
+  return `${'9'.repeat(precision - scale) || '0'}${scale > 0 ? '.' + '9'.repeat(scale) : ''}`;
+}
+
 /** Largest magnitude of DECIMAL(p, s): p - s digits before the point, s after. */
 export function decimalMax(precision: number, scale: number): number {
   // e.g. (14, 2) -> 999999999999.99; as a JSON number it rounds to the nearest double, which is
   // what a client's JSON number would parse to anyway.
-  return Number(`${'9'.repeat(precision - scale) || '0'}${scale > 0 ? '.' + '9'.repeat(scale) : ''}`);
+  return Number(decimalMaxText(precision, scale));
 }
 
 /**

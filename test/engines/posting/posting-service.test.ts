@@ -488,3 +488,24 @@ test('service inventory: bad bodies are 400 naming the field', async () => {
     );
   }
 });
+
+test('derived values past their columns are 400 VALUE_OUT_OF_RANGE naming the field, nothing written (decision 0440): a due date past 9999-12-31 names invoiceDate, lines totalling past decimal(14, 2) name recordNumber', async () => {
+  // The client's terms days added to 9999-12-31 (an explicit period, so the date reaches the due date).
+  const dated = await workOrder([{ type: 1, quantity: '1', price: '115' }]);
+  const before = await snapshot(dated);
+  const late = assertProblem(await t.post(POST, body(dated, { invoiceDate: '9999-12-31', period: PERIOD, year: YEAR })), 'VALUE_OUT_OF_RANGE');
+  assert.deepEqual(fields(late), [['invoiceDate', 'range']]);
+  assert.deepEqual(await snapshot(dated), before);
+  // Two lines, each within decimal(14, 2), whose sum is not (the work order's invoice total).
+  // (the header's stored total stays that of the first line: the accounting system wrote the second line after it.)
+  const big = await workOrder([{ type: 1, quantity: '60000', price: '10000000' }]);
+  const [first] = await t.knex('srvlin').join('srvinv', 'srvinv._idnum', 'srvlin._idref').where('srvinv.recnum', big).select('srvlin.*');
+  const second = randomUUID();
+  await t.knex('srvlin').insert({ ...first, _idnum: second, linnum: 2 });
+  const bigBefore = await snapshot(big);
+  const total = assertProblem(await t.post(POST, body(big)), 'VALUE_OUT_OF_RANGE');
+  assert.deepEqual(fields(total), [['recordNumber', 'range']]);
+  assert.deepEqual(await snapshot(big), bigBefore);
+  // The work order's stored total agrees with its lines again (the books' invariants, after each test).
+  await t.knex('srvlin').where({ _idnum: second }).delete();
+});

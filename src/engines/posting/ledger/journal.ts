@@ -5,6 +5,7 @@ import { Dec } from '../../../storage/decimal';
 import type { NumberAllocator } from '../../../storage/numbers';
 import { rowsPerInsert } from '../../../storage/parameter-budget';
 import { SCALE, type PostingContext } from '../context';
+import { DerivedLimits } from '../limits';
 import { childRow, childTableOf, insertChildrenReturning, insertRecordsReturning, readRecord, recordRow } from '../records';
 
 /**
@@ -35,6 +36,12 @@ export interface JournalToWrite {
   period: number;
   year: number;
   lines: JournalLine[];
+  /**
+   * The request field named when an amount or total of the journal exceeds its column (400
+   * VALUE_OUT_OF_RANGE, limits.ts); default `lines`. Writes check what they derive before this,
+   * naming their own fields: this is the net under every journal, before any of its SQL.
+   */
+  blame?: string;
 }
 
 /** Published shape of a posted ledger transaction (the read model's names). */
@@ -114,8 +121,22 @@ export async function allocateLedgerRecord(_input: unknown, numbers: NumberAlloc
   return { ledgerRecord: range.first };
 }
 
+/** Every amount and total of the journal within its column (400 VALUE_OUT_OF_RANGE naming `journal.blame`). */
+function checkJournalLimits(journal: JournalToWrite, totals: { debit: Dec; credit: Dec }): void {
+  const blame = journal.blame ?? 'lines';
+  const limits = new DerivedLimits();
+  for (const line of journal.lines) {
+    limits.decimal(blame, `the debit of journal line ${line.lineNumber} (account ${line.ledgerAccount})`, line.debit, 'ledger-transactions.lines', 'debitAmount');
+    limits.decimal(blame, `the credit of journal line ${line.lineNumber} (account ${line.ledgerAccount})`, line.credit, 'ledger-transactions.lines', 'creditAmount');
+  }
+  limits.decimal(blame, 'the debit total of the journal', totals.debit, 'ledger-transactions', 'debitTotal');
+  limits.decimal(blame, 'the credit total of the journal', totals.credit, 'ledger-transactions', 'creditTotal');
+  limits.throwIfAny();
+}
+
 export async function writeJournal(ctx: PostingContext, journal: JournalToWrite): Promise<PostedLedgerTransaction> {
   const totals = assertBalanced(journal);
+  checkJournalLimits(journal, totals);
   const id = randomUUID();
   // Written and read back in the same statements (records/insert.ts insertRecordsReturning: the
   // stored row, decoded through the catalog exactly as readPostedLedgerTransaction would read it).

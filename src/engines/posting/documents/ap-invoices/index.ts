@@ -1,7 +1,7 @@
 import type { NumberAllocator } from '../../../../storage/numbers';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { ReferenceCheck, loadReferenceRows } from '../../ledger/references';
-import { addDays } from '../../dates';
+import { storableDateAfter } from '../../limits';
 import { allocateRecordNumbers, fitText, rangeValues, recordLockName, records, type RecordsContext } from '../../records';
 import { resendConflict } from '../../resend';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -107,7 +107,7 @@ export const apInvoicesWrite: WriteDefinition<ApInvoiceInput, Numbers, ApInvoice
       lines,
       recordNumber: numbers.invoiceRecord,
       ledgerRecord: posts ? numbers.ledgerRecord : null,
-      dueDate: input.dueDate ?? addDays(input.invoiceDate, vendor.termsDays ?? 30),
+      dueDate: input.dueDate ?? storableDateAfter('invoiceDate', "the due date (invoiceDate + the vendor's terms days)", input.invoiceDate, vendor.termsDays ?? 30, 'ap-invoices', 'dueDate'),
       enteredDate: ctx.today,
       period,
       year,

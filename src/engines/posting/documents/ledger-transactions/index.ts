@@ -13,7 +13,8 @@ import { checkReferences } from './references';
  *
  * Order of the checks, all inside the engine (their 4xx are stored under an Idempotency-Key)
  * except the first:
- *   400  (before dispatch) more than 2 decimals, repeated line numbers
+ *   400  (before dispatch) more than 2 decimals, repeated line numbers; VALUE_OUT_OF_RANGE
+ *        totals of the lines beyond what the header stores (limits.ts)
  *   422  JOURNAL_LINE_INVALID  a line with both a debit and a credit, or neither
  *   422  JOURNAL_UNBALANCED    debits != credits
  *   200 / 409                  transactionNumber already posted: identical -> the existing posting

@@ -4,6 +4,7 @@ import { Dec, decToJson } from '../../../../storage/decimal';
 import { SCALE } from '../../context';
 import { InputErrors, exactDecimal, uniqueLineNumbers, zero } from '../../input';
 import { journalTotals } from '../../ledger/journal';
+import { DerivedLimits } from '../../limits';
 
 /**
  * POST /ledger-transactions, the input: the body (typed from the contract: generated/api-types.ts)
@@ -50,6 +51,7 @@ export function prepareJournal(body: unknown): JournalInput {
   }));
   uniqueLineNumbers(lines, errors);
   errors.throwIfAny();
+  checkJournalTotalLimits(lines);
   return {
     transactionNumber: String(b.transactionNumber),
     transactionDate: String(b.transactionDate),
@@ -60,6 +62,19 @@ export function prepareJournal(body: unknown): JournalInput {
     ...(b.year !== undefined ? { year: b.year } : {}),
     lines,
   };
+}
+
+/**
+ * The journal's totals, stored in the header (ledger-transactions debitTotal / creditTotal), from
+ * lines each within its own bound: their sum may not be (400 VALUE_OUT_OF_RANGE naming `lines`,
+ * before dispatch: limits.ts).
+ */
+function checkJournalTotalLimits(lines: readonly JournalLineInput[]): void {
+  const totals = journalTotals(lines);
+  const limits = new DerivedLimits();
+  limits.decimal('lines', 'the debit total of the lines', totals.debit, 'ledger-transactions', 'debitTotal');
+  limits.decimal('lines', 'the credit total of the lines', totals.credit, 'ledger-transactions', 'creditTotal');
+  limits.throwIfAny();
 }
 
 /** 422s decided from the body alone, inside the engine. */

@@ -1,5 +1,5 @@
 import type { NumberAllocator } from '../../../../storage/numbers';
-import { addDays } from '../../dates';
+import { storableDateAfter } from '../../limits';
 import { loadPostingSetup, resolvePostingPeriod } from '../../ledger/period';
 import { allocateRecordNumbers, rangeValues, recordLockName } from '../../records';
 import type { PostOutcome, WriteDefinition } from '../../runner';
@@ -80,7 +80,7 @@ export const purchaseOrderReceiptsWrite: WriteDefinition<ReceiptInput, Numbers, 
     const { lines, vendor } = await resolveInvoice(ctx, received.invoice, setup);
     const { period, year } = await resolvePostingPeriod(trx, setup, periodRequest, fiscal);
 
-    const dueDate = addDays(input.receiptDate, vendor.termsDays ?? 30);
+    const dueDate = storableDateAfter('receiptDate', "the payable invoice's due date (receiptDate + the vendor's terms days)", input.receiptDate, vendor.termsDays ?? 30, 'ap-invoices', 'dueDate');
     const { payableInvoice, result } = await postReceipt(ctx, input, received, { lines }, setup, { ...numbers, dueDate, period, year });
     const document = await readReceipt(trx, received.order.id, received.status, received.received, payableInvoice);
     return { result: { document, ...result } };

@@ -1,11 +1,11 @@
 import { ApiProblem, type FieldError } from '../../../../errors/problem';
 import { Dec } from '../../../../storage/decimal';
-import { SCALE, type PostingContext } from '../../context';
+import type { PostingContext } from '../../context';
 import type { LedgerSetup } from '../../ledger/period';
 import { ReferenceCheck } from '../../ledger/references';
 import { fitText, records, type StoredRecord } from '../../records';
 import { resolveApLines, type ApInvoiceInput, type ApLineInput, type MissingEquipment, type ResolvedApLine } from '../ap-invoices';
-import { PO_RECEIPT_SOURCE, PO_STATUS, PO_STATUS_NAMES, type ReceiptInput, type ReceiptLineInput } from './input';
+import { PO_RECEIPT_SOURCE, PO_STATUS, PO_STATUS_NAMES, checkReceiptLimits, extensionOf, type ReceiptInput, type ReceiptLineInput } from './input';
 
 /**
  * POST /purchase-order-receipts, the references: the order (receivable or not), its lines the
@@ -77,10 +77,12 @@ export async function readOrder(ctx: PostingContext, input: ReceiptInput, invoic
       input: l,
       row,
       unitCost,
-      extended: l.updateQuantity.times(unitCost).toDecimalPlaces(SCALE.money, Dec.ROUND_HALF_UP),
+      extended: extensionOf(l.updateQuantity, unitCost),
       intoStock: location !== null && (row.partNumber ?? null) !== null,
     };
   });
+  // With the costs the order gives the lines that carry none (400 VALUE_OUT_OF_RANGE, stored under the key).
+  checkReceiptLimits(received.map((r) => ({ index: r.input.index, extended: r.extended })));
   const invoice = await invoiceOf(ctx, input, order, location, received, invoiceRecord);
   return { order, status, location, received, invoice };
 }

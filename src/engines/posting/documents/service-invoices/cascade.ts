@@ -1,7 +1,7 @@
 import { ApiProblem } from '../../../../errors/problem';
 import { Dec } from '../../../../storage/decimal';
 import { SCALE, type PostingContext } from '../../context';
-import { addDays } from '../../dates';
+import { DerivedLimits } from '../../limits';
 import { writeJournal, type JournalLine, type PostedLedgerTransaction } from '../../ledger/journal';
 import { MOVEMENT, applyStockMovements, type PostedInventoryHistory, type StockMovement } from '../../ledger/stock';
 import { fitText, records } from '../../records';
@@ -38,6 +38,15 @@ export async function postWorkOrder(
   // Totals from the lines: the invoice is what its lines and its tax say.
   const linesTotal = lines.reduce((s, l) => s.plus(l.extended), new Dec(0));
   const invoiceTotal = linesTotal.plus(salesTax);
+  // What the work order will store, checked before anything is written (limits.ts): the total of
+  // its lines and tax, and the due date (the invoice date + the client's terms days). The request
+  // names the work order (and the invoice date, when it sends one).
+  const limits = new DerivedLimits();
+  limits.decimal('recordNumber', `the invoice total of ${label} (its lines and sales tax)`, invoiceTotal, 'service-invoices', 'invoiceTotal');
+  const dueDate: string | undefined =
+    header.dueDate ??
+    limits.dateAfter(input.invoiceDate !== undefined ? 'invoiceDate' : 'recordNumber', `the due date of ${label} (invoiceDate + the client's terms days)`, invoiceDate, client.termsDays ?? 30, 'service-invoices', 'dueDate');
+  limits.throwIfAny();
   if (invoiceTotal.isZero() && partLines.length === 0) {
     throw new ApiProblem('BUSINESS_RULE_VIOLATED', `${label} has nothing to invoice: its lines total 0 and it uses no parts.`, {
       errors: [{ field: 'recordNumber', code: 'nothing_to_post' }],
@@ -106,13 +115,12 @@ export async function postWorkOrder(
   });
 
   // The document: invoiced. The update is conditional on "not posted yet" (the lock makes it certain).
-  const dueDate: string = header.dueDate ?? addDays(invoiceDate, client.termsDays ?? 30);
   const updated = await records(ctx, 'service-invoices')
     .where({ id: header.id })
     .whereNull('ledgerRecordNumber')
     .update({
       invoiceDate,
-      dueDate,
+      dueDate: dueDate!,
       workStatus: WORK_COMPLETE,
       invoiceTotal,
       invoiceBalance: invoiceTotal.minus(amountPaid),
