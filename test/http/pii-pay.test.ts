@@ -12,6 +12,8 @@ import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from '../support/app';
 import { assertProblem } from '../support/http';
 import type { Scope } from '../../src/auth/scopes';
+import { PII_FIELDS } from '../../src/catalog/pii';
+import { CATALOG } from '../../generated/catalog';
 
 let t: TestApp;
 const keyWith = async (scopes: Scope[]) => (await t.services.keys.create(`pay ${scopes.join(',')}`, 'integration', undefined, scopes)).key;
@@ -44,6 +46,19 @@ before(async () => {
 after(() => t.close());
 
 type Row = Record<string, unknown>;
+
+test('every name of the PII list is a field of its entity or of one of its child collections (a typo would withhold nothing)', () => {
+  for (const [name, fields] of Object.entries(PII_FIELDS)) {
+    const entity = CATALOG[name];
+    assert.ok(entity, `${name} is an entity`);
+    for (const field of fields) {
+      const [first, rest] = field.split('.', 2) as [string, string | undefined];
+      if (rest === undefined) assert.ok(Object.hasOwn(entity.fields, first), `${name}.${field}`);
+      else assert.ok(entity.children[first] && Object.hasOwn(entity.children[first].fields, rest), `${name}.${field}`);
+    }
+  }
+  for (const e of PAY) assert.deepEqual([...(PII_FIELDS[e.entity] ?? [])].sort(), namesOf(e).sort(), `${e.entity}: the list is the audit's`);
+});
 
 /** A default read (no select) of the entity with all its children, asserting there is something to look at. */
 async function readAll(entity: (typeof PAY)[number], key: string | undefined): Promise<Row[]> {
