@@ -111,6 +111,7 @@ function resolveSelect(entity: EntityDef, names: unknown, children: ChildDef[], 
     if (dot > 0) {
       const rest = name.slice(dot + 1);
       if (!Object.prototype.hasOwnProperty.call(child.fields, rest)) {
+        if (withheldIssue(entity, name, path, issues)) return;
         if (unavailableIssue(entity, name, path, issues)) return;
         issues.add('UNKNOWN_FIELD', path, 'unknown_field', `"${rest}" is not a field of ${entity.entity} ${collection}`);
         return;
