@@ -190,7 +190,7 @@ export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: L
     if (!Number.isInteger(year) || year < 1900 || year > 9999) throw periodInvalid(`year ${year} is not a fiscal year of the ledger.`, ['year']);
   }
 
-  // One read of the fiscal periods around the document date (and the explicit year), unless given.
+  // One read of the fiscal periods around the document date (and the explicit and open years), unless given.
   const rows: FiscalRow[] = preloaded ?? (await db('fscprd').whereIn('postyr', fiscalYearsFor(request, setup.currentYear)).select('postyr', 'actprd', 'sttdte', 'enddte', 'status')).map((r) => fiscalRow(r, engineOf(db as Knex)));
 
   let resolved: PostingPeriod;
@@ -226,7 +226,7 @@ export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: L
     if (!row && !(resolved.period === 0 && ofYear.length > 0)) {
       if (explicit) throw periodInvalid(`${describe(resolved)} is not a period of the ledger setup (no such fiscal period).`, ['period', 'year']);
       throw periodInvalid(
-        `The posting period derived from ${request.dateField} ${request.date} is ${describe(resolved)}, which is not a period of the ledger setup (no such fiscal period).`,
+        `The posting period resolved from ${request.dateField} ${request.date} is ${describe(resolved)}, which is not a period of the ledger setup (no such fiscal period).`,
         [request.dateField],
       );
     } else if (row && row.status === 3) {
