@@ -1579,6 +1579,11 @@ export interface paths {
          *     * `transactionDate` drives the posting period under the ledger-setup policy; an explicit
          *       `period` + `year` pair is honoured when valid (else 422 PERIOD_INVALID). A period later than
          *       the open one is 422 PERIOD_CLOSED; an earlier one is accepted and the entry lands there.
+         *       A period derived from the date must be a period of the ledger, as an explicit one must:
+         *       when the company keeps fiscal periods, a date whose period has no fiscal-periods row (a
+         *       year the ledger does not have, 2019 on a ledger of 2025 and 2026) is 422 PERIOD_INVALID
+         *       naming the date field (`transactionDate` here; every write names its own date field), and
+         *       nothing is written.
          *     * A `transactionNumber` already posted with different content is 409
          *       TRANSACTION_NUMBER_CONFLICT. Sent again with identical content it is answered 200 with the
          *       existing posting and `Idempotency-Status: replayed`; nothing is written twice.
@@ -2165,6 +2170,11 @@ export interface paths {
          *       DOCUMENT_NOT_POSTABLE naming it (`errors[].field` = `recordNumber`); an unknown one is 404.
          *     * Accounts named by the work order or the ledger setup (income, sales tax, inventory) must
          *       exist and be active, else 422 BUSINESS_RULE_VIOLATED naming `recordNumber`.
+         *     * A work order carries no job and no equipment: `receivableAccount` must be a current asset
+         *       (account type 2) keeping the clients subsidiary ledger, and `costOfGoodsAccount` a direct
+         *       expense (9), overhead (11) or other expense (13) account; neither may keep the job or
+         *       equipment subsidiary ledger. Otherwise 422 BUSINESS_RULE_VIOLATED naming the field (code
+         *       `not_receivable_account` / `not_cost_of_goods_account`); nothing is written.
          *     * `invoiceDate` (default: the work order's) drives the posting period (see /ledger-transactions).
          *     * Service work orders carry no job: `jobCosts` is always empty.
          */
@@ -8669,14 +8679,14 @@ export interface components {
          *     }
          */
         ServiceWorkOrderPostInput: {
-            /** @description Ledger account debited with the cost of the parts; required (422) when the work order has part lines; 404 when it does not exist. */
+            /** @description Ledger account debited with the cost of the parts; required (422) when the work order has part lines; 404 when it does not exist; 422 unless a direct expense (9), overhead (11) or other expense (13) account keeping neither the job nor the equipment subsidiary ledger. */
             costOfGoodsAccount?: number;
             invoiceDate?: components["schemas"]["Date"];
             /** @description Inventory location (inventory-locations recordNumber) the part lines leave; required (422) when the work order has part lines; 404 when it does not exist. */
             partsLocation?: number;
             /** @description Explicit posting period, 0 to 12, together with `year`; honoured when valid, else 422 PERIOD_INVALID. */
             period?: number;
-            /** @description Ledger account debited with the invoice total (service receivables); defaults to the ledger setup's AR control account; 404 when it does not exist. */
+            /** @description Ledger account debited with the invoice total (service receivables); defaults to the ledger setup's AR control account; 404 when it does not exist; 422 unless a current asset (type 2) keeping the clients subsidiary ledger. */
             receivableAccount?: number;
             /** @description The work order (service-invoices recordNumber); 404 when it does not exist, 422 DOCUMENT_NOT_POSTABLE when it is not Open or already posted. */
             recordNumber: number;
@@ -9876,7 +9886,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Well-formed but not applicable (closed period, unbalanced journal, totals that disagree with lines, invalid explicit period, or COLUMN_UNAVAILABLE: a field whose column the installed build of the accounting database lacks, named in a read or needed by a write; `unavailableFields` lists them). */
+        /** @description Well-formed but not applicable (closed period, unbalanced journal, totals that disagree with lines, invalid period (an explicit pair, or one derived from a date the ledger has no fiscal period for), or COLUMN_UNAVAILABLE: a field whose column the installed build of the accounting database lacks, named in a read or needed by a write; `unavailableFields` lists them). */
         UnprocessableEntity: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];

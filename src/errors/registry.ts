@@ -36,7 +36,7 @@ export const PROBLEM_CODES = {
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large', when: 'The body exceeds the documented size limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', when: 'Content-Type is missing or is not application/json.' },
   PERIOD_CLOSED: { status: 422, title: 'Posting period closed', when: 'The resolved posting period is later than the open period; detail names both.' },
-  PERIOD_INVALID: { status: 422, title: 'Invalid posting period', when: 'An explicit period and year pair is not a valid period of the ledger setup.' },
+  PERIOD_INVALID: { status: 422, title: 'Invalid posting period', when: "An explicit period and year pair, or the period derived from the document's date, is not a period of the ledger setup (no such fiscal period)." },
   JOURNAL_UNBALANCED: { status: 422, title: 'Journal does not balance', when: 'Total debits differ from total credits.' },
   JOURNAL_LINE_INVALID: { status: 422, title: 'Journal line invalid', when: 'A line carries both a debit and a credit, or neither.' },
   TOTALS_DISAGREE: { status: 422, title: 'Totals disagree with lines', when: 'A document total differs from the sum of its lines.' },

@@ -24,7 +24,7 @@ import type { FenceRider } from './lock-fence';
  * (`_idnum`) last: a cached value that cannot be read names its record (docs/decisions/0370).
  */
 export const CACHED_COLUMNS = {
-  lgract: ['recnum', 'inactv', 'acttyp', '_idnum'],
+  lgract: ['recnum', 'inactv', 'acttyp', 'subtyp', '_idnum'],
   source: ['recnum', 'inactv', '_idnum'],
   actpay: ['recnum', 'inactv', 'dftact', 'dftcde', 'dfttyp', 'duedys', 'shtnme', 'vndnme', '_idnum'],
   actrec: ['recnum', 'status', '_idnum'],

@@ -11,7 +11,7 @@ import type { TestApp } from '../../support/app';
 import { useTestApp } from '../../support/use-test-app';
 import { assertProblem } from '../../support/http';
 import { assertBooksInvariants } from '../../support/invariants';
-import { balanceOf, countRows } from '../../support/posting-fixture';
+import { balanceOf, bookFootprint, countRows } from '../../support/posting-fixture';
 import { Dec } from '../../../src/storage/decimal';
 import { dialectFor, type Dialect } from '../../../src/storage/dialect';
 
@@ -363,6 +363,54 @@ test('unknown references are 404 naming the field; missing parts location or cos
   const noCogs = assertProblem(await t.post(POST, { recordNumber: withParts, partsLocation: TRUCK }), 'BUSINESS_RULE_VIOLATED');
   assert.deepEqual(fields(noCogs), [['costOfGoodsAccount', 'required']]);
   assert.deepEqual(await snapshot(withParts), before);
+});
+
+test('receivableAccount and costOfGoodsAccount must be accounts a work order can post to: 422 naming the field; nothing is written', async () => {
+  // Seeded chart (db/seed/chart.ts): 5010 direct expense keeping the job subsidiary, 1400 WIP,
+  // 1310 prepaid (a current asset without clients), 4030 income, 6020 equipment expense, 1510
+  // equipment (other asset keeping the equipment subsidiary).
+  const withParts = await workOrder([{ type: 2, part: PART.paint, quantity: '1', price: '36.95' }]);
+  const labor = await workOrder([{ type: 1, quantity: '2', price: '115' }]);
+  const R = 'not_receivable_account';
+  const C = 'not_cost_of_goods_account';
+  const cases: Array<[Record<string, unknown>, Array<[string, string]>]> = [
+    [{ receivableAccount: 5010 }, [['receivableAccount', R]]],
+    [{ receivableAccount: 1400 }, [['receivableAccount', R]]],
+    [{ receivableAccount: 1510 }, [['receivableAccount', R]]],
+    [{ receivableAccount: 1310 }, [['receivableAccount', R]]],
+    [{ receivableAccount: 4030 }, [['receivableAccount', R]]],
+    [{ costOfGoodsAccount: 1400 }, [['costOfGoodsAccount', C]]],
+    [{ costOfGoodsAccount: 5010 }, [['costOfGoodsAccount', C]]],
+    [{ costOfGoodsAccount: 6020 }, [['costOfGoodsAccount', C]]],
+    [{ costOfGoodsAccount: ACCOUNT.serviceReceivable }, [['costOfGoodsAccount', C]]],
+    [{ costOfGoodsAccount: ACCOUNT.taxableIncome }, [['costOfGoodsAccount', C]]],
+    [{ receivableAccount: 5010, costOfGoodsAccount: 1400 }, [['receivableAccount', R], ['costOfGoodsAccount', C]]],
+  ];
+  const before = await snapshot(withParts);
+  const laborBefore = await snapshot(labor);
+  const footprint = await bookFootprint(t.knex, ['lgrtrn', 'lgtnln', 'lgrbal', 'jobcst', 'eqpcst', 'invhst']);
+  for (const [overrides, expected] of cases) {
+    for (const query of ['', '?dryRun=true']) {
+      const res = await t.post(`${POST}${query}`, body(withParts, overrides));
+      const problem = assertProblem(res, 'BUSINESS_RULE_VIOLATED');
+      assert.deepEqual(fields(problem), expected, `${JSON.stringify(overrides)}${query}: ${res.text}`);
+    }
+  }
+  // The audit's case: a labor-only work order with a job-subsidiary account as receivable.
+  const problem = assertProblem(await t.post(POST, { recordNumber: labor, receivableAccount: 5010 }), 'BUSINESS_RULE_VIOLATED');
+  assert.deepEqual(fields(problem), [['receivableAccount', R]]);
+  assert.match(problem.detail, /5010.*job subsidiary ledger/);
+  assert.deepEqual(await snapshot(withParts), before);
+  assert.deepEqual(await snapshot(labor), laborBefore);
+  assert.deepEqual(await bookFootprint(t.knex, ['lgrtrn', 'lgtnln', 'lgrbal', 'jobcst', 'eqpcst', 'invhst']), footprint, 'nothing written');
+
+  // Accounts of the right kinds post: another client receivable (1110 AR) and an overhead expense (7080).
+  const dry = await t.post(`${POST}?dryRun=true`, body(withParts, { receivableAccount: 1110, costOfGoodsAccount: 7080 }));
+  assert.equal(dry.status, 200, dry.text);
+  assert.deepEqual(
+    dry.body.ledgerTransaction.lines.filter((l: any) => l.debitAmount > 0).map((l: any) => l.ledgerAccount).sort(),
+    [1110, 7080],
+  );
 });
 
 test('an income account of the work order that does not exist is 422 naming the work order, not a database error', async () => {

@@ -18,6 +18,11 @@ import type { ReferenceCache } from '../../../storage/reference-cache';
  *   later than the open period (current year + period of the ledger setup) -> 422 PERIOD_CLOSED
  *   naming both; an earlier period is accepted and the entry lands there, unless an
  *   administrator locked that period (fiscal-periods status 3) -> 422 PERIOD_CLOSED too.
+ *   a period the ledger does not have -> 422 PERIOD_INVALID, derived or explicit alike: when the
+ *   company keeps fiscal periods (any fiscal-periods row), the resolved period must be one of
+ *   them (period 0 of a year that has periods is its prior-year adjustments); a derived one is
+ *   refused naming the date field it came from (docs/decisions/0435). A company without
+ *   fiscal-periods rows posts by its fiscal calendar alone.
  */
 
 export interface LedgerSetup {
@@ -65,17 +70,23 @@ function setupFromRow(row: Record<string, any>): LedgerSetup {
 
 const missingSetup = () => new ApiProblem('BUSINESS_RULE_VIOLATED', 'The ledger setup of the company is missing; nothing can be posted until it exists.');
 
-/** Years of fiscal-periods rows a resolution may need: around the document date, and the explicit year. */
-function fiscalYearsFor(request: Pick<PeriodRequest, 'date' | 'year'>): number[] {
+/**
+ * Years of fiscal-periods rows a resolution may need: around the document date, the explicit
+ * year, and the open year (policy 1 resolves to the open period whatever the date; its row is
+ * checked like any other).
+ */
+function fiscalYearsFor(request: Pick<PeriodRequest, 'date' | 'year'>, openYear?: number): number[] {
   const calendarYear = Number(request.date.slice(0, 4));
   const years = [calendarYear - 1, calendarYear, calendarYear + 1];
-  if (typeof request.year === 'number' && Number.isInteger(request.year) && !years.includes(request.year)) years.push(request.year);
+  for (const year of [request.year, openYear]) {
+    if (typeof year === 'number' && Number.isInteger(year) && !years.includes(year)) years.push(year);
+  }
   return years;
 }
 
 export interface PostingSetup {
   setup: LedgerSetup;
-  /** fiscal-periods rows of the years around the document date (see fiscalYearsFor). */
+  /** fiscal-periods rows of the years around the document date, the explicit and the open year (see fiscalYearsFor). */
   fiscal: FiscalRow[];
 }
 
@@ -93,14 +104,14 @@ const fiscalRow = (r: Record<string, any>, engine: Engine): FiscalRow => ({
  * (inside a posting transaction: one counter read when nothing changed), else in one statement.
  */
 export async function loadPostingSetup(db: Knex | Knex.Transaction, request: Pick<PeriodRequest, 'date' | 'year'>, cache?: ReferenceCache): Promise<PostingSetup> {
-  const years = fiscalYearsFor(request);
   if (cache && db.isTransaction) {
     const cached = await cache.postingSetup(db as Knex.Transaction);
     if (!cached.setup) throw missingSetup();
-    return derivedSetup(cached as CachedSetup, years, engineOf(db as Knex));
+    return derivedSetup(cached as CachedSetup, fiscalYearsFor(request, Number(cached.setup.curyer)), engineOf(db as Knex));
   }
+  const years = fiscalYearsFor(request);
   const rows = await db('lgrstp as s')
-    .leftJoin('fscprd as f', (join) => join.onIn('f.postyr', years))
+    .leftJoin('fscprd as f', (join) => join.onIn('f.postyr', years).orOn('f.postyr', '=', 's.curyer'))
     .orderBy('s.recnum')
     .select('s.recnum', 's.fscend', 's.curyer', 's.curprd', 's.prdplc', 's.apcact', 's.rtpact', 's.wipact', 's.dexact', 's.eqpact', 'f.postyr', 'f.actprd', 'f.sttdte', 'f.enddte', 'f.status');
   if (rows.length === 0) throw missingSetup();
@@ -179,8 +190,8 @@ export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: L
     if (!Number.isInteger(year) || year < 1900 || year > 9999) throw periodInvalid(`year ${year} is not a fiscal year of the ledger.`, ['year']);
   }
 
-  // One read of the fiscal periods around the document date (and the explicit year), unless given.
-  const rows: FiscalRow[] = preloaded ?? (await db('fscprd').whereIn('postyr', fiscalYearsFor(request)).select('postyr', 'actprd', 'sttdte', 'enddte', 'status')).map((r) => fiscalRow(r, engineOf(db as Knex)));
+  // One read of the fiscal periods around the document date (and the explicit and open years), unless given.
+  const rows: FiscalRow[] = preloaded ?? (await db('fscprd').whereIn('postyr', fiscalYearsFor(request, setup.currentYear)).select('postyr', 'actprd', 'sttdte', 'enddte', 'status')).map((r) => fiscalRow(r, engineOf(db as Knex)));
 
   let resolved: PostingPeriod;
   if (explicit) resolved = { period: request.period as number, year: request.year as number };
@@ -203,13 +214,21 @@ export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: L
     );
   }
 
-  // Earlier (or equal) periods are accepted, if they are periods of the ledger and not locked.
+  // Earlier (or equal) periods are accepted, if they are periods of the ledger and not locked. A
+  // period derived from a date is held to this as the explicit pair is: a date in a year the
+  // ledger has no periods for (1900, 2019 on a ledger of 2025 and 2026) is refused, never posted
+  // into a year of its own. Whether the company keeps fiscal periods at all costs a read only
+  // when none was found around the date or in the open year.
   const ofYear = rows.filter((r) => r.year === resolved.year);
-  const keepsPeriods = rows.length > 0 || (explicit && Boolean(await db('fscprd').first('recnum')));
+  const keepsPeriods = rows.length > 0 || Boolean(await db('fscprd').first('recnum'));
   if (keepsPeriods) {
     const row = ofYear.find((r) => r.period === resolved.period);
     if (!row && !(resolved.period === 0 && ofYear.length > 0)) {
       if (explicit) throw periodInvalid(`${describe(resolved)} is not a period of the ledger setup (no such fiscal period).`, ['period', 'year']);
+      throw periodInvalid(
+        `The posting period resolved from ${request.dateField} ${request.date} is ${describe(resolved)}, which is not a period of the ledger setup (no such fiscal period).`,
+        [request.dateField],
+      );
     } else if (row && row.status === 3) {
       throw new ApiProblem('PERIOD_CLOSED', `${describe(resolved)} is locked by an administrator; it accepts no postings.`, {
         errors: explicit ? [{ field: 'period', code: 'period_locked' }] : [{ field: request.dateField, code: 'period_locked' }],

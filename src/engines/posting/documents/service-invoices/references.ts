@@ -17,6 +17,36 @@ const STATUS_NAME: Record<number, string> = { 1: 'Open', 2: 'Review', 3: 'Hold',
 /** A line of type 2 is a part. */
 const LINE_PART = 2;
 
+/**
+ * The accounts the request names (docs/decisions/0436). A work order carries no job and no
+ * equipment, so neither account may keep the job or the equipment subsidiary ledger (its postings
+ * there would have no job cost or equipment cost behind them). The receivable is a current asset
+ * that keeps the clients subsidiary ledger (as the seed's 1110, 1115 and 1120); cost of goods is
+ * an expense account (9 direct expense without a job subsidiary, as the seed's 5200; 11 overhead;
+ * 13 other expense), never 10 equipment expense, an asset or an income account.
+ * ledger-accounts accountType: 2 current asset, 9 direct expense, 11 overhead, 13 other expense;
+ * subsidiaryType: 1 jobs, 2 equipment, 4 clients.
+ */
+const RECEIVABLE_TYPE = 2;
+const SUBSIDIARY_CLIENTS = 4;
+const COST_OF_GOODS_TYPES = new Set([9, 11, 13]);
+const SUBSIDIARY_NAME: Record<number, string> = { 1: 'job', 2: 'equipment' };
+
+/** Why `account` cannot take what `field` posts, or undefined when it can. */
+function accountRefusal(field: 'receivableAccount' | 'costOfGoodsAccount', number: number, account: StoredRecord): string | undefined {
+  const type = Number(account.accountType);
+  const subsidiary = Number(account.subsidiaryType ?? 0);
+  const ledger = SUBSIDIARY_NAME[subsidiary];
+  if (ledger) return `ledger account ${number} keeps the ${ledger} subsidiary ledger; a service work order carries no ${ledger}`;
+  if (field === 'receivableAccount' && (type !== RECEIVABLE_TYPE || subsidiary !== SUBSIDIARY_CLIENTS)) {
+    return `ledger account ${number} (type ${type}, subsidiary ${subsidiary}) is not a receivable: a current asset (type 2) keeping the clients subsidiary ledger (4)`;
+  }
+  if (field === 'costOfGoodsAccount' && !COST_OF_GOODS_TYPES.has(type)) {
+    return `ledger account ${number} (type ${type}) is not a cost of goods account: a direct expense (9), overhead (11) or other expense (13) account`;
+  }
+  return undefined;
+}
+
 /** A number of a stored record, or undefined when it has none. */
 const opt = (v: number | null | undefined): number | undefined => v ?? undefined;
 
@@ -127,14 +157,19 @@ export async function resolveWorkOrder(ctx: PostingContext, input: ServiceInvoic
       if (inventoryAccount === undefined && partLines.length > 0) check.notPostable('partsLocation', `inventory location ${input.partsLocation} has no inventory account and the ledger setup has none`, 'setup_incomplete');
     }
   }
-  const accountRefs: Array<{ field: string; value: number }> = [];
+  const accountRefs: Array<{ field: 'receivableAccount' | 'costOfGoodsAccount'; value: number }> = [];
   if (input.receivableAccount !== undefined) accountRefs.push({ field: 'receivableAccount', value: input.receivableAccount });
   if (input.costOfGoodsAccount !== undefined) accountRefs.push({ field: 'costOfGoodsAccount', value: input.costOfGoodsAccount });
-  const accounts = await loadReferenceRows(ctx, 'ledger-accounts', accountRefs, ['inactive']);
+  const accounts = await loadReferenceRows(ctx, 'ledger-accounts', accountRefs, ['accountType', 'subsidiaryType', 'inactive']);
   for (const ref of accountRefs) {
     const account = accounts.get(String(ref.value));
-    if (!account) check.notFound(ref.field, `ledger account ${ref.value}`);
-    else if (account.inactive) check.notPostable(ref.field, `ledger account ${ref.value} is inactive`, 'inactive');
+    if (!account) {
+      check.notFound(ref.field, `ledger account ${ref.value}`);
+      continue;
+    }
+    if (account.inactive) check.notPostable(ref.field, `ledger account ${ref.value} is inactive`, 'inactive');
+    const refusal = accountRefusal(ref.field, ref.value, account);
+    if (refusal) check.notPostable(ref.field, refusal, ref.field === 'receivableAccount' ? 'not_receivable_account' : 'not_cost_of_goods_account');
   }
   // Accounts the work order and the setup name (not the request): they must exist and be active,
   // else the posting is refused naming the work order (never a foreign-key error half-way).
