@@ -22,7 +22,10 @@ import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity 
  * database. While locked this process holds NO pooled connection: applying a lock closes the pool
  * (storage/pool-drain.ts: requests already in the database finish, those still waiting for a
  * connection answer 423) and destroys it; the un-lock re-creates it. Authentication keeps working
- * meanwhile from a snapshot of the API keys taken just before.
+ * meanwhile from a snapshot of the API keys taken just before, kept no older than `keyMaxAgeMs`
+ * (API_KEY_CACHE_MS, the bound a key change keeps outside a lock): every re-read while locked takes
+ * it again, and a lookup that finds it older reads it again through a connection of its own
+ * (docs/decisions/0450-key-snapshot-fresh-while-locked.md).
  *
  * Every process applies each change (lock or un-lock) and then records the state it applied in its
  * heartbeat row (`insthb.lock_state`): its acknowledgement. `lock` and `un-lock` answer only once
@@ -94,6 +97,18 @@ export interface MaintenanceLockOptions {
   whileLocked?: (db: Knex) => Promise<void>;
   /** Called once the lock is released, here or through another process (connections allowed again). */
   onReleased?: () => void;
+  /**
+   * The oldest the key snapshot may be when a request is authenticated while locked (API_KEY_CACHE_MS;
+   * 0 = read for every lookup): a key revoked, disabled or created through another process is
+   * answered from its new state within this bound, as outside a lock.
+   */
+  keyMaxAgeMs?: number;
+}
+
+/** The API keys while locked, by hash, and when their read began (performance.now()). */
+interface KeySnapshot {
+  keys: Map<string, ApiKeyRecord>;
+  readAtMs: number;
 }
 
 function holderOf(row: any): LockHolder {
@@ -135,7 +150,10 @@ export class MaintenanceLock {
   private changes = 0;
   private loading: Promise<void> | null = null;
   private loadedOnce = false;
-  private keySnapshot: Map<string, ApiKeyRecord> | null = null;
+  private keySnapshot: KeySnapshot | null = null;
+  /** The snapshot read a lookup asked for, in flight (one at a time), and when it began. */
+  private keyRead: { startedAtMs: number; done: Promise<KeySnapshot> } | null = null;
+  private readonly keyMaxAgeMs: number;
   private queue: Promise<unknown> = Promise.resolve();
   private poller: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -154,6 +172,7 @@ export class MaintenanceLock {
   ) {
     this.pollMs = options.pollMs ?? 250;
     this.ackTimeoutMs = options.ackTimeoutMs ?? 5000;
+    this.keyMaxAgeMs = options.keyMaxAgeMs ?? 0;
     this.drain = new PoolDrain(knex);
   }
 
@@ -239,10 +258,12 @@ export class MaintenanceLock {
     }
     await this.serialized(async () => {
       if (this.stopped) return;
-      // Locked (no pool): one connection of its own for the read, the beat and the acknowledgement.
+      // Locked (no pool): one connection of its own for the read, the beat, the key snapshot and the acknowledgement.
       await this.withOwnConnection(async (db) => {
         const row = await db('mntlck').where({ id: 1 }).first();
         if (this.holder) await this.options.whileLocked?.(db);
+        // Still locked: the keys again, so that a key changed elsewhere is seen without a lookup's own read.
+        if (this.holder && row) this.keepSnapshot(await this.readKeys(db));
         await this.apply(targetOf(row), db);
       });
     });
@@ -421,7 +442,7 @@ export class MaintenanceLock {
     if (target.locked) {
       if (!this.holder) {
         await this.withOwnConnection(async (own) => {
-          await this.takeSnapshot(own);
+          this.keepSnapshot(await this.readKeys(own));
           // From here the gate answers 423; requests already in the database finish before the pool goes.
           this.holder = target.holder;
           this.applied = target.id;
@@ -478,16 +499,70 @@ export class MaintenanceLock {
     }
   }
 
-  /** API key lookup while locked (no database). */
-  findKeyWhileLocked(key: string): ApiKeyRecord | undefined {
-    return this.keySnapshot?.get(hashApiKey(key));
+  /**
+   * API key lookup while locked: from the snapshot when it is younger than `keyMaxAgeMs`, else from
+   * a snapshot read again through a connection of its own (the pool is gone). A read that cannot
+   * be made answers the driver's problem (502 DATABASE_UNAVAILABLE), never the stale snapshot: a
+   * key revoked elsewhere must not come back because the database went away, and not 423 either
+   * (it would name the holder to a caller whose key could not be checked).
+   */
+  async findKeyWhileLocked(key: string): Promise<ApiKeyRecord | undefined> {
+    const snapshot = await this.freshKeys(performance.now()).catch((err: unknown) => Promise.reject(toDatabaseProblem(err, this.engine) ?? err));
+    return snapshot.keys.get(hashApiKey(key));
   }
 
-  /** The hashes of the active keys while locked (no database). */
+  /**
+   * The hashes of the active keys while locked, from the last snapshot (no database): used only to
+   * let a key through the failed-authentication throttle, which then looks it up (findKeyWhileLocked).
+   */
   activeKeyHashesWhileLocked(): Set<string> {
     const hashes = new Set<string>();
-    for (const [hash, record] of this.keySnapshot ?? []) if (record.state === 'active') hashes.add(hash);
+    for (const [hash, record] of this.keySnapshot?.keys ?? []) if (record.state === 'active') hashes.add(hash);
     return hashes;
+  }
+
+  /**
+   * A snapshot whose read began less than `keyMaxAgeMs` before `askedAtMs` (with 0: after it). One
+   * read at a time: a lookup joins the read in flight when that one is recent enough, else waits for
+   * it and starts the next, which every lookup waiting meanwhile shares.
+   */
+  private async freshKeys(askedAtMs: number): Promise<KeySnapshot> {
+    const recent = (readAtMs: number) => (this.keyMaxAgeMs > 0 ? askedAtMs - readAtMs < this.keyMaxAgeMs : readAtMs > askedAtMs);
+    for (;;) {
+      const kept = this.keySnapshot;
+      if (kept && recent(kept.readAtMs)) return kept;
+      const reading = this.keyRead;
+      if (reading) {
+        const read = await reading.done.catch(() => undefined);
+        if (read && recent(read.readAtMs)) return read;
+        if (!read && recent(reading.startedAtMs)) await reading.done;
+        continue;
+      }
+      // Taken before the connection is opened: the snapshot is never older than the bound when reused.
+      const startedAtMs = performance.now();
+      const entry: { startedAtMs: number; done: Promise<KeySnapshot> } = { startedAtMs, done: Promise.resolve(null as never) };
+      // Cleared before `done` settles: whoever sees it settled finds no read in flight.
+      const ended = () => {
+        if (this.keyRead === entry) this.keyRead = null;
+      };
+      entry.done = this.withOwnConnection((own) => this.readKeys(own, startedAtMs)).then(
+        (read) => {
+          ended();
+          if (this.holder) this.keepSnapshot(read);
+          return read;
+        },
+        (err: unknown) => {
+          ended();
+          throw err;
+        },
+      );
+      this.keyRead = entry;
+    }
+  }
+
+  /** Keeps `read` unless the snapshot held is newer (a lookup's read may end after a re-read's). */
+  private keepSnapshot(read: KeySnapshot): void {
+    if (!this.keySnapshot || read.readAtMs > this.keySnapshot.readAtMs) this.keySnapshot = read;
   }
 
   poolStats(): PoolStats {
@@ -511,7 +586,8 @@ export class MaintenanceLock {
     return notConfirmedProblem(target.locked ? target.holder : null, waiting.length, this.ackTimeoutMs);
   }
 
-  private async takeSnapshot(db: Knex): Promise<void> {
+  /** Every API key, read through `db`; `readAtMs` defaults to now (before the statement is sent). */
+  private async readKeys(db: Knex, readAtMs = performance.now()): Promise<KeySnapshot> {
     const rows = await db('apikey').select('id', 'key_hash', 'name', 'role', 'state', 'reason', 'created_at', 'scopes');
     const map = new Map<string, ApiKeyRecord>();
     for (const row of rows) {
@@ -525,7 +601,7 @@ export class MaintenanceLock {
         scopes: scopesFromColumn(row.scopes),
       });
     }
-    this.keySnapshot = map;
+    return { keys: map, readAtMs };
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {
