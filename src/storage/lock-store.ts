@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { ApiProblem } from '../errors/problem';
-import { ApiKeyRepository, hashApiKey, scopesFromColumn, type ApiKeyRecord, type KeyRole, type KeyState } from './api-keys';
+import { ApiKeyRepository, type ApiKeyRecord, type KeyRole, type KeyState } from './api-keys';
 import { openOwnConnection, type Engine } from './database';
 import { toDatabaseProblem } from './boundary';
 import type { Scope } from '../auth/scopes';
 import { fromDbTime, toDbTime } from './db-time';
 import { PoolDrain } from './pool-drain';
+import { LockKeySnapshot } from './lock-key-snapshot';
 import { lockedProblem, lockHeldProblem, notConfirmedProblem } from './lock-problems';
 import { fenceAtBegin, lockTableExclusive, readLockShared, type FenceRider } from './lock-fence';
 import type { BeginStatement } from './database';
@@ -25,7 +26,7 @@ import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity 
  * meanwhile from a snapshot of the API keys taken just before, kept no older than `keyMaxAgeMs`
  * (API_KEY_CACHE_MS, the bound a key change keeps outside a lock): every re-read while locked takes
  * it again, and a lookup that finds it older reads it again through a connection of its own
- * (docs/decisions/0450-key-snapshot-fresh-while-locked.md).
+ * (lock-key-snapshot.ts; docs/decisions/0450-key-snapshot-fresh-while-locked.md).
  *
  * Every process applies each change (lock or un-lock) and then records the state it applied in its
  * heartbeat row (`insthb.lock_state`): its acknowledgement. `lock` and `un-lock` answer only once
@@ -51,8 +52,9 @@ import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity 
  * Why one file of ~500 lines: the lock's states, their transitions and the acknowledgement wait
  * are one state machine over the same fields (holder, applied, acknowledged, the queue); split,
  * each part would need the others' private state. What stands apart lives beside it: the problems
- * it answers (lock-problems.ts), the fence (lock-fence.ts), the pool drain (pool-drain.ts) and the
- * key repository that answers while locked (lock-aware-api-keys.ts).
+ * it answers (lock-problems.ts), the fence (lock-fence.ts), the pool drain (pool-drain.ts), the
+ * key snapshot (lock-key-snapshot.ts) and the key repository that answers while locked
+ * (lock-aware-api-keys.ts).
  */
 export interface LockHolder {
   userName: string;
@@ -105,12 +107,6 @@ export interface MaintenanceLockOptions {
   keyMaxAgeMs?: number;
 }
 
-/** The API keys while locked, by hash, and when their read began (performance.now()). */
-interface KeySnapshot {
-  keys: Map<string, ApiKeyRecord>;
-  readAtMs: number;
-}
-
 function holderOf(row: any): LockHolder {
   return {
     userName: String(row.user_name),
@@ -150,10 +146,8 @@ export class MaintenanceLock {
   private changes = 0;
   private loading: Promise<void> | null = null;
   private loadedOnce = false;
-  private keySnapshot: KeySnapshot | null = null;
-  /** The snapshot read a lookup asked for, in flight (one at a time), and when it began. */
-  private keyRead: { startedAtMs: number; done: Promise<KeySnapshot> } | null = null;
-  private readonly keyMaxAgeMs: number;
+  /** The API keys authentication reads while locked (no pool). */
+  private readonly keys: LockKeySnapshot;
   private queue: Promise<unknown> = Promise.resolve();
   private poller: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -172,7 +166,7 @@ export class MaintenanceLock {
   ) {
     this.pollMs = options.pollMs ?? 250;
     this.ackTimeoutMs = options.ackTimeoutMs ?? 5000;
-    this.keyMaxAgeMs = options.keyMaxAgeMs ?? 0;
+    this.keys = new LockKeySnapshot({ engine, maxAgeMs: options.keyMaxAgeMs ?? 0, ownConnection: (fn) => this.withOwnConnection(fn), locked: () => this.holder !== null });
     this.drain = new PoolDrain(knex);
   }
 
@@ -263,7 +257,7 @@ export class MaintenanceLock {
         const row = await db('mntlck').where({ id: 1 }).first();
         if (this.holder) await this.options.whileLocked?.(db);
         // Still locked: the keys again, so that a key changed elsewhere is seen without a lookup's own read.
-        if (this.holder && row) this.keepSnapshot(await this.readKeys(db));
+        if (this.holder && row) await this.keys.take(db);
         await this.apply(targetOf(row), db);
       });
     });
@@ -442,7 +436,7 @@ export class MaintenanceLock {
     if (target.locked) {
       if (!this.holder) {
         await this.withOwnConnection(async (own) => {
-          this.keepSnapshot(await this.readKeys(own));
+          await this.keys.take(own);
           // From here the gate answers 423; requests already in the database finish before the pool goes.
           this.holder = target.holder;
           this.applied = target.id;
@@ -462,7 +456,7 @@ export class MaintenanceLock {
       this.drain.reopen();
       const previous = this.holder;
       this.holder = null;
-      this.keySnapshot = null;
+      this.keys.clear();
       this.logger.warn({ previousHolder: previous.userName }, 'maintenance lock released here: connections allowed again');
       this.options.onReleased?.();
     }
@@ -499,70 +493,14 @@ export class MaintenanceLock {
     }
   }
 
-  /**
-   * API key lookup while locked: from the snapshot when it is younger than `keyMaxAgeMs`, else from
-   * a snapshot read again through a connection of its own (the pool is gone). A read that cannot
-   * be made answers the driver's problem (502 DATABASE_UNAVAILABLE), never the stale snapshot: a
-   * key revoked elsewhere must not come back because the database went away, and not 423 either
-   * (it would name the holder to a caller whose key could not be checked).
-   */
-  async findKeyWhileLocked(key: string): Promise<ApiKeyRecord | undefined> {
-    const snapshot = await this.freshKeys(performance.now()).catch((err: unknown) => Promise.reject(toDatabaseProblem(err, this.engine) ?? err));
-    return snapshot.keys.get(hashApiKey(key));
+  /** API key lookup while locked (lock-key-snapshot.ts: within `keyMaxAgeMs`, the pool gone). */
+  findKeyWhileLocked(key: string): Promise<ApiKeyRecord | undefined> {
+    return this.keys.find(key);
   }
 
-  /**
-   * The hashes of the active keys while locked, from the last snapshot (no database): used only to
-   * let a key through the failed-authentication throttle, which then looks it up (findKeyWhileLocked).
-   */
+  /** The hashes of the active keys while locked (the last snapshot, no database). */
   activeKeyHashesWhileLocked(): Set<string> {
-    const hashes = new Set<string>();
-    for (const [hash, record] of this.keySnapshot?.keys ?? []) if (record.state === 'active') hashes.add(hash);
-    return hashes;
-  }
-
-  /**
-   * A snapshot whose read began less than `keyMaxAgeMs` before `askedAtMs` (with 0: after it). One
-   * read at a time: a lookup joins the read in flight when that one is recent enough, else waits for
-   * it and starts the next, which every lookup waiting meanwhile shares.
-   */
-  private async freshKeys(askedAtMs: number): Promise<KeySnapshot> {
-    const recent = (readAtMs: number) => (this.keyMaxAgeMs > 0 ? askedAtMs - readAtMs < this.keyMaxAgeMs : readAtMs > askedAtMs);
-    for (;;) {
-      const kept = this.keySnapshot;
-      if (kept && recent(kept.readAtMs)) return kept;
-      const reading = this.keyRead;
-      if (reading) {
-        const read = await reading.done.catch(() => undefined);
-        if (read && recent(read.readAtMs)) return read;
-        if (!read && recent(reading.startedAtMs)) await reading.done;
-        continue;
-      }
-      // Taken before the connection is opened: the snapshot is never older than the bound when reused.
-      const startedAtMs = performance.now();
-      const entry: { startedAtMs: number; done: Promise<KeySnapshot> } = { startedAtMs, done: Promise.resolve(null as never) };
-      // Cleared before `done` settles: whoever sees it settled finds no read in flight.
-      const ended = () => {
-        if (this.keyRead === entry) this.keyRead = null;
-      };
-      entry.done = this.withOwnConnection((own) => this.readKeys(own, startedAtMs)).then(
-        (read) => {
-          ended();
-          if (this.holder) this.keepSnapshot(read);
-          return read;
-        },
-        (err: unknown) => {
-          ended();
-          throw err;
-        },
-      );
-      this.keyRead = entry;
-    }
-  }
-
-  /** Keeps `read` unless the snapshot held is newer (a lookup's read may end after a re-read's). */
-  private keepSnapshot(read: KeySnapshot): void {
-    if (!this.keySnapshot || read.readAtMs > this.keySnapshot.readAtMs) this.keySnapshot = read;
+    return this.keys.activeKeyHashes();
   }
 
   poolStats(): PoolStats {
@@ -584,24 +522,6 @@ export class MaintenanceLock {
   private notConfirmed(target: LockTarget, waiting: string[]): ApiProblem {
     this.logger.warn({ lock: stateOf(target), waitingFor: waiting, ackTimeoutMs: this.ackTimeoutMs }, 'maintenance lock: not every live process acknowledged in time');
     return notConfirmedProblem(target.locked ? target.holder : null, waiting.length, this.ackTimeoutMs);
-  }
-
-  /** Every API key, read through `db`; `readAtMs` defaults to now (before the statement is sent). */
-  private async readKeys(db: Knex, readAtMs = performance.now()): Promise<KeySnapshot> {
-    const rows = await db('apikey').select('id', 'key_hash', 'name', 'role', 'state', 'reason', 'created_at', 'scopes');
-    const map = new Map<string, ApiKeyRecord>();
-    for (const row of rows) {
-      map.set(String(row.key_hash), {
-        id: row.id,
-        name: row.name,
-        role: row.role,
-        state: row.state,
-        reason: row.reason ?? null,
-        createdAt: (fromDbTime(row.created_at) ?? new Date(0)).toISOString(),
-        scopes: scopesFromColumn(row.scopes),
-      });
-    }
-    return { keys: map, readAtMs };
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {
