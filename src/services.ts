@@ -90,6 +90,8 @@ export function createServices(config: Config, logger: Logger, knex: Knex, engin
     identity: heartbeat.identity,
     ackTimeoutMs: config.lockAckTimeoutMs,
     whileLocked: (db) => heartbeat.beatThrough(db),
+    // While locked the keys come from the lock's snapshot: no older than outside a lock (decision 0450).
+    keyMaxAgeMs: config.apiKeyCacheMs,
     // An upgrade of the accounting system is done under the maintenance lock: read the schema again after it.
     onReleased: () => void installed.load('un-lock'),
   });

@@ -8,8 +8,10 @@ const KEY_CACHE_CAPACITY = 10_000;
 
 /**
  * The API key repository the service uses: while the database is locked it answers from the
- * lock's snapshot instead of the (dropped) pool. Loading the lock state happens on the first
- * lookup, so a service restarted while locked drops its pool before serving anything.
+ * lock's snapshot instead of the (dropped) pool, a snapshot the lock keeps within the same bound
+ * (`cacheMs`) by reading it again through a connection of its own (decision 0450). Loading the lock
+ * state happens on the first lookup, so a service restarted while locked drops its pool before
+ * serving anything.
  *
  * Authentication (`findForRequest`) reuses a key read from `apikey` for `cacheMs` (API_KEY_CACHE_MS,
  * default 250 ms, at most 1 s: the bound the maintenance lock keeps across processes). The indexed

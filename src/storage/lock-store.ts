@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { ApiProblem } from '../errors/problem';
-import { ApiKeyRepository, hashApiKey, scopesFromColumn, type ApiKeyRecord, type KeyRole, type KeyState } from './api-keys';
+import { ApiKeyRepository, type ApiKeyRecord, type KeyRole, type KeyState } from './api-keys';
 import { openOwnConnection, type Engine } from './database';
 import { toDatabaseProblem } from './boundary';
 import type { Scope } from '../auth/scopes';
 import { fromDbTime, toDbTime } from './db-time';
 import { PoolDrain } from './pool-drain';
+import { LockKeySnapshot } from './lock-key-snapshot';
 import { lockedProblem, lockHeldProblem, notConfirmedProblem } from './lock-problems';
 import { fenceAtBegin, lockTableExclusive, readLockShared, type FenceRider } from './lock-fence';
 import type { BeginStatement } from './database';
@@ -22,7 +23,10 @@ import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity 
  * database. While locked this process holds NO pooled connection: applying a lock closes the pool
  * (storage/pool-drain.ts: requests already in the database finish, those still waiting for a
  * connection answer 423) and destroys it; the un-lock re-creates it. Authentication keeps working
- * meanwhile from a snapshot of the API keys taken just before.
+ * meanwhile from a snapshot of the API keys taken just before, kept no older than `keyMaxAgeMs`
+ * (API_KEY_CACHE_MS, the bound a key change keeps outside a lock): every re-read while locked takes
+ * it again, and a lookup that finds it older reads it again through a connection of its own
+ * (lock-key-snapshot.ts; docs/decisions/0450-key-snapshot-fresh-while-locked.md).
  *
  * Every process applies each change (lock or un-lock) and then records the state it applied in its
  * heartbeat row (`insthb.lock_state`): its acknowledgement. `lock` and `un-lock` answer only once
@@ -48,8 +52,9 @@ import { processesNotIn, recordLockState, UNLOCKED_STATE, type InstanceIdentity 
  * Why one file of ~500 lines: the lock's states, their transitions and the acknowledgement wait
  * are one state machine over the same fields (holder, applied, acknowledged, the queue); split,
  * each part would need the others' private state. What stands apart lives beside it: the problems
- * it answers (lock-problems.ts), the fence (lock-fence.ts), the pool drain (pool-drain.ts) and the
- * key repository that answers while locked (lock-aware-api-keys.ts).
+ * it answers (lock-problems.ts), the fence (lock-fence.ts), the pool drain (pool-drain.ts), the
+ * key snapshot (lock-key-snapshot.ts) and the key repository that answers while locked
+ * (lock-aware-api-keys.ts).
  */
 export interface LockHolder {
   userName: string;
@@ -94,6 +99,12 @@ export interface MaintenanceLockOptions {
   whileLocked?: (db: Knex) => Promise<void>;
   /** Called once the lock is released, here or through another process (connections allowed again). */
   onReleased?: () => void;
+  /**
+   * The oldest the key snapshot may be when a request is authenticated while locked (API_KEY_CACHE_MS;
+   * 0 = read for every lookup): a key revoked, disabled or created through another process is
+   * answered from its new state within this bound, as outside a lock.
+   */
+  keyMaxAgeMs?: number;
 }
 
 function holderOf(row: any): LockHolder {
@@ -135,7 +146,8 @@ export class MaintenanceLock {
   private changes = 0;
   private loading: Promise<void> | null = null;
   private loadedOnce = false;
-  private keySnapshot: Map<string, ApiKeyRecord> | null = null;
+  /** The API keys authentication reads while locked (no pool). */
+  private readonly keys: LockKeySnapshot;
   private queue: Promise<unknown> = Promise.resolve();
   private poller: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -154,6 +166,7 @@ export class MaintenanceLock {
   ) {
     this.pollMs = options.pollMs ?? 250;
     this.ackTimeoutMs = options.ackTimeoutMs ?? 5000;
+    this.keys = new LockKeySnapshot({ engine, maxAgeMs: options.keyMaxAgeMs ?? 0, ownConnection: (fn) => this.withOwnConnection(fn), locked: () => this.holder !== null });
     this.drain = new PoolDrain(knex);
   }
 
@@ -239,10 +252,12 @@ export class MaintenanceLock {
     }
     await this.serialized(async () => {
       if (this.stopped) return;
-      // Locked (no pool): one connection of its own for the read, the beat and the acknowledgement.
+      // Locked (no pool): one connection of its own for the read, the beat, the key snapshot and the acknowledgement.
       await this.withOwnConnection(async (db) => {
         const row = await db('mntlck').where({ id: 1 }).first();
         if (this.holder) await this.options.whileLocked?.(db);
+        // Still locked: the keys again, so that a key changed elsewhere is seen without a lookup's own read.
+        if (this.holder && row) await this.keys.take(db);
         await this.apply(targetOf(row), db);
       });
     });
@@ -421,7 +436,7 @@ export class MaintenanceLock {
     if (target.locked) {
       if (!this.holder) {
         await this.withOwnConnection(async (own) => {
-          await this.takeSnapshot(own);
+          await this.keys.take(own);
           // From here the gate answers 423; requests already in the database finish before the pool goes.
           this.holder = target.holder;
           this.applied = target.id;
@@ -441,7 +456,7 @@ export class MaintenanceLock {
       this.drain.reopen();
       const previous = this.holder;
       this.holder = null;
-      this.keySnapshot = null;
+      this.keys.clear();
       this.logger.warn({ previousHolder: previous.userName }, 'maintenance lock released here: connections allowed again');
       this.options.onReleased?.();
     }
@@ -478,16 +493,14 @@ export class MaintenanceLock {
     }
   }
 
-  /** API key lookup while locked (no database). */
-  findKeyWhileLocked(key: string): ApiKeyRecord | undefined {
-    return this.keySnapshot?.get(hashApiKey(key));
+  /** API key lookup while locked (lock-key-snapshot.ts: within `keyMaxAgeMs`, the pool gone). */
+  findKeyWhileLocked(key: string): Promise<ApiKeyRecord | undefined> {
+    return this.keys.find(key);
   }
 
-  /** The hashes of the active keys while locked (no database). */
+  /** The hashes of the active keys while locked (the last snapshot, no database). */
   activeKeyHashesWhileLocked(): Set<string> {
-    const hashes = new Set<string>();
-    for (const [hash, record] of this.keySnapshot ?? []) if (record.state === 'active') hashes.add(hash);
-    return hashes;
+    return this.keys.activeKeyHashes();
   }
 
   poolStats(): PoolStats {
@@ -509,23 +522,6 @@ export class MaintenanceLock {
   private notConfirmed(target: LockTarget, waiting: string[]): ApiProblem {
     this.logger.warn({ lock: stateOf(target), waitingFor: waiting, ackTimeoutMs: this.ackTimeoutMs }, 'maintenance lock: not every live process acknowledged in time');
     return notConfirmedProblem(target.locked ? target.holder : null, waiting.length, this.ackTimeoutMs);
-  }
-
-  private async takeSnapshot(db: Knex): Promise<void> {
-    const rows = await db('apikey').select('id', 'key_hash', 'name', 'role', 'state', 'reason', 'created_at', 'scopes');
-    const map = new Map<string, ApiKeyRecord>();
-    for (const row of rows) {
-      map.set(String(row.key_hash), {
-        id: row.id,
-        name: row.name,
-        role: row.role,
-        state: row.state,
-        reason: row.reason ?? null,
-        createdAt: (fromDbTime(row.created_at) ?? new Date(0)).toISOString(),
-        scopes: scopesFromColumn(row.scopes),
-      });
-    }
-    this.keySnapshot = map;
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {

@@ -223,59 +223,65 @@ test(`idempotency: SIGKILL mid-posting (PostgreSQL: an instance; SQLite: a worke
   await assertBooksInvariants(top.knex);
 });
 
+const pingKey = (inst: DeployedInstance, key: string) => inst.post('/api/v3/utility/ping', {}, key);
+
+/**
+ * Pings every process with the key (every 50 ms: each keeps it cached) while `change` runs; notes
+ * when the database shows the change (`applied`, polled every 5 ms: at or after its commit); then
+ * pings every process as fast as it answers until `cacheMs` + 400 ms after that. Every ping sent
+ * `cacheMs` or more after the commit must be refused. Returns when the last ping was accepted,
+ * after the change (ms).
+ */
+async function refusedWithin(cacheMs: number, key: string, change: () => Promise<void>, applied: () => Promise<boolean>, code: string): Promise<number> {
+  for (const r of await Promise.all(top.everyProcess().map((inst) => pingKey(inst, key)))) assert.equal(r.status, 200);
+  let seenAt: number | undefined;
+  const watching = waitFor('the change is committed', 60_000, async () => ((await applied()) ? (seenAt = performance.now()) : undefined), 5);
+  const changing = change();
+  const probes: Array<{ sentAt: number; r: HttpResult }> = [];
+  while (seenAt === undefined || performance.now() < seenAt + cacheMs + 400) {
+    const sentAt = performance.now();
+    for (const r of await Promise.all(top.everyProcess().map((inst) => pingKey(inst, key)))) probes.push({ sentAt, r });
+    if (seenAt === undefined) await sleep(50);
+  }
+  await Promise.all([watching, changing]);
+  const since = seenAt;
+  for (const p of probes) assert.ok(p.r.status === 200 || p.r.headers['x-error-code'] === code, `${p.r.status} ${JSON.stringify(p.r.body)}`);
+  const late = probes.filter((p) => p.r.status === 200 && p.sentAt >= since + cacheMs);
+  assert.equal(late.length, 0, `accepted ${late.map((p) => (p.sentAt - since).toFixed(0)).join(', ')} ms after the change (bound ${cacheMs} ms)`);
+  assert.ok(probes.some((p) => p.r.status === 200), 'the key was in use (cached) when it changed');
+  const accepted = probes.filter((p) => p.r.status === 200).map((p) => p.sentAt - since);
+  return Math.max(...accepted);
+}
+
+/** `npm run keys -- <args>` against the topology's database, as an operator runs it; resolves with its output. */
+function keysCli(args: string[]): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['src/cli/keys.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: top.databaseUrl, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`keys ${args[0]} exited ${code}: ${out}`))));
+  });
+}
+
 test('API keys: a key disabled through the keys CLI, or revoked through another process, is refused by every process within API_KEY_CACHE_MS', { timeout: 120_000 }, async (t) => {
   await top.whole();
   const cacheMs = loadConfig({}).apiKeyCacheMs;
   const repository = new ApiKeyRepository(top.knex);
-  const ping = (inst: DeployedInstance, key: string) => inst.post('/api/v3/utility/ping', {}, key);
-
-  /**
-   * Pings every process with the key (every 50 ms: each keeps it cached) while `change` runs; notes
-   * when the database shows the change (`applied`, polled every 5 ms: at or after its commit); then
-   * pings every process as fast as it answers until `cacheMs` + 400 ms after that. Every ping sent
-   * `cacheMs` or more after the commit must be refused. Returns when the last ping was accepted,
-   * after the change (ms).
-   */
-  async function refusedWithin(key: string, change: () => Promise<void>, applied: () => Promise<boolean>, code: string): Promise<number> {
-    for (const r of await Promise.all(top.everyProcess().map((inst) => ping(inst, key)))) assert.equal(r.status, 200);
-    let seenAt: number | undefined;
-    const watching = waitFor('the change is committed', 60_000, async () => ((await applied()) ? (seenAt = performance.now()) : undefined), 5);
-    const changing = change();
-    const probes: Array<{ sentAt: number; r: HttpResult }> = [];
-    while (seenAt === undefined || performance.now() < seenAt + cacheMs + 400) {
-      const sentAt = performance.now();
-      for (const r of await Promise.all(top.everyProcess().map((inst) => ping(inst, key)))) probes.push({ sentAt, r });
-      if (seenAt === undefined) await sleep(50);
-    }
-    await Promise.all([watching, changing]);
-    const since = seenAt;
-    for (const p of probes) assert.ok(p.r.status === 200 || p.r.headers['x-error-code'] === code, `${p.r.status} ${JSON.stringify(p.r.body)}`);
-    const late = probes.filter((p) => p.r.status === 200 && p.sentAt >= since + cacheMs);
-    assert.equal(late.length, 0, `accepted ${late.map((p) => (p.sentAt - since).toFixed(0)).join(', ')} ms after the change (bound ${cacheMs} ms)`);
-    assert.ok(probes.some((p) => p.r.status === 200), 'the key was in use (cached) when it changed');
-    const accepted = probes.filter((p) => p.r.status === 200).map((p) => p.sentAt - since);
-    return Math.max(...accepted);
-  }
 
   const disabled = await top.newKey('dp disabled by the CLI');
   const { id } = (await repository.findByKey(disabled))!;
-  const cli = () =>
-    new Promise<void>((resolve, reject) => {
-      const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['src/cli/keys.ts', 'disable', disabled, '--reason', 'Deployment test'], {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: top.databaseUrl, LOG_LEVEL: 'silent' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`keys disable exited ${code}: ${out}`))));
-    });
-  const byCli = await refusedWithin(disabled, cli, async () => (await repository.findByKeyOrId(id))?.state === 'disabled', 'SERVICE_DISABLED');
+  const cli = async () => void (await keysCli(['disable', disabled, '--reason', 'Deployment test']));
+  const byCli = await refusedWithin(cacheMs, disabled, cli, async () => (await repository.findByKeyOrId(id))?.state === 'disabled', 'SERVICE_DISABLED');
 
   const revoked = await top.newKey('dp revoked elsewhere');
   const revokedId = (await repository.findByKey(revoked))!.id;
   const byOther = await refusedWithin(
+    cacheMs,
     revoked,
     async () => void (await repository.setStateById(revokedId, 'revoked', null)),
     async () => (await repository.findByKeyOrId(revokedId))?.state === 'revoked',
@@ -607,7 +613,7 @@ const ms = (e: Exchange) => Math.round(e.answeredAt - e.sentAt);
 
 /**
  * Each lock check ends with the database un-locked, passed or failed: a lock left behind would fail
- * every later check for the wrong reason (and keys made while locked are unknown to the processes).
+ * every later check for the wrong reason.
  */
 async function withLockReleased(check: () => Promise<void>): Promise<void> {
   try {
@@ -741,6 +747,57 @@ test('maintenance lock survives a restart of every instance (SQLite: the whole c
     assert.equal(unlocked.status, 200, JSON.stringify(unlocked.body));
     await assertEveryWorkerServes(await probeEveryWorker(key, `${tag}-U`));
     t.diagnostic(`stopped and restarted every instance in ${restartedMs.toFixed(0)} ms; un-lock through ${last.id} ${ms(unlocked)} ms`);
+    await assertBooksInvariants(top.knex);
+  });
+});
+
+test('maintenance lock and API keys: during a lock, a key revoked or disabled through the keys CLI is refused by every process within API_KEY_CACHE_MS (its override un-lock 401, the lock unchanged); a key created elsewhere is accepted within the bound', { timeout: 120_000 }, async (t) => {
+  await withLockReleased(async () => {
+    await top.whole();
+    const cacheMs = loadConfig({}).apiKeyCacheMs;
+    const repository = new ApiKeyRepository(top.knex);
+    const holder = await top.newKey('dp keys lock holder');
+    const revoked = await top.newKey('dp keys revoked while locked');
+    const disabled = await top.newKey('dp keys disabled while locked');
+    const first = top.instances[0]!;
+    const last = top.instances.at(-1)!;
+    assert.equal((await lockThrough(first, holder, 'Frank')).status, 200);
+    const row = await top.knex('mntlck').where({ id: 1 }).first();
+    for (const r of await Promise.all(top.everyProcess().map((inst) => pingKey(inst, revoked)))) assert.deepEqual([r.status, r.body.status, r.body.lockUser], [200, 'locked', 'Frank']);
+
+    const revokedId = (await repository.findByKey(revoked))!.id;
+    const byRevoke = await refusedWithin(cacheMs, revoked, async () => void (await keysCli(['revoke', revoked])), async () => (await repository.findByKeyOrId(revokedId))?.state === 'revoked', 'UNAUTHORIZED');
+    for (const inst of top.everyProcess()) {
+      const overridden = await inst.post('/api/v3/utility/un-lock', { userName: 'mallory', override: true }, revoked);
+      assert.equal(overridden.status, 401, `${inst.id}: ${JSON.stringify(overridden.body)}`);
+      assert.equal(overridden.headers['x-error-code'], 'UNAUTHORIZED');
+    }
+    assert.deepEqual(await top.knex('mntlck').where({ id: 1 }).first(), row, 'the lock row is unchanged');
+
+    const disabledId = (await repository.findByKey(disabled))!.id;
+    const byDisable = await refusedWithin(cacheMs, disabled, async () => void (await keysCli(['disable', disabled, '--reason', 'Locked test'])), async () => (await repository.findByKeyOrId(disabledId))?.state === 'disabled', 'SERVICE_DISABLED');
+    for (const r of await Promise.all(top.everyProcess().map((inst) => pingKey(inst, disabled)))) {
+      assert.deepEqual([r.status, r.headers['x-error-code'], r.headers['retry-after'], r.body.reason], [503, 'SERVICE_DISABLED', '300', 'Locked test']);
+    }
+
+    // Created through another connection (another instance): refused before, accepted by every process within the bound.
+    const created = randomUUID();
+    for (const r of await Promise.all(top.everyProcess().map((inst) => pingKey(inst, created)))) assert.equal(r.status, 401);
+    await repository.create('dp keys created while locked', 'integration', created);
+    const since = performance.now();
+    const probes: Array<{ sentAt: number; r: HttpResult }> = [];
+    while (performance.now() < since + cacheMs + 400) {
+      const sentAt = performance.now();
+      for (const r of await Promise.all(top.everyProcess().map((inst) => pingKey(inst, created)))) probes.push({ sentAt, r });
+    }
+    const late = probes.filter((p) => p.r.status !== 200 && p.sentAt >= since + cacheMs);
+    assert.equal(late.length, 0, `refused ${late.map((p) => `${(p.sentAt - since).toFixed(0)} ms (${p.r.status})`).join(', ')} after the key was created (bound ${cacheMs} ms)`);
+    for (const p of probes.filter((x) => x.r.status === 200)) assert.equal(p.r.body.status, 'locked');
+    const acceptedFrom = Math.min(...probes.filter((p) => p.r.status === 200).map((p) => p.sentAt - since));
+
+    assert.deepEqual(await top.knex('mntlck').where({ id: 1 }).first(), row, 'still locked by Frank');
+    assert.equal((await unlockThrough(last, holder, 'Frank')).status, 200);
+    t.diagnostic(`while locked: last accepted after the CLI revoke ${byRevoke.toFixed(0)} ms, after the CLI disable ${byDisable.toFixed(0)} ms; a created key first accepted ${acceptedFrom.toFixed(0)} ms after (bound API_KEY_CACHE_MS ${cacheMs} ms)`);
     await assertBooksInvariants(top.knex);
   });
 });

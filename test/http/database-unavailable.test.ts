@@ -375,4 +375,34 @@ if (TEST_ENGINE !== 'postgres') {
     const ping = await t.post('/api/v3/utility/ping', {});
     assert.equal(ping.status, 200);
   });
+
+  test('while locked, the database stopped: once the key snapshot is older than API_KEY_CACHE_MS the ping answers 502 DATABASE_UNAVAILABLE (not the stale snapshot, not 423 naming the holder); back, it answers locked', async () => {
+    proxy.reset();
+    const locked = await t.post('/api/v3/utility/lock', { userName: 'db-gone' }, t.adminKey);
+    assert.equal(locked.status, 200, locked.text);
+    try {
+      proxy.mode = 'refuse';
+      proxy.cutAll();
+      // Decision 0450: a key is never answered from a snapshot older than the bound.
+      await sleep(t.services.config.apiKeyCacheMs + 50);
+      const before = unexpectedErrors();
+      const res = await t.post('/api/v3/utility/ping', {});
+      assertUnavailable(res, 'ping while locked, database gone');
+      assert.equal(res.body.lockUser, undefined, 'the holder is not named to a key that could not be checked');
+      assert.equal(unexpectedErrors(), before);
+      proxy.mode = 'pass';
+      const end = Date.now() + 5000;
+      let back = await t.post('/api/v3/utility/ping', {});
+      while (back.status !== 200 && Date.now() < end) {
+        await sleep(50);
+        back = await t.post('/api/v3/utility/ping', {});
+      }
+      assert.equal(back.status, 200, back.text);
+      assert.equal(back.body.status, 'locked');
+    } finally {
+      proxy.reset();
+      assert.equal((await t.post('/api/v3/utility/un-lock', { userName: 'db-gone' }, t.adminKey)).status, 200);
+    }
+    assert.equal((await read()).status, 200);
+  });
 }

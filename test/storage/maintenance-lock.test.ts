@@ -6,6 +6,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import knexFactory from 'knex';
+import { randomUUID } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app';
 import { usePostingApp } from '../support/posting-app';
 import { assertProblem } from '../support/http';
@@ -13,6 +14,7 @@ import { FX, countRows, installPostingFixture, journal } from '../support/postin
 import { assertBooksInvariants } from '../support/invariants';
 import { parseDatabaseUrl } from '../../src/storage/database';
 import { toDbTime } from '../../src/storage/db-time';
+import { ApiKeyRepository } from '../../src/storage/api-keys';
 
 let t: TestApp;
 
@@ -363,4 +365,91 @@ test('lock and un-lock wait for every live process: 504 LOCK_NOT_CONFIRMED with 
     await side.destroy();
     await app.close();
   }
+});
+
+/**
+ * Keys while locked (docs/decisions/0450-key-snapshot-fresh-while-locked.md): the lock answers
+ * authentication from its key snapshot, which it keeps no older than API_KEY_CACHE_MS. The lock is
+ * re-read every 900 ms here (LOCK_POLL_MS at its maximum), longer than the bound: the bound holds
+ * through the lookup's own read, not by the re-read's luck. Changes go through a connection of the
+ * test's own, as the keys CLI or another instance makes them.
+ */
+const KEY_BOUND_MS = 300;
+
+/** Runs `fn` while Frank (the admin key) holds the lock; `key`: an integration key created before the lock (key X). */
+async function withLockedApp(fn: (app: TestApp, side: ReturnType<typeof sideConnection>, key: string) => Promise<void>): Promise<void> {
+  const app = await startTestApp({ config: { apiKeyCacheMs: KEY_BOUND_MS, lockPollMs: 900 } });
+  const side = sideConnection(app);
+  try {
+    const { key } = await new ApiKeyRepository(side).create('key X', 'integration');
+    assert.equal((await app.post('/api/v3/utility/ping', undefined, key)).status, 200);
+    const locked = await app.post('/api/v3/utility/lock', { userName: 'Frank' }, app.adminKey);
+    assert.equal(locked.status, 200, locked.text);
+    await fn(app, side, key);
+    const unlocked = await app.post('/api/v3/utility/un-lock', { userName: 'Frank' }, app.adminKey);
+    assert.equal(unlocked.status, 200, unlocked.text);
+  } finally {
+    await side.destroy();
+    await app.close();
+  }
+}
+
+/**
+ * Pings with `key` until `done(status)`; every ping that starts more than KEY_BOUND_MS after
+ * `committed` must already be done (README: API_KEY_CACHE_MS, the bound is about when a request
+ * starts). Returns the first answer that is done.
+ */
+async function pingLockedUntil(app: TestApp, key: string, committed: number, done: (status: number) => boolean) {
+  for (;;) {
+    const started = performance.now();
+    const res = await app.post('/api/v3/utility/ping', undefined, key);
+    if (done(res.status)) return res;
+    assert.ok(started - committed <= KEY_BOUND_MS, `a ping started ${(started - committed).toFixed(0)} ms after the commit (bound ${KEY_BOUND_MS} ms) still answered ${res.status} ${res.text}`);
+    await sleep(20);
+  }
+}
+
+test('while locked, a key revoked through another connection (the keys CLI) gets 401 within API_KEY_CACHE_MS; its override un-lock gets 401 and the lock row is unchanged', async () => {
+  await withLockedApp(async (app, side, key) => {
+    const before = await app.post('/api/v3/utility/ping', undefined, key);
+    assert.equal(before.status, 200, before.text);
+    assert.equal(before.body.status, 'locked');
+    assert.equal(before.body.lockUser, 'Frank');
+    const row = await lockRow(app);
+    await new ApiKeyRepository(side).setState(key, 'revoked', null);
+    const revoked = await pingLockedUntil(app, key, performance.now(), (s) => s !== 200);
+    assertProblem(revoked, 'UNAUTHORIZED');
+    assertProblem(await app.post('/api/v3/utility/un-lock', { userName: 'mallory', override: true }, key), 'UNAUTHORIZED');
+    assert.deepEqual(await lockRow(app), row, 'the lock row is unchanged');
+    assert.equal(app.services.lock.current?.userName, 'Frank', 'still locked by Frank');
+    assert.equal(app.services.lock.poolStats().exists, false, 'the pool stays dropped: the keys are read through the lock\'s own connection');
+    assertProblem(await app.post('/api/v3/utility/ping', undefined, key), 'UNAUTHORIZED');
+  });
+});
+
+test('while locked, a key disabled through another connection gets 503 SERVICE_DISABLED with Retry-After 300 within API_KEY_CACHE_MS; enabled again, the ping answers locked', async () => {
+  await withLockedApp(async (app, side, key) => {
+    assert.equal((await app.post('/api/v3/utility/ping', undefined, key)).status, 200);
+    await new ApiKeyRepository(side).setState(key, 'disabled', 'Invoice unpaid');
+    const off = await pingLockedUntil(app, key, performance.now(), (s) => s !== 200);
+    const problem = assertProblem(off, 'SERVICE_DISABLED');
+    assert.equal(off.headers['retry-after'], '300');
+    assert.equal(problem.reason, 'Invoice unpaid');
+    await new ApiKeyRepository(side).setState(key, 'active', null);
+    const on = await pingLockedUntil(app, key, performance.now(), (s) => s === 200);
+    assert.equal(on.body.status, 'locked');
+  });
+});
+
+test('while locked, a key created through another connection is accepted within API_KEY_CACHE_MS (the ping answers locked)', async () => {
+  await withLockedApp(async (app, side) => {
+    // Used before it exists: the snapshot does not hold it yet.
+    const key = randomUUID();
+    assertProblem(await app.post('/api/v3/utility/ping', undefined, key), 'UNAUTHORIZED');
+    await new ApiKeyRepository(side).create('created while locked', 'integration', key);
+    const res = await pingLockedUntil(app, key, performance.now(), (s) => s === 200);
+    assert.equal(res.body.status, 'locked');
+    assert.equal(res.body.lockUser, 'Frank');
+    assertProblem(await app.post('/api/v3/ledger-accounts/query', {}, key), 'MAINTENANCE_LOCK');
+  });
 });
