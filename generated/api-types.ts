@@ -2516,7 +2516,8 @@ export interface paths {
          * Measure the round trip to the accounting database
          * @description Runs a trivial statement against the accounting database behind the service and reports how
          *     long the round trip took. Needs only the API key; the body may be empty. While the database is
-         *     locked for maintenance, ping answers 200 without touching the database and reports the lock.
+         *     locked for maintenance, ping answers 200 without a statement of its own and reports the lock (the
+         *     API key is still checked within the usual bound: with the database unreachable meanwhile, 502).
          *     A body, when sent, is an empty object: any field is unknown and answers 400 naming it.
          */
         post: operations["ping"];
