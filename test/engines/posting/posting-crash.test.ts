@@ -128,6 +128,10 @@ test('SIGKILL mid-flight, restart, retry with the same keys: every posting exact
   // Kill once every write has posted at least once (so each has a pre-crash answer to replay), or
   // half the postings have answered (a slow machine: 504s past the deadline), whichever is first.
   while (answeredPaths.size < byPath.size && seen.size < planned.length / 2) await sleep(10);
+  // ... at a moment a claimed key's posting is under way (SQLite posts one at a time: between one
+  // posting's commit and the next claim no key is claimed, and a loaded machine can kill there).
+  const claimedNow = async () => (await knex('idmkey').whereIn('idem_key', planned.map((p) => p.key)).where({ state: 'in_flight' }).first()) !== undefined;
+  for (const until = Date.now() + 5_000; Date.now() < until && !(await claimedNow()); ) await sleep(2);
   await first.kill('SIGKILL');
   await Promise.all(inFlight);
   assert.ok(seen.size < planned.length, `the kill landed mid-flight (${seen.size} of ${planned.length} answered)`);
