@@ -246,6 +246,21 @@ test("a receipt that would push a line's received to date past decimal(14, 4): 4
   });
 });
 
+test("a receipt into stock that would push the location's quantity on hand past decimal(14, 4): 422 naming inventory-quantities quantityOnHand and the line", async () => {
+  // Stock quantities are computed in the service (ledger/stock.ts), not in SQL: checked there.
+  const order = await t.knex('pchord').where({ ordnum: STOCK_PO }).first('_idnum', 'locnum');
+  const line = await t.knex('pcorln').where({ _idref: order._idnum, linnum: 1 }).first('prtnum');
+  const qty = await t.knex('invqty').where({ prtnum: line.prtnum, locnum: order.locnum }).first('_idnum');
+  const where = { _idnum: qty._idnum };
+  await withPlanted('invqty', where, 'qtyohn', '9999999999.0000', 4, () =>
+    withPlanted('invqty', where, 'qtyavl', '9999999999.0000', 4, async () => {
+      await assertReceiptRefused({ entity: 'inventory-quantities', field: 'quantityOnHand', recordId: String(qty._idnum).toLowerCase() }, 'lines[0]');
+      const row = await t.knex('invqty').where(where).first('qtyohn', 'qtyavl');
+      assert.deepEqual([row.qtyohn, row.qtyavl].map((v) => dialect().decodeDecimal(v, 4)!.toFixed(4)), ['9999999999.0000', '9999999999.0000'], 'the quantities are unchanged');
+    }),
+  );
+});
+
 test("a receipt that brings a line's received to date exactly to 9999999999.9999 posts", async () => {
   const { line } = await orderTargets();
   await withValue(line, '9999999997.9999', 4, async () => {
