@@ -5642,6 +5642,31 @@ export interface components {
          * @enum {string}
          */
         EventType: "payable_invoice.created" | "payable_invoice.updated" | "purchase_order.created" | "purchase_order.updated" | "ledger_transaction.created" | "ledger_transaction.updated" | "service_invoice.created" | "service_invoice.updated" | "inventory_allocation.created" | "inventory_allocation.updated";
+        /** @description BUSINESS_RULE_VIOLATED: the ledger balance a posting would push past what its column stores (debitTotal and creditTotal: at most 999999999999.99). Nothing was posted. */
+        ExceededLedgerBalance: {
+            /**
+             * @description The ledger-balances field that would pass its bound.
+             * @enum {string}
+             */
+            field: "debitTotal" | "creditTotal";
+            /** @description The ledger account of the balance. */
+            ledgerAccount: number;
+            /** @description Its period. */
+            period: number;
+            /** @description Its posting year. */
+            year: number;
+        };
+        /** @description BUSINESS_RULE_VIOLATED: a stored total other than a ledger balance that a posting would push past what its column stores (a purchase order's `receivedTotal`, a line's `lines.receivedToDate`, a location's `quantityOnHand` or `quantityAvailable` of inventory-quantities). Nothing was posted. */
+        ExceededValue: {
+            /** @description The entity (path segment), e.g. `purchase-orders`. */
+            entity: string;
+            /** @description The field as `select` names it: `receivedTotal`, or `lines.receivedToDate` for a field of a child collection. */
+            field: string;
+            /** @description A child collection's line: the `id` of its document. */
+            parentId?: string;
+            /** @description The `id` of the record holding the value (for a child collection: the line's own `id`). Absent when the record does not exist yet. */
+            recordId?: string;
+        };
         FieldError: {
             /** @description Per-field code, e.g. unknown_field, required, type, format, range, enum. */
             code: string;
@@ -7798,8 +7823,10 @@ export interface components {
             detail: string;
             /** @description Present when input fields are to blame. */
             errors?: components["schemas"]["FieldError"][];
+            exceededValue?: components["schemas"]["ExceededValue"];
             /** @description The request path. */
             instance: string;
+            ledgerBalance?: components["schemas"]["ExceededLedgerBalance"];
             /** @description MAINTENANCE_LOCK and LOCK_HELD: the user holding the lock. */
             lockUser?: string;
             /** @description EVENT_CURSOR_EXPIRED: the oldest cursor still available (`after` for POST /events/query). */
@@ -9887,7 +9914,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Well-formed but not applicable (closed period, unbalanced journal, totals that disagree with lines, invalid period (an explicit pair, or one derived from a date the ledger has no fiscal period for), or COLUMN_UNAVAILABLE: a field whose column the installed build of the accounting database lacks, named in a read or needed by a write; `unavailableFields` lists them). */
+        /** @description Well-formed but not applicable (closed period, unbalanced journal, totals that disagree with lines, invalid period (an explicit pair, or one derived from a date the ledger has no fiscal period for), a total of the books the posting would push past its column: BUSINESS_RULE_VIOLATED naming it in `ledgerBalance` or `exceededValue`, or COLUMN_UNAVAILABLE: a field whose column the installed build of the accounting database lacks, named in a read or needed by a write; `unavailableFields` lists them). */
         UnprocessableEntity: {
             headers: {
                 "Cache-Control": components["headers"]["CacheControl"];

@@ -41,7 +41,7 @@ export const PROBLEM_CODES = {
   JOURNAL_LINE_INVALID: { status: 422, title: 'Journal line invalid', when: 'A line carries both a debit and a credit, or neither.' },
   TOTALS_DISAGREE: { status: 422, title: 'Totals disagree with lines', when: 'A document total differs from the sum of its lines.' },
   COLUMN_UNAVAILABLE: { status: 422, title: 'Column not available', when: 'A requested column does not exist in the installed accounting database build.' },
-  BUSINESS_RULE_VIOLATED: { status: 422, title: 'Business rule violated', when: 'The document is well-formed but cannot be applied (for example stock below zero, a closed job).' },
+  BUSINESS_RULE_VIOLATED: { status: 422, title: 'Business rule violated', when: 'The document is well-formed but cannot be applied (for example stock below zero, a closed job, or a total of the books it would push past its column: `ledgerBalance` or `exceededValue` names that total, errors[] the request field behind it).' },
   MAINTENANCE_LOCK: { status: 423, title: 'Database locked for maintenance', when: 'The accounting database is locked for maintenance; the body names the holder. Retry after Retry-After.' },
   RATE_LIMITED: { status: 429, title: 'Rate limit exceeded', when: 'The API key exceeded its request rate; retry after Retry-After.' },
   HEADERS_TOO_LARGE: { status: 431, title: 'Request headers too large', when: 'The request line and headers together exceed 16 KiB.' },

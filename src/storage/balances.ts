@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Dec } from './decimal';
 import type { Dialect } from './dialect';
-import { outermost, rememberChangedCells, unlessNotStored, type UnstorableCell } from './computed-changes';
+import { classifyChangedCell, guardedChange, outermost, rememberChangedCells, type ColumnBound, type UnstorableCell } from './computed-changes';
 import type { NumberAllocator } from './numbers';
 import { StatementBatch } from './statement-batch';
 import { compiledInsert } from './compiled-statements';
@@ -34,6 +34,17 @@ export interface BalanceChange {
   period: number;
   debit: Dec;
   credit: Dec;
+  /**
+   * The request field behind the change (`lines[2]`), named should the cell's total be pushed past
+   * its column (docs/decisions/0441): a cell keeps its first change's.
+   */
+  field?: string;
+}
+
+/** The largest magnitude a debit total and a credit total hold (the catalog's column types, through the engine's limits). */
+export interface BalanceBounds {
+  debit: Dec;
+  credit: Dec;
 }
 
 export interface BalanceWriteOptions {
@@ -43,6 +54,8 @@ export interface BalanceWriteOptions {
   user: string;
   /** upddte, in the engine's form. */
   now: Date | string;
+  /** Past these, a total is refused (NULL in the upsert) rather than stored or overflowing. */
+  bounds: BalanceBounds;
 }
 
 /** One row of the upsert: the sums of a balance cell and the record number used should it be new. */
@@ -74,7 +87,7 @@ export function sumBalanceChanges(changes: readonly BalanceChange[]): BalanceCha
       cell.debit = cell.debit.plus(c.debit);
       cell.credit = cell.credit.plus(c.credit);
     } else {
-      cells.set(key, { account: c.account, year: c.year, period: c.period, debit: new Dec(c.debit), credit: new Dec(c.credit) });
+      cells.set(key, { account: c.account, year: c.year, period: c.period, debit: new Dec(c.debit), credit: new Dec(c.credit), ...(c.field !== undefined ? { field: c.field } : {}) });
     }
   }
   return [...cells.values()].sort((a, b) => a.account - b.account || a.year - b.year || a.period - b.period);
@@ -141,9 +154,9 @@ export async function queueLedgerBalances(batch: StatementBatch, changes: readon
   const { trx } = batch;
   const cells = sumBalanceChanges(changes);
   if (cells.length === 0) return;
-  // Should the upsert be refused for a total that holds no decimal (addedUnlessNotStored), these
-  // cells are read again to name it (storage/computed-changes.ts).
-  rememberChangedCells(trx, { set: 'ledger-balances', table: 'lgrbal', columns: ['dbttot', 'crdtot'], unstorable: (db, notStored) => unstorableBalanceCells(db, notStored, cells) });
+  // Should the upsert be refused for a total that holds no decimal or that it would push past its
+  // column (addedUnlessNotStored), these cells are read again to name it (storage/computed-changes.ts).
+  rememberChangedCells(trx, { set: 'ledger-balances', table: 'lgrbal', columns: ['dbttot', 'crdtot'], unstorable: (db, notStored, dialect) => unstorableBalanceCells(db, notStored, dialect, cells, options.bounds) });
 
   // Which cells exist (a plain read: it only decides how many record numbers to take). Cells this
   // process has seen committed are known without the read (knownCellsOf).
@@ -194,11 +207,18 @@ export async function queueLedgerBalances(batch: StatementBatch, changes: readon
  * The upsert statements for the rows (already in lock order), for the engine of `db`. Exported
  * so that the SQL Server form can be compiled and checked without a server.
  */
-export function ledgerBalanceUpserts(db: Knex | Knex.Transaction, options: Pick<BalanceWriteOptions, 'dialect' | 'user' | 'now'>, rows: readonly BalanceUpsertRow[]): Array<Knex.Raw | Knex.QueryBuilder> {
-  const { dialect, user, now } = options;
+export function ledgerBalanceUpserts(db: Knex | Knex.Transaction, options: Pick<BalanceWriteOptions, 'dialect' | 'user' | 'now' | 'bounds'>, rows: readonly BalanceUpsertRow[]): Array<Knex.Raw | Knex.QueryBuilder> {
+  const { dialect, user, now, bounds } = options;
+  const debitBound: ColumnBound = { max: bounds.debit, scale: MONEY_SCALE };
+  const creditBound: ColumnBound = { max: bounds.credit, scale: MONEY_SCALE };
   const money = (v: Dec) => dialect.encodeDecimal(v, MONEY_SCALE);
   const out: Array<Knex.Raw | Knex.QueryBuilder> = [];
   if (dialect.engine === 'mssql') {
+    // Past the bound the total is NULL, refused by 515 (as a NOT NULL column), named after the
+    // rollback like PostgreSQL's and SQLite's (guardedChange); 8115 (overflow) would name no cell.
+    const added = (column: 'dbttot' | 'crdtot', bound: ColumnBound) => guardedChange(db, dialect, `t.${column}`, '?? + ??', [`t.${column}`, `s.${column}`], bound).toString();
+    const setDebit = added('dbttot', debitBound);
+    const setCredit = added('crdtot', creditBound);
     for (let i = 0; i < rows.length; i += MSSQL_ROWS_PER_BATCH) {
       const chunk = rows.slice(i, i + MSSQL_ROWS_PER_BATCH);
       const bindings: unknown[] = [];
@@ -208,7 +228,7 @@ export function ledgerBalanceUpserts(db: Knex | Knex.Transaction, options: Pick<
           'MERGE INTO [lgrbal] WITH (HOLDLOCK) AS t ' +
           'USING (VALUES (?, ?, ?, CAST(? AS DECIMAL(14,2)), CAST(? AS DECIMAL(14,2)), ?, ?)) AS s ([lgract], [postyr], [actprd], [dbttot], [crdtot], [recnum], [_idnum]) ' +
           'ON t.[lgract] = s.[lgract] AND t.[postyr] = s.[postyr] AND t.[actprd] = s.[actprd] ' +
-          'WHEN MATCHED THEN UPDATE SET [dbttot] = t.[dbttot] + s.[dbttot], [crdtot] = t.[crdtot] + s.[crdtot], [upddte] = ?, [updusr] = ? ' +
+          `WHEN MATCHED THEN UPDATE SET [dbttot] = ${setDebit}, [crdtot] = ${setCredit}, [upddte] = ?, [updusr] = ? ` +
           'WHEN NOT MATCHED THEN INSERT ([_idnum], [recnum], [lgract], [postyr], [actprd], [dbttot], [crdtot], [insusr], [updusr]) ' +
           'VALUES (s.[_idnum], s.[recnum], s.[lgract], s.[postyr], s.[actprd], s.[dbttot], s.[crdtot], ?, ?);'
         );
@@ -238,8 +258,8 @@ export function ledgerBalanceUpserts(db: Knex | Knex.Transaction, options: Pick<
           .insert(chunk)
           .onConflict(['lgract', 'postyr', 'actprd'])
           .merge({
-            dbttot: addedUnlessNotStored(db, dialect, 'dbttot'),
-            crdtot: addedUnlessNotStored(db, dialect, 'crdtot'),
+            dbttot: addedUnlessNotStored(db, dialect, 'dbttot', debitBound),
+            crdtot: addedUnlessNotStored(db, dialect, 'crdtot', creditBound),
             upddte: db.raw('??', ['excluded.upddte']),
             updusr: db.raw('??', ['excluded.updusr']),
           }),
@@ -253,14 +273,15 @@ export function ledgerBalanceUpserts(db: Knex | Knex.Transaction, options: Pick<
  * `lgrbal.<column> + excluded.<column>`, or NULL when the stored total is no decimal as this
  * engine stores one (another program wrote text or a fraction on SQLite, NaN or an infinity on
  * PostgreSQL: SQLite's + would read the text as 0 and overwrite it with an invented total,
- * PostgreSQL's NaN would swallow the amounts). The column is NOT NULL, so the NULL refuses the
- * whole statement, in the same round trip as before: the posting rolls back and the refusal is
- * named after the fact (unstorableBalanceCells below; docs/decisions/0390). SQL Server's decimal
- * holds no such value: its MERGE above adds as it always did.
+ * PostgreSQL's NaN would swallow the amounts), or when the sum lies beyond the column (PostgreSQL
+ * would refuse it without naming the cell, SQLite store it: docs/decisions/0441). The column is
+ * NOT NULL, so the NULL refuses the whole statement, in the same round trip as before: the posting
+ * rolls back and the refusal is named after the fact (unstorableBalanceCells below;
+ * docs/decisions/0390). SQL Server's MERGE above carries the same CASE.
  */
-function addedUnlessNotStored(db: Knex | Knex.Transaction, dialect: Dialect, column: 'dbttot' | 'crdtot'): Knex.Raw {
+function addedUnlessNotStored(db: Knex | Knex.Transaction, dialect: Dialect, column: 'dbttot' | 'crdtot', bound: ColumnBound): Knex.Raw {
   const stored = `lgrbal.${column}`;
-  return unlessNotStored(db, dialect, stored, '?? + ??', [stored, `excluded.${column}`]);
+  return guardedChange(db, dialect, stored, '?? + ??', [stored, `excluded.${column}`], bound);
 }
 
 /** Accounts per read of unstorableBalanceCells (one parameter each). */
@@ -268,11 +289,13 @@ const ACCOUNTS_PER_READ = 500;
 
 /**
  * The cells of `cells` (queued by one queueLedgerBalances) whose stored dbttot / crdtot is no
- * decimal as this engine stores one (the upsert's own test), in lock order, debit before credit;
- * each row with its key, account, year and period. Read after the rollback through `db`
+ * decimal as this engine stores one (the upsert's own test), or one the queued addition would push
+ * past `bounds`, in lock order, debit before credit; each row with its key, account, year and
+ * period, and the first change's request field. Read after the rollback through `db`
  * (storage/computed-changes.ts unstorableChangedCells).
  */
-async function unstorableBalanceCells(db: Knex, notStored: (column: string) => Knex.Raw, cells: readonly BalanceChange[]): Promise<UnstorableCell[]> {
+async function unstorableBalanceCells(db: Knex, notStored: (column: string) => Knex.Raw, dialect: Dialect, cells: readonly BalanceChange[], bounds: BalanceBounds): Promise<UnstorableCell[]> {
+  const queued = new Map(cells.map((c) => [cellKey(c.account, c.year, c.period), c]));
   const byPeriod = new Map<string, { year: number; period: number; accounts: number[] }>();
   for (const c of cells) {
     const k = `${c.year}/${c.period}`;
@@ -289,9 +312,14 @@ async function unstorableBalanceCells(db: Knex, notStored: (column: string) => K
         .select('_idnum', 'lgract', 'postyr', 'actprd', 'dbttot', 'crdtot', notStored('dbttot'), notStored('crdtot'))
         .orderBy('lgract');
       for (const row of rows) {
+        const change = queued.get(cellKey(Number(row.lgract), g.year, g.period));
+        if (!change) continue;
         for (const column of ['dbttot', 'crdtot'] as const) {
-          if (Number(row[`${column}_not_stored`]) !== 1) continue;
-          out.push({ set: 'ledger-balances', table: 'lgrbal', column, raw: row[column], row: { _idnum: row._idnum, lgract: Number(row.lgract), postyr: Number(row.postyr), actprd: Number(row.actprd) } });
+          const added = column === 'dbttot' ? change.debit : change.credit;
+          const bound: ColumnBound = { max: column === 'dbttot' ? bounds.debit : bounds.credit, scale: MONEY_SCALE };
+          const why = classifyChangedCell(dialect, row[column], row[`${column}_not_stored`], bound, (stored) => stored.plus(added));
+          if (!why) continue;
+          out.push({ set: 'ledger-balances', table: 'lgrbal', column, raw: row[column], row: { _idnum: row._idnum, lgract: Number(row.lgract), postyr: Number(row.postyr), actprd: Number(row.actprd) }, ...why, ...(change.field !== undefined ? { field: change.field } : {}) });
         }
       }
     }

@@ -11,12 +11,14 @@ import { usePostingApp } from '../support/posting-app';
 import { FX } from '../support/posting-fixture';
 import { Dec } from '../../src/storage/decimal';
 import { addToLedgerBalances, forgetKnownBalanceCells } from '../../src/storage/balances';
+import { decimalLimit } from '../../src/engines/posting/limits';
 
 let t: TestApp;
 
 usePostingApp((app) => (t = app), { invariants: false });
 
-const options = () => ({ dialect: t.services.dialect, numbers: t.services.numbers, user: 'api:test', now: new Date() });
+const bounds = { debit: decimalLimit('ledger-balances', 'debitTotal'), credit: decimalLimit('ledger-balances', 'creditTotal') };
+const options = () => ({ dialect: t.services.dialect, numbers: t.services.numbers, user: 'api:test', now: new Date(), bounds });
 const change = (account: number, period: number, debit: string) => [{ account, year: FX.year, period, debit: new Dec(debit), credit: new Dec(0) }];
 
 /** Runs `fn` and returns the balance pre-reads it sent (SELECT ... FROM lgrbal). */

@@ -166,7 +166,7 @@ function describeStored(raw: unknown): string {
 }
 
 /** The key of a record as a row holds it, lower-case where it is text; undefined when the row does not hold it. */
-function keyText(raw: unknown): string | undefined {
+export function keyText(raw: unknown): string | undefined {
   if (raw === null || raw === undefined) return undefined;
   return typeof raw === 'string' ? raw.toLowerCase() : String(raw);
 }

@@ -14,6 +14,9 @@ import { FX, apInvoice, countRows, installPostingFixture, journal } from '../../
 import { Dec } from '../../../src/storage/decimal';
 import { dialectFor, engineOf } from '../../../src/storage/dialect';
 import { addToLedgerBalances, ledgerBalanceUpserts } from '../../../src/storage/balances';
+import { decimalLimit } from '../../../src/engines/posting/limits';
+
+const bounds = { debit: decimalLimit('ledger-balances', 'debitTotal'), credit: decimalLimit('ledger-balances', 'creditTotal') };
 
 let t: TestApp;
 const N = 40;
@@ -120,7 +123,7 @@ test(`${N} journals and ${N} AP invoices at once into empty balance cells: no 50
 
 test('a cell predicted missing that another posting creates meanwhile is added to, not duplicated (storage, two transactions)', async () => {
   const { services, knex } = t;
-  const options = { dialect: services.dialect, numbers: services.numbers, user: 'api:test', now: new Date() };
+  const options = { dialect: services.dialect, numbers: services.numbers, user: 'api:test', now: new Date(), bounds };
   const cell = { account: A.directExpense, year: FX.year, period: 3 };
   await knex('lgrbal').where({ lgract: cell.account, postyr: cell.year, actprd: cell.period }).del();
   const change = (debit: string, credit: string) => [{ ...cell, debit: new Dec(debit), credit: new Dec(credit) }];
@@ -158,7 +161,7 @@ test('SQL Server: the balance upsert is a MERGE WITH (HOLDLOCK) per cell, in acc
     debit: new Dec('12.34'),
     credit: new Dec(0),
   }));
-  const statements = ledgerBalanceUpserts(mssql, { dialect: dialectFor('mssql'), user: 'api:test', now: '2026-11-23 10:00:00' }, rows);
+  const statements = ledgerBalanceUpserts(mssql, { dialect: dialectFor('mssql'), user: 'api:test', now: '2026-11-23 10:00:00', bounds }, rows);
   assert.ok(statements.length >= 3, `${statements.length} batches`);
   let accountsSeen: number[] = [];
   for (const s of statements) {
@@ -168,7 +171,9 @@ test('SQL Server: the balance upsert is a MERGE WITH (HOLDLOCK) per cell, in acc
     for (const m of merges) {
       assert.match(m, /^MERGE INTO \[lgrbal\] WITH \(HOLDLOCK\) AS t USING \(VALUES \(@p\d+, @p\d+, @p\d+, CAST\(@p\d+ AS DECIMAL\(14,2\)\), CAST\(@p\d+ AS DECIMAL\(14,2\)\), @p\d+, @p\d+\)\) AS s/);
       assert.match(m, /ON t\.\[lgract\] = s\.\[lgract\] AND t\.\[postyr\] = s\.\[postyr\] AND t\.\[actprd\] = s\.\[actprd\]/);
-      assert.match(m, /WHEN MATCHED THEN UPDATE SET \[dbttot\] = t\.\[dbttot\] \+ s\.\[dbttot\], \[crdtot\] = t\.\[crdtot\] \+ s\.\[crdtot\]/);
+      // Past its column the total is NULL (refused by 515, named after the rollback: decision 0441), not 8115.
+      const added = (c: string) => `\\[${c}\\] = CASE WHEN \\(1 = 0 and \\[t\\]\\.\\[${c}\\] is null\\) THEN NULL WHEN abs\\(\\[t\\]\\.\\[${c}\\] \\+ \\[s\\]\\.\\[${c}\\]\\) > 999999999999\\.99 THEN NULL ELSE \\[t\\]\\.\\[${c}\\] \\+ \\[s\\]\\.\\[${c}\\] END`;
+      assert.match(m, new RegExp(`WHEN MATCHED THEN UPDATE SET ${added('dbttot')}, ${added('crdtot')}, \\[upddte\\] = @p\\d+, \\[updusr\\] = @p\\d+ WHEN NOT MATCHED`));
       assert.match(m, /WHEN NOT MATCHED THEN INSERT \(\[_idnum\], \[recnum\], \[lgract\], \[postyr\], \[actprd\], \[dbttot\], \[crdtot\], \[insusr\], \[updusr\]\)/);
       assert.ok(m.endsWith(';'), 'a MERGE ends with a semicolon');
     }
@@ -189,12 +194,15 @@ test('PostgreSQL / SQLite: the balance upsert is one INSERT ... ON CONFLICT DO U
       { id: 'a', recordNumber: 1, account: 10, year: 2026, period: 11, debit: new Dec(1), credit: new Dec(0) },
       { id: 'b', recordNumber: 2, account: 20, year: 2026, period: 11, debit: new Dec(0), credit: new Dec(1) },
     ];
-    const [s, ...rest] = ledgerBalanceUpserts(db, { dialect: dialectFor(engine), user: 'u', now: 'now' }, rows);
+    const [s, ...rest] = ledgerBalanceUpserts(db, { dialect: dialectFor(engine), user: 'u', now: 'now', bounds }, rows);
     assert.equal(rest.length, 0);
     const sql = s!.toSQL().sql.replace(/`/g, '"');
     // The stored total is tested as the dialect tests a stored decimal (docs/decisions/0390).
     const notStored = (column: string) => (engine === 'postgres' ? `cast\\("lgrbal"\\."${column}" as text\\) in \\('NaN', 'Infinity', '-Infinity'\\)` : `typeof\\("lgrbal"\\."${column}"\\) not in \\('integer', 'null'\\)`);
-    const added = (column: string) => `"${column}" = CASE WHEN ${notStored(column)} THEN NULL ELSE "lgrbal"\\."${column}" \\+ "excluded"\\."${column}" END`;
+    // ... and where the sum would lie beyond the column (decision 0441), the bound as the engine stores it.
+    const bound = engine === 'postgres' ? '999999999999\\.99' : '99999999999999';
+    const sum = (column: string) => `"lgrbal"\\."${column}" \\+ "excluded"\\."${column}"`;
+    const added = (column: string) => `"${column}" = CASE WHEN ${notStored(column)} THEN NULL WHEN abs\\(${sum(column)}\\) > ${bound} THEN NULL ELSE ${sum(column)} END`;
     assert.match(sql, new RegExp(`^insert into "lgrbal" .* on conflict \\("lgract", "postyr", "actprd"\\) do update set ${added('dbttot')}, ?${added('crdtot')}`));
     void db.destroy();
   }

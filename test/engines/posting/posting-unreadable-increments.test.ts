@@ -28,7 +28,8 @@ import { assertProblem } from '../../support/http';
 import { queryRows } from '../../support/invariants';
 import { bookFootprint, countRows, openSeedJobOrder } from '../../support/posting-fixture';
 import { dialectFor } from '../../../src/storage/dialect';
-import { computedChange } from '../../../src/engines/posting/records/query';
+import { computedBindings, computedChange } from '../../../src/engines/posting/records/query';
+import { decimalLimit } from '../../../src/engines/posting/limits';
 
 let t: TestApp;
 usePostingApp((app) => (t = app));
@@ -219,22 +220,29 @@ test('PostgreSQL: NaN written into the received total, or a later line\'s receiv
   }
 });
 
-test('the computed changes compile on every engine to one UPDATE whose value is NULL where the stored one is no decimal (SQL Server: never), bindings as before', () => {
+test('the computed changes compile on every engine to one UPDATE whose value is NULL where the stored one is no decimal (SQL Server: never) or where the result lies beyond the column (decision 0441)', () => {
   const notStored: Record<string, string> = {
     sqlite: "typeof(`rcvttl`) not in ('integer', 'null')",
     postgres: `cast("rcvttl" as text) in ('NaN', 'Infinity', '-Infinity')`,
     mssql: '(1 = 0 and [rcvttl] is null)',
   };
+  // The bound as the engine stores it (SQLite: the scaled integer).
+  const limit: Record<string, string> = { sqlite: '99999999999999', postgres: '999999999999.99', mssql: '999999999999.99' };
+  const bound = { max: decimalLimit('purchase-orders', 'receivedTotal'), scale: 2 };
   for (const [client, engine] of [['better-sqlite3', 'sqlite'], ['pg', 'postgres'], ['mssql', 'mssql']] as const) {
     const db = knexFactory({ client, useNullAsDefault: true });
     const q = (id: string) => (engine === 'sqlite' ? `\`${id}\`` : engine === 'postgres' ? `"${id}"` : `[${id}]`);
     const dialect = dialectFor(engine);
-    const up = db('pchord').where({ _idnum: 'x' }).update({ rcvttl: computedChange(db, dialect, 'rcvttl', 'increment', 5) }).toSQL();
-    assert.ok(up.sql.includes(`set ${q('rcvttl')} = CASE WHEN ${notStored[engine]} THEN NULL ELSE ${q('rcvttl')} + ? END`), `${engine}: ${up.sql}`);
-    assert.deepEqual(up.bindings.slice(0, 1), [5]);
-    const down = db('pchord').where({ _idnum: 'x' }).update({ rcvttl: computedChange(db, dialect, 'rcvttl', 'decrementToZero', 5) }).toSQL();
-    assert.ok(down.sql.includes(`set ${q('rcvttl')} = CASE WHEN ${notStored[engine]} THEN NULL ELSE CASE WHEN ${q('rcvttl')} > ? THEN ${q('rcvttl')} - ? ELSE 0 END END`), `${engine}: ${down.sql}`);
-    assert.deepEqual(down.bindings.slice(0, 2), [5, 5]);
+    const up = db('pchord').where({ _idnum: 'x' }).update({ rcvttl: computedChange(db, dialect, 'rcvttl', 'increment', 5, bound) }).toSQL();
+    const plus = `${q('rcvttl')} + ?`;
+    assert.ok(up.sql.includes(`set ${q('rcvttl')} = CASE WHEN ${notStored[engine]} THEN NULL WHEN abs(${plus}) > ${limit[engine]} THEN NULL ELSE ${plus} END`), `${engine}: ${up.sql}`);
+    assert.deepEqual(up.bindings.slice(0, 2), [5, 5]);
+    assert.deepEqual(computedBindings('increment', 5), [5, 5]);
+    const down = db('pchord').where({ _idnum: 'x' }).update({ rcvttl: computedChange(db, dialect, 'rcvttl', 'decrementToZero', 5, bound) }).toSQL();
+    const minus = `CASE WHEN ${q('rcvttl')} > ? THEN ${q('rcvttl')} - ? ELSE 0 END`;
+    assert.ok(down.sql.includes(`set ${q('rcvttl')} = CASE WHEN ${notStored[engine]} THEN NULL WHEN abs(${minus}) > ${limit[engine]} THEN NULL ELSE ${minus} END`), `${engine}: ${down.sql}`);
+    assert.deepEqual(down.bindings.slice(0, 4), [5, 5, 5, 5]);
+    assert.deepEqual(computedBindings('decrementToZero', 5), [5, 5, 5, 5]);
     void db.destroy();
   }
 });

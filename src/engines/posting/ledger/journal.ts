@@ -5,7 +5,7 @@ import { Dec } from '../../../storage/decimal';
 import type { NumberAllocator } from '../../../storage/numbers';
 import { rowsPerInsert } from '../../../storage/parameter-budget';
 import { SCALE, type PostingContext } from '../context';
-import { DerivedLimits } from '../limits';
+import { DerivedLimits, decimalLimit } from '../limits';
 import { childRow, childTableOf, insertChildrenReturning, insertRecordsReturning, readRecord, recordRow } from '../records';
 
 /**
@@ -24,6 +24,11 @@ export interface JournalLine {
   jobNumber?: number | null;
   equipmentNumber?: number | null;
   departmentNumber?: number | null;
+  /**
+   * The request field the line was sent as (`lines[2]`, a journal's own lines): its
+   * `.ledgerAccount` is named should the line's balance be pushed past its column (422, decision 0441).
+   */
+  field?: string;
 }
 
 export interface JournalToWrite {
@@ -199,7 +204,8 @@ export async function readPostedLedgerTransaction(trx: PostingContext['trx'] | K
 async function applyToBalances(ctx: PostingContext, journal: JournalToWrite): Promise<void> {
   await queueLedgerBalances(
     ctx.writes,
-    journal.lines.map((line) => ({ account: line.ledgerAccount, year: journal.year, period: journal.period, debit: line.debit, credit: line.credit })),
-    { dialect: ctx.dialect, numbers: ctx.numbers, user: ctx.user, now: ctx.now },
+    journal.lines.map((line) => ({ account: line.ledgerAccount, year: journal.year, period: journal.period, debit: line.debit, credit: line.credit, ...(line.field !== undefined ? { field: `${line.field}.ledgerAccount` } : {}) })),
+    // A total the journal would push past its column is refused in the upsert (decision 0441).
+    { dialect: ctx.dialect, numbers: ctx.numbers, user: ctx.user, now: ctx.now, bounds: { debit: decimalLimit('ledger-balances', 'debitTotal'), credit: decimalLimit('ledger-balances', 'creditTotal') } },
   );
 }

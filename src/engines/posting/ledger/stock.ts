@@ -4,6 +4,7 @@ import { ApiProblem, type FieldError } from '../../../errors/problem';
 import type { components } from '../../../../generated/api-types';
 import { Dec, decToJson } from '../../../storage/decimal';
 import { SCALE, type PostingContext } from '../context';
+import { decimalLimit, fitsDecimal } from '../limits';
 import { allocateRecordNumbersIn, insertRecords, insertRecordsReturning, rangeValues, readAllRecords, recordRow, records } from '../records';
 
 /**
@@ -147,6 +148,8 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   const shortages: Array<{ movement: StockMovement; asked: Dec; available: Dec; what: 'available' | 'held' }> = [];
   const refused: FieldError[] = [];
   const histories: Array<{ movement: StockMovement; value: Dec; unitCost: Dec; after: Dec }> = [];
+  /** The first quantity a movement would push past its column (decision 0441). */
+  let exceeded: { movement: StockMovement; cell: Cell; field: 'quantityOnHand' | 'quantityAvailable'; before: Dec; after: Dec } | undefined;
 
   movements.forEach((m, index) => {
     const s = state.get(m.partNumber)!;
@@ -212,6 +215,16 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
       histories.push({ movement: m, value, unitCost, after: cell.onHand });
     }
     if (m.available) cell.available = cell.available.plus(q);
+    // Computed here from the stored quantity, written as a value: past its column PostgreSQL would
+    // refuse it naming no field and SQLite store it (unreadable then). 422 naming the quantity.
+    if (!exceeded) {
+      for (const [field, after, moved] of [['quantityOnHand', cell.onHand, m.onHand], ['quantityAvailable', cell.available, m.available]] as const) {
+        if (moved && !fitsDecimal('inventory-quantities', field, after)) {
+          exceeded = { movement: m, cell, field, before: after.minus(q), after };
+          break;
+        }
+      }
+    }
     cell.changed = true;
     applied.push({ value, unitCost, history: null });
   });
@@ -240,6 +253,7 @@ export async function applyStockMovements(ctx: PostingContext, movements: readon
   if (refused.length > 0) {
     throw new ApiProblem('BUSINESS_RULE_VIOLATED', `The stock cannot be moved: ${refused.map((e) => `${e.field}: ${e.message}`).join('; ')}.`, { errors: refused });
   }
+  if (exceeded) throw exceededQuantity(exceeded);
 
   // Writes: history rows, quantities, averages.
   // History record numbers are taken here, under the part locks and inside the transaction: the
@@ -345,4 +359,23 @@ export async function readStockMovementsOf(db: Knex | Knex.Transaction, sourceNu
     ],
   };
   return (await readAllRecords(db, 'inventory-histories', filters, { orderBy: ['recordNumber ASC'] })) as unknown as PostedInventoryHistory[];
+}
+
+/**
+ * 422 BUSINESS_RULE_VIOLATED: a movement would push a location's stored quantity past its column
+ * (decision 0441): `exceededValue` names the quantity record (its id once it exists), errors[] the
+ * movement's request field. Nothing is written (the posting's transaction rolls back).
+ */
+function exceededQuantity(e: { movement: StockMovement; cell: Cell; field: 'quantityOnHand' | 'quantityAvailable'; before: Dec; after: Dec }): ApiProblem {
+  const { movement: m, cell, field, before, after } = e;
+  const bound = decimalLimit('inventory-quantities', field).toFixed();
+  const recordId = cell.id === null ? undefined : cell.id.toLowerCase();
+  return new ApiProblem(
+    'BUSINESS_RULE_VIOLATED',
+    `The ${field} of part ${m.partNumber} at location ${m.locationNumber} cannot take this posting: it holds ${before.toFixed()}; the posting would make it ${after.toFixed()}, and the accounting database stores at most ${bound} there. Nothing was posted.`,
+    {
+      errors: [{ field: m.field, code: 'range', message: `would push inventory-quantities ${field} of part ${m.partNumber} at location ${m.locationNumber} past ${bound}` }],
+      extensions: { exceededValue: { entity: 'inventory-quantities', field, ...(recordId !== undefined ? { recordId } : {}) } },
+    },
+  );
 }

@@ -6,7 +6,8 @@ import type { FieldDef } from '../../../catalog/types';
 import type { PostingContext } from '../context';
 import { updateStamps } from './audit';
 import { compiledOnce } from '../../../storage/compiled-statements';
-import { rememberChangedCells, unlessNotStored, type UnstorableCell } from '../../../storage/computed-changes';
+import { classifyChangedCell, guardedChange, rememberChangedCells, type ColumnBound, type UnstorableCell } from '../../../storage/computed-changes';
+import { decimalLimit } from '../limits';
 import { PARENT_ID, fieldOf, shapeOf, type RecordShape } from './shapes';
 
 /**
@@ -38,16 +39,24 @@ export type StoredRecord = Record<string, any>;
 export interface ComputedChange {
   readonly computed: 'increment' | 'decrementToZero';
   readonly by: Dec;
+  /** The request field behind `by` (`lines[2].updateQuantity`), named should the change push the value past its column (decision 0441). */
+  readonly field?: string;
 }
 
 /** stored + by. */
-export function increment(by: Dec): ComputedChange {
-  return { computed: 'increment', by };
+export function increment(by: Dec, field?: string): ComputedChange {
+  return { computed: 'increment', by, ...(field !== undefined ? { field } : {}) };
 }
 
 /** stored - by, but never below zero (what arrives is no longer on order, down to none). */
-export function decrementToZero(by: Dec): ComputedChange {
-  return { computed: 'decrementToZero', by };
+export function decrementToZero(by: Dec, field?: string): ComputedChange {
+  return { computed: 'decrementToZero', by, ...(field !== undefined ? { field } : {}) };
+}
+
+/** What a computed change stores, computed from the stored decimal as the SQL of computedChange does. */
+function changed(stored: Dec, change: ComputedChange): Dec {
+  if (change.computed === 'increment') return stored.plus(change.by);
+  return stored.greaterThan(change.by) ? stored.minus(change.by) : new Dec(0);
 }
 
 type Change = RecordValue | ComputedChange;
@@ -72,17 +81,25 @@ const isComputed = (v: unknown): v is ComputedChange => typeof v === 'object' &&
 /**
  * The SET expression of a computed change of `column` by `by` (encoded): NULL when the stored value
  * is no decimal as this engine stores one (another program's text or fraction on SQLite, NaN or an
- * infinity on PostgreSQL), never added to as 0 or its numeric prefix, nor swallowing `by`. Every
- * column a posting changes so is NOT NULL (db/migrations: pchord.rcvttl, pcorln.rcvdte,
- * invqty.qtyord), so the NULL refuses the statement and the refusal is named after the rollback
- * (RecordQuery.changedCells, storage/computed-changes.ts; docs/decisions/0391). The bindings are
- * `by` (increment) and `by, by` (decrementToZero), as before. A nullable column would store the
- * NULL: it needs another guard before it is changed so. Exported for the compile tests.
+ * infinity on PostgreSQL), never added to as 0 or its numeric prefix, nor swallowing `by`; NULL
+ * too when the result lies beyond `bound` (the column's: a received total pushed past
+ * decimal(14, 2), decision 0441). Every column a posting changes so is NOT NULL (db/migrations:
+ * pchord.rcvttl, pcorln.rcvdte, invqty.qtyord), so the NULL refuses the statement and the refusal
+ * is named after the rollback (RecordQuery.changedCells, storage/computed-changes.ts;
+ * docs/decisions/0391). The expression is written twice (its test and its value): the bindings
+ * are `by, by` (increment) and `by, by, by, by` (decrementToZero) (`computedBindings`). A nullable
+ * column would store the NULL: it needs another guard before it is changed so. Exported for the
+ * compile tests.
  */
-export function computedChange(db: Knex | Knex.Transaction, dialect: Dialect, column: string, computed: ComputedChange['computed'], by: Knex.Value): Knex.Raw {
+export function computedChange(db: Knex | Knex.Transaction, dialect: Dialect, column: string, computed: ComputedChange['computed'], by: Knex.Value, bound: ColumnBound): Knex.Raw {
   return computed === 'increment'
-    ? unlessNotStored(db, dialect, column, '?? + ?', [column, by])
-    : unlessNotStored(db, dialect, column, 'CASE WHEN ?? > ? THEN ?? - ? ELSE 0 END', [column, by, column, by]);
+    ? guardedChange(db, dialect, column, '?? + ?', [column, by], bound)
+    : guardedChange(db, dialect, column, 'CASE WHEN ?? > ? THEN ?? - ? ELSE 0 END', [column, by, column, by], bound);
+}
+
+/** The value bindings of computedChange, in order. */
+export function computedBindings(computed: ComputedChange['computed'], by: Knex.Value): Knex.Value[] {
+  return computed === 'increment' ? [by, by] : [by, by, by, by];
 }
 
 function encode(dialect: Dialect, shape: RecordShape, field: FieldDef, value: RecordValue): unknown {
@@ -330,28 +347,31 @@ export class RecordQuery {
   }
 
   /**
-   * The cells `update` changes by a computed change in `columns`, to read again should the
-   * database refuse one (storage/computed-changes.ts): the same conditions on another connection
-   * (the statement cloned before it becomes the update, compiled only on that failure), each
-   * column's test, the key and a child's parent key beside.
+   * The cells `update` changes by a computed change (`changes`, by column), to read again should
+   * the database refuse one (storage/computed-changes.ts): the same conditions on another
+   * connection (the statement cloned before it becomes the update, compiled only on that failure),
+   * each column's test, the key and a child's parent key beside; each cell classified by the
+   * change it was to take (no decimal, or pushed past its bound).
    */
-  private changedCells(columns: readonly string[]): Parameters<typeof rememberChangedCells>[1] {
+  private changedCells(changes: ReadonlyMap<string, { change: ComputedChange; bound: ColumnBound }>): Parameters<typeof rememberChangedCells>[1] {
     const { shape } = this;
     const conditions = this.query.clone();
+    const columns = [...changes.keys()];
     return {
       set: shape.name,
       table: shape.table,
       columns,
-      async unstorable(db, notStored) {
+      async unstorable(db, notStored, dialect) {
         const keys = [shape.keyColumn, ...(shape.parentColumn !== undefined ? [shape.parentColumn] : [])];
         const { sql, bindings } = conditions.select(...keys, ...columns, ...columns.map(notStored)).toSQL();
         const result = await db.raw(sql, bindings);
         const rows = (Array.isArray(result) ? result : result.rows) as Array<Record<string, unknown>>;
         const out: UnstorableCell[] = [];
         for (const row of rows) {
-          for (const column of columns) {
-            if (Number(row[`${column}_not_stored`]) !== 1) continue;
-            out.push({ set: shape.name, table: shape.table, column, raw: row[column], row: Object.fromEntries(keys.map((k) => [k, row[k]])) });
+          for (const [column, { change, bound }] of changes) {
+            const why = classifyChangedCell(dialect, row[column], row[`${column}_not_stored`], bound, (stored) => changed(stored, change));
+            if (!why) continue;
+            out.push({ set: shape.name, table: shape.table, column, raw: row[column], row: Object.fromEntries(keys.map((k) => [k, row[k]])), ...why, ...(change.field !== undefined ? { field: change.field } : {}) });
           }
         }
         return out;
@@ -366,7 +386,7 @@ export class RecordQuery {
     // SET binds before WHERE, in the order of the changes (then the stamps).
     let signature = `${this.signature} set`;
     const set: unknown[] = [];
-    const computed: string[] = [];
+    const computed = new Map<string, { change: ComputedChange; bound: ColumnBound }>();
     for (const [field, value] of Object.entries(changes)) {
       const column = this.column(field);
       if (!isComputed(value)) {
@@ -376,12 +396,14 @@ export class RecordQuery {
         continue;
       }
       const by = this.encoded(field, value.by) as Knex.Value;
-      row[column] = computedChange(trx, this.ctx.dialect, column, value.computed, by);
+      // The column's bound, from the catalog (limits.ts): past it the change is refused (decision 0441).
+      const bound: ColumnBound = { max: decimalLimit(this.shape.name, field), scale: fieldOf(this.shape, field).scale ?? 0 };
+      row[column] = computedChange(trx, this.ctx.dialect, column, value.computed, by, bound);
       signature += ` ${column} ${value.computed}`;
-      set.push(...(value.computed === 'increment' ? [by] : [by, by]));
-      computed.push(column);
+      set.push(...computedBindings(value.computed, by));
+      computed.set(column, { change: value, bound });
     }
-    if (computed.length > 0) rememberChangedCells(trx, this.changedCells(computed));
+    if (computed.size > 0) rememberChangedCells(trx, this.changedCells(computed));
     const stamps = updateStamps(this.ctx);
     for (const [column, value] of Object.entries(stamps)) {
       signature += ` ${column}`;

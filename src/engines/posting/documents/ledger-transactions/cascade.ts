@@ -19,6 +19,7 @@ export async function postJournal(ctx: PostingContext, input: JournalInput, at: 
       description: l.description,
       debit: l.debit,
       credit: l.credit,
+      field: `lines[${l.index}]`,
     })),
   });
 }

@@ -35,7 +35,7 @@ export interface ReceiptPosting {
 async function receiveOnOrder(ctx: PostingContext, received: ReceivedOrder, invoiceTotal: Dec): Promise<void> {
   const { order, status } = received;
   for (const r of received.received) {
-    await records(ctx, 'purchase-orders.lines').where({ id: r.row.id }).update({ receivedToDate: increment(r.input.updateQuantity) });
+    await records(ctx, 'purchase-orders.lines').where({ id: r.row.id }).update({ receivedToDate: increment(r.input.updateQuantity, `lines[${r.input.index}].updateQuantity`) });
   }
   const orZero = (v: Dec | null) => v ?? new Dec(0);
   const after = await records(ctx, 'purchase-orders.lines').ofParent(order.id).all(['quantity', 'receivedToDate', 'canceledQuantity']);
@@ -43,7 +43,7 @@ async function receiveOnOrder(ctx: PostingContext, received: ReceivedOrder, invo
   const type = order.orderType === null || order.orderType === undefined ? undefined : await records(ctx, 'purchase-order-types').where({ recordNumber: order.orderType }).first(['autoClose']);
   const autoClose = type !== undefined && type.autoClose === true;
   const newStatus = complete && autoClose ? PO_STATUS.closed : status === PO_STATUS.open ? PO_STATUS.received : status;
-  await records(ctx, 'purchase-orders').where({ id: order.id }).update({ receivedTotal: increment(invoiceTotal), status: newStatus });
+  await records(ctx, 'purchase-orders').where({ id: order.id }).update({ receivedTotal: increment(invoiceTotal, 'lines'), status: newStatus });
 }
 
 /** The receipt's cascade; the result's document is read back by the caller (read-back.ts). */
@@ -98,7 +98,7 @@ export async function postReceipt(
     for (const r of stockLines) {
       await records(ctx, 'inventory-quantities')
         .where({ partNumber: Number(r.row.partNumber), locationNumber: location! })
-        .update({ quantityOnOrder: decrementToZero(r.input.updateQuantity) });
+        .update({ quantityOnOrder: decrementToZero(r.input.updateQuantity, `lines[${r.input.index}].updateQuantity`) });
     }
   }
 
