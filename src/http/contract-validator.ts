@@ -139,7 +139,9 @@ export function contractValidator(options: { base: string; validateResponses: bo
     // OpenAPI meta-schema again at every start costs seconds of blocked event loop.
     validateApiSpec: false,
     ignoreUndocumented: false,
-    ignorePaths: (p: string) => !p.startsWith(options.base),
+    // In any case: no spelling of the base escapes validation (the routes answer only the exact
+    // spelling, decision 0445; a path in another case is the validator's 404 or the app's).
+    ignorePaths: (p: string) => !p.toLowerCase().startsWith(options.base.toLowerCase()),
     $refParser: { mode: 'bundle' },
   });
   let chain: RequestHandler[] | undefined;
@@ -166,6 +168,9 @@ export function contractValidator(options: { base: string; validateResponses: bo
     const started = process.hrtime.bigint();
     const mini = express();
     mini.set('query parser', 'simple');
+    // The app's routing settings (src/app.ts): the validator's route table is built per settings.
+    mini.set('case sensitive routing', true);
+    mini.set('strict routing', true);
     mini.use(express.json({ type: () => true, strict: false, limit: '1kb' }));
     // Each answer names the process that gave it: a warm-up answered by another process compiled
     // nothing here (see the exclusive listen below), which is an error, not a silent no-op.

@@ -1,4 +1,5 @@
 import { Router, type RequestHandler, type Response } from 'express';
+import { apiRouter } from '../base';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requireAdmin } from '../middleware/auth';
@@ -10,7 +11,7 @@ type LockResult = components['schemas']['LockResult'];
 type UnlockResult = components['schemas']['UnlockResult'];
 
 export function utilityRoutes(services: Services): Router {
-  const router = Router();
+  const router = apiRouter();
   // The spec's guard for lock and un-lock is "any" valid key; LOCK_ADMIN_ONLY is an operator opt-in.
   const lockGuard: RequestHandler = (req, res, next) => (services.config.lockAdminOnly ? requireAdmin(req, res, next) : next());
 
