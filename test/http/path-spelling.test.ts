@@ -172,3 +172,49 @@ test('guard walk: every v3 and v2 operation in other spellings, with a key lacki
   assert.equal(await journals(), before, 'nothing posted');
   assert.equal(await lockRows(), 0, 'nothing locked');
 });
+
+describe('the lock\'s userName and an absent body', () => {
+  test('lock and un-lock with no body at all: 400 naming userName (not 415), v3 and v2; a body of another type stays 415', async () => {
+    for (const path of ['/api/v3/utility/lock', '/api/v3/utility/un-lock']) {
+      const res = await t.http.post(path).set('x-api-key', t.apiKey);
+      assert.deepEqual(assertProblem(res, 'VALIDATION_FAILED').errors.map((e: { field: string; code: string }) => [e.field, e.code]), [['userName', 'required']], path);
+      // Content-Length 0 with another declared type is no body either.
+      const zero = await t.http.post(path).set('x-api-key', t.apiKey).set('Content-Type', 'text/plain').send('');
+      assertProblem(zero, 'VALIDATION_FAILED');
+      assertProblem(await t.http.post(path).set('x-api-key', t.apiKey).set('Content-Type', 'text/plain').send('userName=x'), 'UNSUPPORTED_MEDIA_TYPE');
+    }
+    const v2 = v2Fails(await t.http.post('/api/v2/utility/lock').set('x-api-key', t.apiKey), 400, 'VALIDATION_FAILED');
+    assert.deepEqual(v2.errors.map((e: { field: string }) => e.field), ['userName']);
+    assert.equal(await lockRows(), 0);
+  });
+
+  test('one rule on every operation: a write with no body is 400 naming its fields, a read with none reads as {}', async () => {
+    const before = await journals();
+    const write = await t.http.post('/api/v3/ledger-transactions').set('x-api-key', t.apiKey).set('Idempotency-Key', 'no-body-1');
+    const fields = assertProblem(write, 'VALIDATION_FAILED').errors.map((e: { field: string }) => e.field);
+    assert.ok(fields.includes('lines') && fields.includes('transactionNumber'), JSON.stringify(fields));
+    assert.equal(await journals(), before);
+    const read = await t.http.post('/api/v3/parts/query').set('x-api-key', t.apiKey);
+    assert.equal(read.status, 200, read.text);
+    assert.equal(read.body.page.pageNumber, 1);
+  });
+
+  test('a userName of spaces only is 400 naming userName on lock and un-lock (v3 and v2); nothing locked', async () => {
+    for (const path of ['/api/v3/utility/lock', '/api/v3/utility/un-lock']) {
+      for (const userName of ['   ', '\t', ' \n ']) {
+        const p = assertProblem(await t.post(path, { userName }), 'VALIDATION_FAILED');
+        assert.deepEqual(p.errors.map((e: { field: string }) => e.field), ['userName'], `${path} ${JSON.stringify(userName)}`);
+      }
+    }
+    for (const path of ['/api/v2/utility/lock', '/api/v2/utility/un-lock']) {
+      const body = v2Fails(await t.post(path, { userName: '   ' }), 400, 'VALIDATION_FAILED');
+      assert.deepEqual(body.errors.map((e: { field: string }) => e.field), ['userName']);
+    }
+    assert.equal(await lockRows(), 0);
+    // A name with spaces around a character is a name.
+    const ok = await t.post('/api/v3/utility/lock', { userName: ' j ' });
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal((await t.post('/api/v3/utility/un-lock', { userName: 'j' })).status, 200);
+    assert.equal(await lockRows(), 0);
+  });
+});

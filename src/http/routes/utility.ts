@@ -10,6 +10,20 @@ type PingResult = components['schemas']['PingResult'];
 type LockResult = components['schemas']['LockResult'];
 type UnlockResult = components['schemas']['UnlockResult'];
 
+/**
+ * The userName of a lock or un-lock names someone: at least one character that is not a space
+ * (names are compared trimmed, so a blank holder could be released by any other blank name, and
+ * 423 would name nobody). openapi.yaml says so for v3 (pattern); v2's frozen document cannot, and
+ * its lock runs this same handler, so the rule is checked here for both.
+ */
+function userNameOf(body: unknown): string {
+  const userName = (body as { userName?: unknown } | undefined)?.userName;
+  if (typeof userName === 'string' && /\S/.test(userName)) return userName;
+  throw new ApiProblem('VALIDATION_FAILED', 'userName: must have at least one character that is not a space', {
+    errors: [{ field: 'userName', code: typeof userName === 'string' ? 'pattern' : 'required' }],
+  });
+}
+
 export function utilityRoutes(services: Services): Router {
   const router = apiRouter();
   // The spec's guard for lock and un-lock is "any" valid key; LOCK_ADMIN_ONLY is an operator opt-in.
@@ -50,10 +64,10 @@ export function utilityRoutes(services: Services): Router {
   });
 
   router.post('/utility/lock', lockGuard, async (req, res, next) => {
+    const userName = userNameOf(req.body);
     try {
       const apiKey = res.locals.apiKey;
       if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
-      const userName = String((req.body as { userName: string }).userName);
       const { holder, already } = await services.lock.lock(apiKey.id, userName);
       await audited(services.audit, res).succeeded('lock', userName, { already });
       const stats = services.lock.poolStats();
@@ -71,12 +85,13 @@ export function utilityRoutes(services: Services): Router {
   });
 
   router.post('/utility/un-lock', lockGuard, async (req, res, next) => {
+    const userName = userNameOf(req.body);
     try {
       const apiKey = res.locals.apiKey;
       if (!apiKey) throw new ApiProblem('UNAUTHORIZED', 'A valid x-api-key header is required.');
-      const { userName, override } = req.body as { userName: string; override?: boolean };
-      const { previous } = await services.lock.unlock(apiKey.id, String(userName), override === true);
-      await audited(services.audit, res).succeeded('un-lock', String(userName), { override: override === true, previousHolder: previous?.userName ?? null });
+      const { override } = req.body as { override?: boolean };
+      const { previous } = await services.lock.unlock(apiKey.id, userName, override === true);
+      await audited(services.audit, res).succeeded('un-lock', userName, { override: override === true, previousHolder: previous?.userName ?? null });
       const body: UnlockResult = {
         status: 'unlocked',
         response: { unlockedAt: new Date().toISOString(), ...(previous ? { previousHolder: previous.userName } : {}) },
