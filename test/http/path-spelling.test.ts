@@ -218,3 +218,33 @@ describe('the lock\'s userName and an absent body', () => {
     assert.equal(await lockRows(), 0);
   });
 });
+
+test('a request the validator finds another operation for than the guards judged reaches no handler: 404', async () => {
+  // Built to agree (the test above walks it); this is the net under that: a lookup that disagrees.
+  const { default: express } = await import('express');
+  const supertest = (await import('supertest')).default;
+  const { contractValidator } = await import('../../src/http/contract-validator');
+  const { errorHandler } = await import('../../src/http/errors/handler');
+  const validator = contractValidator({ base: '/api/v3', validateResponses: false });
+  const app = express();
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
+  app.use(express.json());
+  app.use((req, res, next) => {
+    res.locals.operationId = req.headers['x-judged'];
+    next();
+  });
+  app.use(...validator.middleware);
+  let handled = 0;
+  app.post('/api/v3/utility/ping', (_req, res) => {
+    handled++;
+    res.json({ ok: true });
+  });
+  app.use(errorHandler(t.services.logger));
+  const agree = await supertest(app).post('/api/v3/utility/ping').set('x-judged', 'ping').send({});
+  assert.equal(agree.status, 200, agree.text);
+  const disagree = await supertest(app).post('/api/v3/utility/ping').set('x-judged', 'queryParts').send({});
+  assert.equal(disagree.status, 404, disagree.text);
+  assert.equal(disagree.headers['x-error-code'], 'ROUTE_NOT_FOUND');
+  assert.equal(handled, 1);
+});

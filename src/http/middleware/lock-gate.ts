@@ -1,5 +1,4 @@
-import type { RequestHandler } from 'express';
-import type { Request, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { MaintenanceLock } from '../../storage/lock-store';
 import { UNMATCHED } from '../operations';
 
@@ -10,7 +9,7 @@ const OPEN_WHILE_LOCKED = new Set(['/utility/ping', '/utility/lock', '/utility/u
  * Exactly as the documents spell the paths: the routes match no other spelling (decision 0445; a
  * v2 path in another case was made canonical before the guards). A request that resolved to no
  * operation passes too: it touches nothing and its answer is the 404 (or 405) of any unknown path,
- * locked or not.
+ * locked or not (no handler runs for it: src/http/contract-validator.ts, operationDisagreement).
  */
 function openWhileLocked(req: Request, res: Response): boolean {
   return res.locals.operationId === UNMATCHED || OPEN_WHILE_LOCKED.has(req.path);
