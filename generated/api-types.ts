@@ -7126,8 +7126,8 @@ export interface components {
             page: components["schemas"]["PageInfo"];
         };
         LockRequest: {
-            /** @description The person taking the lock. */
-            userName: string;
+            /** @description The person taking the lock (at least one character that is not a space). */
+            userName: string & unknown;
         };
         LockResult: {
             lockUser: string;
@@ -9107,7 +9107,8 @@ export interface components {
              * @default false
              */
             override: boolean;
-            userName: string;
+            /** @description The lock's holder (at least one character that is not a space). */
+            userName: string & unknown;
         };
         UnlockResult: {
             response: {

@@ -1,4 +1,4 @@
-import express, { Router } from 'express';
+import express from 'express';
 import type { Services } from './services';
 import { correlation } from './http/middleware/correlation';
 import { traceSpan } from './http/middleware/trace-span';
@@ -19,12 +19,13 @@ import { lockGate, lockSession } from './http/middleware/lock-gate';
 import { eventsRoutes } from './http/routes/events';
 import { eventFeedRoutes } from './http/routes/event-feed';
 import { rejectV2Fields } from './v2/fields';
-import { v2Api, v2DocumentRoute } from './v2/routes';
+import { v2Api, v2CanonicalPath, v2DocumentRoute, v2OperationScopes } from './v2/routes';
 import { securityHeaders } from './http/middleware/security-headers';
 import { AuthFailureThrottle } from './http/middleware/auth-throttle';
 
 export { API_BASE } from './http/base';
-import { API_BASE, V2_BASE } from './http/base';
+import { API_BASE, V2_BASE, apiRouter } from './http/base';
+import { OPERATION_SCOPES, type Scope } from './auth/scopes';
 
 /**
  * The request pipeline, in order:
@@ -41,6 +42,12 @@ export function createApp(services: Services): express.Express {
   // Which X-Forwarded-* hops are believed (TRUST_PROXY): req.ip for the failed-authentication
   // throttle, req.secure for Strict-Transport-Security.
   app.set('trust proxy', services.config.trustProxy);
+  // Paths as the documents spell them (RFC 3986: a path is case-sensitive): /API/V3/... or a
+  // trailing slash names no v3 operation (404), so no guard, validator or route can see another
+  // path than the rest. v2 keeps answering any case and a trailing slash: v2CanonicalPath rewrites
+  // such a path to the document's before anything under /api/v2 sees it (decision 0445).
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
 
   // Shared with the server (warm-up at boot, readiness while draining) and with tests.
   const operations = new OperationMap(API_BASE);
@@ -70,10 +77,10 @@ export function createApp(services: Services): express.Express {
   const limiter = new RateLimiter({ perMinute: services.config.rateLimitPerMinute });
   // Failed authentications per client address (429 AUTH_THROTTLED), one count for v3 and v2.
   const authThrottle = new AuthFailureThrottle({ failuresPerMinute: services.config.authFailuresPerMinute });
-  const guards = (filterField: 'filters' | 'filter') => [
+  const guards = (filterField: 'filters' | 'filter', scopes: ReadonlyMap<string, Scope | null>) => [
     authenticate(services.keys, services.boundary, authThrottle),
-    // Scoped keys only (src/auth/scopes.ts): 403 SCOPE_MISSING before any other work.
-    requireScope,
+    // Scoped keys only (src/auth/scopes.ts): 403 SCOPE_MISSING before any other work, by the operation resolved.
+    requireScope(scopes),
     rateLimit(limiter),
     // Maintenance lock: 423 for every read and write (memory only; ping/lock/un-lock pass).
     lockGate(services.lock),
@@ -83,12 +90,14 @@ export function createApp(services: Services): express.Express {
     lockSession(services.lock),
   ];
 
-  const api = Router();
-  api.use(...guards('filters'));
+  const api = apiRouter();
+  api.use(...guards('filters', OPERATION_SCOPES));
   api.use(rejectV2Fields);
   app.use(API_BASE, api);
-  // The frozen v2 surface: a thin adapter over the same engines, behind the same guards (src/v2/).
-  app.use(V2_BASE, v2Api(services, guards('filter'), operations));
+  // The frozen v2 surface: a thin adapter over the same engines, behind the same guards (src/v2/),
+  // which see its paths as its document spells them.
+  app.use(v2CanonicalPath(operations));
+  app.use(V2_BASE, v2Api(services, guards('filter', v2OperationScopes()), operations));
 
   app.use(...validator.middleware);
   // Before the query routes: /webhook-endpoints/query is not an entity's /{entity}/query.

@@ -5,6 +5,21 @@ import { middlewareOnOwnDocument } from './openapi-validator-patches';
 import { OPERATIONS } from '../../generated/operations';
 import { contractDocument } from './openapi-document';
 import { isStorableDate, isStorableDateTime } from '../catalog/bounds';
+import { ApiProblem } from '../errors/problem';
+
+/**
+ * The operation the validator found for a request must be the one the guards judged (the scope
+ * check and the lock gate read res.locals.operationId, resolved by src/http/operations.ts): one
+ * path, one operation for every piece (decision 0445). They are built to agree; should they ever
+ * not (a routing setting changed, a lookup that tolerates what the other does not), the request
+ * reaches no handler: 404, as a path that names no operation.
+ */
+function operationDisagreement(req: express.Request, operationId: unknown): ApiProblem | undefined {
+  const found = (req as { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
+  // Undefined: no label was set (the warm-up's loopback chain): there are no guards to agree with.
+  if (found === undefined || operationId === undefined || found === operationId) return undefined;
+  return new ApiProblem('ROUTE_NOT_FOUND', `No operation at ${req.method} ${req.path}.`);
+}
 
 /**
  * The document without what only response validation reads (responses, response headers,
@@ -139,7 +154,9 @@ export function contractValidator(options: { base: string; validateResponses: bo
     // OpenAPI meta-schema again at every start costs seconds of blocked event loop.
     validateApiSpec: false,
     ignoreUndocumented: false,
-    ignorePaths: (p: string) => !p.startsWith(options.base),
+    // In any case: no spelling of the base escapes validation (the routes answer only the exact
+    // spelling, decision 0445; a path in another case is the validator's 404 or the app's).
+    ignorePaths: (p: string) => !p.toLowerCase().startsWith(options.base.toLowerCase()),
     $refParser: { mode: 'bundle' },
   });
   let chain: RequestHandler[] | undefined;
@@ -151,7 +168,7 @@ export function contractValidator(options: { base: string; validateResponses: bo
     const step = (err?: unknown): void => {
       if (err !== undefined && err !== null) return next(err);
       const handler = handlers[i++];
-      if (!handler) return next();
+      if (!handler) return next(operationDisagreement(req, res.locals.operationId));
       try {
         void handler(req, res, step);
       } catch (e) {
@@ -166,6 +183,9 @@ export function contractValidator(options: { base: string; validateResponses: bo
     const started = process.hrtime.bigint();
     const mini = express();
     mini.set('query parser', 'simple');
+    // The app's routing settings (src/app.ts): the validator's route table is built per settings.
+    mini.set('case sensitive routing', true);
+    mini.set('strict routing', true);
     mini.use(express.json({ type: () => true, strict: false, limit: '1kb' }));
     // Each answer names the process that gave it: a warm-up answered by another process compiled
     // nothing here (see the exclusive listen below), which is an error, not a silent no-op.

@@ -62,7 +62,7 @@ function lookUpOperationsInATable(): void {
   const types = require(path.join(dir, 'framework', 'types.js')) as Record<'MethodNotAllowed' | 'NotFound' | 'BadRequest', new (o: Record<string, unknown>) => Error>;
   const { httpMethods } = require(path.join(dir, 'middlewares', 'parsers', 'schema.preprocessor.js')) as { httpMethods: Set<string> };
   const { pathToRegexp } = require(require.resolve('path-to-regexp', { paths: [dir] })) as {
-    pathToRegexp: (route: string, options: { sensitive: boolean; strict: boolean }) => { regexp: RegExp; keys: Array<{ name: string }> };
+    pathToRegexp: (route: string, options: { sensitive: boolean; trailing: boolean }) => { regexp: RegExp; keys: Array<{ name: string }> };
   };
   interface Context {
     expressRouteMap: Record<string, { basePath: string }>;
@@ -92,7 +92,9 @@ function lookUpOperationsInATable(): void {
       if (!table) {
         table = Object.entries(ctx.expressRouteMap).map(([expressRoute, methods]) => {
           const { openApiRoute } = ctx.routePair(expressRoute);
-          const { regexp, keys } = pathToRegexp(expressRoute, options);
+          // path-to-regexp 8 has no `strict` (the module passes it, and it is ignored): `trailing`
+          // is its name, so strict routing refuses a trailing slash here as the routes do (decision 0445).
+          const { regexp, keys } = pathToRegexp(expressRoute, { sensitive: options.sensitive, trailing: !options.strict });
           return { expressRoute, openApiRoute, pathKey: openApiRoute.substring(methods.basePath.length), regexp, keys: keys.map((k) => k.name) };
         });
         tables.set(key, table);

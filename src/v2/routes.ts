@@ -1,10 +1,10 @@
 import { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
-import { V2_BASE } from '../http/base';
+import { V2_BASE, apiRouter } from '../http/base';
 import type { Services } from '../services';
 import { CATALOG } from '../../generated/catalog';
 import type { EntityDef } from '../catalog/types';
 import { ApiProblem } from '../errors/problem';
-import { entityAsSeenBy } from '../auth/scopes';
+import { entityAsSeenBy, scopeForPath, type Scope } from '../auth/scopes';
 import { installedView } from '../catalog/installed';
 import { planQuery } from '../engines/query/plan';
 import { executePlan } from '../engines/query/run';
@@ -75,7 +75,8 @@ export function v2DocumentRoute(operations?: OperationMap): Router {
  * engines (query plan, match, posting runner, lock), with v2 shapes in and legacy bodies out.
  */
 export function v2Api(services: Services, guards: RequestHandler[], operations?: OperationMap): Router {
-  const router = Router();
+  // Matches only the paths as the v2 document spells them: v2CanonicalPath made them so.
+  const router = apiRouter();
   // Labels in the request log and metrics: the operationIds of openapi-v2.yaml.
   for (const [p, item] of Object.entries(v2Document().paths as Record<string, { post: { operationId: string } }>)) {
     operations?.addRoute('POST', V2_BASE + p, item.post.operationId);
@@ -171,6 +172,36 @@ export function v2Api(services: Services, guards: RequestHandler[], operations?:
   router.use((req, _res, next) => next(new ApiProblem('ROUTE_NOT_FOUND', `No v2 operation at ${req.method} ${req.path}.`)));
   router.use(legacyErrors(services));
   return router;
+}
+
+/**
+ * v2 has always answered its paths in any letter case and with a trailing slash (Express's
+ * default), and its clients may rely on it. A path under /api/v2 in any spelling that names a v2
+ * operation (`/API/V2/Post/Ledger-Transaction/`) is rewritten here, before the v2 mount, to the
+ * path as openapi-v2.yaml spells it (req.url and req.originalUrl): the scope check, the lock gate,
+ * the v2 validator, the handlers and the log all see the one canonical path (decision 0445).
+ * Another path under any spelling of /api/v2 gets the canonical base and v2's own not-found.
+ * `operations` holds the v2 routes (v2Api registers them).
+ */
+export function v2CanonicalPath(operations: OperationMap): RequestHandler {
+  return (req, _res, next) => {
+    const path = req.path;
+    const lower = path.toLowerCase();
+    if (lower !== V2_BASE && !lower.startsWith(`${V2_BASE}/`)) return next();
+    const canonical = operations.canonicalPath(path) ?? V2_BASE + path.slice(V2_BASE.length);
+    if (canonical !== path) {
+      const query = req.url.slice(req.url.indexOf('?') === -1 ? req.url.length : req.url.indexOf('?'));
+      req.url = canonical + query;
+      req.originalUrl = req.url;
+    }
+    next();
+  };
+}
+
+/** operationId -> the scope it needs, for every operation of openapi-v2.yaml (src/auth/scopes.ts rules its paths). */
+export function v2OperationScopes(): Map<string, Scope | null> {
+  const paths = v2Document().paths as Record<string, { post: { operationId: string } }>;
+  return new Map(Object.entries(paths).map(([p, item]) => [item.post.operationId, scopeForPath(p)]));
 }
 
 /** Every failure on /api/v2 as a legacy body (classified exactly as on v3: src/http/errors/handler.ts). */

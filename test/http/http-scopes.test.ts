@@ -11,6 +11,7 @@ import { assertProblem } from '../support/http';
 import { PII_FIELDS } from '../../src/catalog/pii';
 import { OPERATION_SCOPES, scopeForPath, type Scope } from '../../src/auth/scopes';
 import { OPERATIONS } from '../../generated/operations';
+import { v2OperationScopes } from '../../src/v2/routes';
 
 let t: TestApp;
 const keyWith = async (scopes: Scope[]) => (await t.services.keys.create(`scoped ${scopes.join(',')}`, 'integration', undefined, scopes)).key;
@@ -44,6 +45,11 @@ describe('the operation -> scope table', () => {
     assert.equal(scopeForPath('/query/part'), 'read');
     assert.equal(scopeForPath('/match/vendor'), 'read');
     assert.equal(scopeForPath('/post/ledger-transaction'), 'write');
+    // The v2 check goes by operationId too (decision 0445): every v2 operation has its scope.
+    assert.deepEqual(Object.fromEntries(v2OperationScopes()), {
+      v2Query: 'read', v2Match: 'read', v2Journal: 'write', v2ApInvoice: 'write', v2InventoryAllocation: 'write', v2PurchaseOrderReceipt: 'write',
+      v2PayrollPost: 'write', v2ServiceWorkOrderPost: 'write', v2ServiceInventory: 'write', v2Ping: null, v2Lock: 'lock', v2Unlock: 'lock',
+    });
   });
 });
 

@@ -2,9 +2,8 @@ import type { RequestHandler } from 'express';
 import { ApiProblem } from '../../errors/problem';
 import type { ApiKeyRecord, ApiKeyRepository } from '../../storage/api-keys';
 import type { Boundary } from '../../storage/boundary';
-import { holdsScope, OPERATION_SCOPES, scopeForPath } from '../../auth/scopes';
+import { holdsScope, type Scope } from '../../auth/scopes';
 import { throttleAddress, type AuthFailureThrottle } from './auth-throttle';
-import { V2_BASE } from '../base';
 import { isLockOperation } from './lock-gate';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -110,19 +109,25 @@ export const requireAdmin: RequestHandler = (_req, res, next) => {
  * Scoped keys (src/auth/scopes.ts): 403 SCOPE_MISSING when the key was created with scopes that
  * do not include the one the operation needs. Unscoped keys pass (the spec's behaviour); requests
  * that match no operation pass on to their 404/405.
+ *
+ * By the operation the request resolved to (res.locals.operationId, src/http/operations.ts), never
+ * by the request's path: `scopes` maps the surface's operationIds to their scope (v3:
+ * OPERATION_SCOPES; v2: its own table). The routes answer only the paths that resolve to those
+ * same operations (decision 0445), so a path in another case or with a trailing slash cannot reach
+ * an operation the check did not see.
  */
-export const requireScope: RequestHandler = (req, res, next) => {
-  const key = res.locals.apiKey;
-  // v3 operations by operationId; the v2 surface (other operationIds) by its path under /api/v2.
-  const opId = String(res.locals.operationId);
-  const needed = OPERATION_SCOPES.has(opId) ? OPERATION_SCOPES.get(opId) : req.baseUrl === V2_BASE ? scopeForPath(req.path) : undefined;
-  if (!key || !needed || holdsScope(key.scopes, needed)) {
-    next();
-    return;
-  }
-  next(
-    new ApiProblem('SCOPE_MISSING', `This API key was created without the ${needed} scope, which this operation needs.`, {
-      extensions: { requiredScope: needed },
-    }),
-  );
-};
+export function requireScope(scopes: ReadonlyMap<string, Scope | null>): RequestHandler {
+  return (_req, res, next) => {
+    const key = res.locals.apiKey;
+    const needed = scopes.get(String(res.locals.operationId));
+    if (!key || !needed || holdsScope(key.scopes, needed)) {
+      next();
+      return;
+    }
+    next(
+      new ApiProblem('SCOPE_MISSING', `This API key was created without the ${needed} scope, which this operation needs.`, {
+        extensions: { requiredScope: needed },
+      }),
+    );
+  };
+}

@@ -9,12 +9,20 @@ function hasBody(headers: Record<string, unknown>): boolean {
 
 /**
  * JSON bodies only: a body with another (or no) content type is 415, one over the limit 413,
- * unparseable JSON 400. An empty body is treated as no body (ping needs none).
+ * unparseable JSON 400. An absent body (no Transfer-Encoding, Content-Length absent or 0) is the
+ * empty JSON object on every operation, whatever Content-Type says: ping needs none, and an
+ * operation that requires fields answers 400 naming them, as for `{}` (spec, Errors: a missing
+ * required field is 400), not 415 (decision 0446).
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
   const parse = express.json({ limit: limitBytes, type: () => true, strict: false });
   const requireJson: RequestHandler = (req, _res, next) => {
-    if (!hasBody(req.headers)) return next();
+    if (!hasBody(req.headers)) {
+      // The contract validator judges a body by its Content-Type: this one is `{}`, JSON.
+      req.headers['content-type'] = 'application/json';
+      req.body = {};
+      return next();
+    }
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (type !== 'application/json' && !/^application\/[a-z0-9.+-]*\+json$/.test(type)) {
       return next(

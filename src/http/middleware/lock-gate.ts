@@ -1,11 +1,18 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { MaintenanceLock } from '../../storage/lock-store';
+import { UNMATCHED } from '../operations';
 
-/** Paths under /api/v3 that keep answering while locked (they do not touch the books). */
+/** Paths under /api/v3 (and /api/v2) that keep answering while locked (they do not touch the books). */
 const OPEN_WHILE_LOCKED = new Set(['/utility/ping', '/utility/lock', '/utility/un-lock']);
 
-function openWhileLocked(path: string): boolean {
-  return OPEN_WHILE_LOCKED.has(path.replace(/\/+$/, '') || '/');
+/**
+ * Exactly as the documents spell the paths: the routes match no other spelling (decision 0445; a
+ * v2 path in another case was made canonical before the guards). A request that resolved to no
+ * operation passes too: it touches nothing and its answer is the 404 (or 405) of any unknown path,
+ * locked or not (no handler runs for it: src/http/contract-validator.ts, operationDisagreement).
+ */
+function openWhileLocked(req: Request, res: Response): boolean {
+  return res.locals.operationId === UNMATCHED || OPEN_WHILE_LOCKED.has(req.path);
 }
 
 /** Lock and un-lock (v3 and v2 share the paths under their base): they authenticate outside the pool's queue. */
@@ -22,9 +29,9 @@ export function isLockOperation(path: string): boolean {
  * Mounted on the /api/v3 router, after authentication and rate limiting, before the body is read.
  */
 export function lockGate(lock: MaintenanceLock): RequestHandler {
-  return (req, _res, next) => {
+  return (req, res, next) => {
     const decide = () => {
-      if (!lock.isLocked() || openWhileLocked(req.path)) return next();
+      if (!lock.isLocked() || openWhileLocked(req, res)) return next();
       next(lock.lockedProblem());
     };
     // Already loaded: decide synchronously (no promise hop on the hot path).
@@ -41,7 +48,7 @@ export function lockGate(lock: MaintenanceLock): RequestHandler {
  */
 export function lockSession(lock: MaintenanceLock): RequestHandler {
   return (req, res, next) => {
-    if (openWhileLocked(req.path)) return next();
+    if (openWhileLocked(req, res)) return next();
     if (lock.isLocked()) return next(lock.lockedProblem());
     lock.drain.enter(res);
     next();

@@ -1,4 +1,5 @@
 import { Router, type Request, type Response, type NextFunction } from 'express';
+import { apiRouter } from '../base';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requestKey, requireAdmin } from '../middleware/auth';
@@ -42,7 +43,7 @@ const wrap = (h: Handler) => (req: Request, res: Response, next: NextFunction) =
 };
 
 export function eventFeedRoutes(services: Services): Router {
-  const router = Router();
+  const router = apiRouter();
   // services.events is read per request (tests swap in one with a fake clock).
   const admin = (path: string, h: Handler) => router.post(path, requireAdmin, wrap(h));
 

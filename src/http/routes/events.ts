@@ -1,4 +1,5 @@
 import { Router, type Request, type Response, type NextFunction } from 'express';
+import { apiRouter } from '../base';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requireAdmin } from '../middleware/auth';
@@ -57,7 +58,7 @@ const wrap = (h: Handler) => (req: Request, res: Response, next: NextFunction) =
 };
 
 export function eventsRoutes(services: Services): Router {
-  const router = Router();
+  const router = apiRouter();
   // Admin keys only (the spec: subscriptions are the company administrator's). Failures go to the
   // app's error handler, which maps database errors through the boundary like every other route.
   const post = (path: string, h: Handler) => router.post(path, requireAdmin, wrap(h));

@@ -1,4 +1,5 @@
 import { Router, type Request, type Response } from 'express';
+import { apiRouter } from '../base';
 import type { Services } from '../../services';
 import type { Catalog, EntityDef } from '../../catalog/types';
 import { ADMIN_CATALOG, CATALOG } from '../../../generated/catalog';
@@ -19,7 +20,7 @@ import { installedView } from '../../catalog/installed';
  * (and answered 404 for paths that do not exist); the engines check names and values.
  */
 export function queryRoutes(services: Services, catalog: Catalog = CATALOG, adminCatalog: Catalog = ADMIN_CATALOG): Router {
-  const router = Router();
+  const router = apiRouter();
   const qd = services.queryDialect;
   // Pages in flight are what a process's memory grows with under load (read-budget.ts).
   const budget = new ReadBudget();

@@ -1,15 +1,31 @@
 import { Router, type RequestHandler, type Response } from 'express';
+import { apiRouter } from '../base';
 import type { Services } from '../../services';
 import type { components } from '../../../generated/api-types';
 import { requestKey, requireAdmin } from '../middleware/auth';
+import { ApiProblem } from '../../errors/problem';
 import { audited } from '../audit';
 
 type PingResult = components['schemas']['PingResult'];
 type LockResult = components['schemas']['LockResult'];
 type UnlockResult = components['schemas']['UnlockResult'];
 
+/**
+ * The userName of a lock or un-lock names someone: at least one character that is not a space
+ * (names are compared trimmed, so a blank holder could be released by any other blank name, and
+ * 423 would name nobody). openapi.yaml says so for v3 (pattern); v2's frozen document cannot, and
+ * its lock runs this same handler, so the rule is checked here for both.
+ */
+function userNameOf(body: unknown): string {
+  const userName = (body as { userName?: unknown } | undefined)?.userName;
+  if (typeof userName === 'string' && /\S/.test(userName)) return userName;
+  throw new ApiProblem('VALIDATION_FAILED', 'userName: must have at least one character that is not a space', {
+    errors: [{ field: 'userName', code: typeof userName === 'string' ? 'pattern' : 'required' }],
+  });
+}
+
 export function utilityRoutes(services: Services): Router {
-  const router = Router();
+  const router = apiRouter();
   // The spec's guard for lock and un-lock is "any" valid key; LOCK_ADMIN_ONLY is an operator opt-in.
   const lockGuard: RequestHandler = (req, res, next) => (services.config.lockAdminOnly ? requireAdmin(req, res, next) : next());
 
@@ -48,9 +64,9 @@ export function utilityRoutes(services: Services): Router {
   });
 
   router.post('/utility/lock', lockGuard, async (req, res, next) => {
+    const userName = userNameOf(req.body);
     try {
       const apiKey = requestKey(res);
-      const userName = String((req.body as { userName: string }).userName);
       const { holder, already } = await services.lock.lock(apiKey.id, userName);
       await audited(services.audit, res).succeeded('lock', userName, { already });
       const stats = services.lock.poolStats();
@@ -68,11 +84,12 @@ export function utilityRoutes(services: Services): Router {
   });
 
   router.post('/utility/un-lock', lockGuard, async (req, res, next) => {
+    const userName = userNameOf(req.body);
     try {
       const apiKey = requestKey(res);
-      const { userName, override } = req.body as { userName: string; override?: boolean };
-      const { previous } = await services.lock.unlock(apiKey.id, String(userName), override === true);
-      await audited(services.audit, res).succeeded('un-lock', String(userName), { override: override === true, previousHolder: previous?.userName ?? null });
+      const { override } = req.body as { override?: boolean };
+      const { previous } = await services.lock.unlock(apiKey.id, userName, override === true);
+      await audited(services.audit, res).succeeded('un-lock', userName, { override: override === true, previousHolder: previous?.userName ?? null });
       const body: UnlockResult = {
         status: 'unlocked',
         response: { unlockedAt: new Date().toISOString(), ...(previous ? { previousHolder: previous.userName } : {}) },

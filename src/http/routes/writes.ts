@@ -1,4 +1,5 @@
 import { Router, type Request, type Response } from 'express';
+import { apiRouter } from '../base';
 import type { Services } from '../../services';
 import { ApiProblem } from '../../errors/problem';
 import { requestKey } from '../middleware/auth';
@@ -78,7 +79,7 @@ export function writeHandler<I, A, R>(services: Services, def: WriteDefinition<I
 }
 
 export function writeRoutes(services: Services): Router {
-  const router = Router();
+  const router = apiRouter();
   for (const { route, definition } of WRITES) {
     if (definition) {
       router.post(route, writeHandler(services, definition));
