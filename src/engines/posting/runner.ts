@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Knex } from 'knex';
 import { ApiProblem } from '../../errors/problem';
 import { columnsUnavailable } from '../../catalog/installed';
-import { busyRefusal, type Boundary } from '../../storage/boundary';
+import { busyRefusal, type Boundary, type Settled } from '../../storage/boundary';
 import type { Dialect } from '../../storage/dialect';
 import { sendableAtBegin, type BeginStatement, type StatementAtBegin } from '../../storage/database';
 import type { RecordsContext } from './records';
@@ -247,7 +247,7 @@ export class WriteRunner {
           await attempt?.complete(trx, rendered);
           return rendered;
         },
-        { deadlineAt, what: def.what, ...(attempt ? { onLate: attempt.settleLate } : {}), ...(fence ? { begin: fence } : {}) },
+        { deadlineAt, what: def.what, ...(attempt ? { onLate: (late: Settled<Rendered>) => this.settleNamed(late, () => posting, attempt.settleLate) } : {}), ...(fence ? { begin: fence } : {}) },
       );
     } catch (err) {
       // A stored value a computed change of the posting changes holds no decimal (another
@@ -255,6 +255,19 @@ export class WriteRunner {
       // refused it, the transaction rolled back; named here for every write and dry run.
       throw (await unreadableChangeProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
     }
+  }
+
+  /**
+   * A posting's outcome after its request answered 504, passed on as the answer in time would have
+   * been: a refused computed change is named (STORED_VALUE_UNREADABLE, or the 422 of a total pushed
+   * past its column) rather than recorded under the key as the bare NOT NULL refusal's 502.
+   */
+  private settleNamed(late: Settled<Rendered>, posting: () => Knex.Transaction | undefined, settle: (outcome: Settled<Rendered>) => void): void {
+    if (late.ok) return settle(late);
+    unreadableChangeProblem(late.error, this.deps.boundary, this.deps.dialect, posting()).then(
+      (named) => settle(named ? { ok: false, error: named } : late),
+      () => settle(late),
+    );
   }
 
   /**

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startTestApp, type TestApp } from '../../support/app';
 import { assertProblem } from '../../support/http';
-import { countRows, installPostingFixture, journal } from '../../support/posting-fixture';
+import { FX, countRows, installPostingFixture, journal } from '../../support/posting-fixture';
 
 let t: TestApp;
 const PATH = '/api/v3/ledger-transactions';
@@ -156,6 +156,46 @@ test('a late posting that loses its connection before COMMIT gives the key back:
   assert.equal(retry.headers['idempotency-status'], 'applied');
   assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-5' }), 1);
 });
+
+test(
+  'a late posting refused because it would push a ledger balance past its column is recorded as that 422, not as the bare refusal\'s 502',
+  { skip: process.env.TEST_ENGINE !== 'postgres' && 'SQLite: a held write lock keeps the posting from beginning (503, nothing applied), so no refusal comes late' },
+  async () => {
+    const A = FX.accounts;
+    const cell = { lgract: A.overhead, postyr: FX.year, actprd: FX.openPeriod };
+    const pair = (amount: number) => [
+      { lineNumber: 1, ledgerAccount: A.overhead, description: 'Debit', debitAmount: amount },
+      { lineNumber: 2, ledgerAccount: A.cash, description: 'Credit', creditAmount: amount },
+    ];
+    const setup = await keyed(journal(`DL-BB-SETUP-${randomUUID().slice(0, 8)}`, { lines: pair(1) }), `k-${randomUUID()}`);
+    assert.equal(setup.status, 200, setup.text);
+    const { dbttot: original } = await t.knex('lgrbal').where(cell).first('dbttot');
+    const key = `k-${randomUUID()}`;
+    const body = journal('DL-BB', { lines: pair(10) });
+    // Another program holds the balance row, about to leave it 5.00 short of decimal(14, 2)'s bound:
+    // the posting waits for it in its balance upsert, past the deadline (504), then meets that value.
+    const other = await t.knex.transaction();
+    try {
+      await other('lgrbal').where(cell).update({ dbttot: '999999999995.00' });
+      assertProblem(await keyed(body, key), 'UPSTREAM_TIMEOUT');
+      await other.commit();
+    } catch (err) {
+      await other.rollback();
+      throw err;
+    }
+    try {
+      const retry = await retryOnceSettled(() => keyed(body, key));
+      const problem = assertProblem(retry, 'BUSINESS_RULE_VIOLATED');
+      assert.equal(retry.headers['idempotency-status'], 'replayed');
+      assert.deepEqual(problem.ledgerBalance, { ledgerAccount: A.overhead, year: FX.year, period: FX.openPeriod, field: 'debitTotal' });
+      assert.equal(await countRows(t.knex, 'lgrtrn', { trnnum: 'DL-BB' }), 0, 'nothing posted');
+      const record = await t.knex('idmkey').where({ idem_key: key }).first();
+      assert.equal(Number(record.status_code), 422, 'the key holds the 422');
+    } finally {
+      await t.knex('lgrbal').where(cell).update({ dbttot: original });
+    }
+  },
+);
 
 test('a payroll posting that misses the deadline: 504, then the key replays the late result; the record posts once', async () => {
   const PAYROLL = '/api/v3/payroll-records/post';
