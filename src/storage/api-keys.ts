@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Scope } from '../auth/scopes';
+import { fromDbTime } from './db-time';
 
 export type KeyRole = 'integration' | 'admin';
 export type KeyState = 'active' | 'disabled' | 'revoked';
@@ -32,14 +33,15 @@ export function scopesFromColumn(value: unknown): Scope[] | null {
   return value == null ? null : (String(value).split(' ').filter(Boolean) as Scope[]);
 }
 
-function toRecord(row: any): ApiKeyRecord {
+/** An `apikey` row as the record the service works with (the repository's, and the lock's snapshot of every key). */
+export function toRecord(row: any): ApiKeyRecord {
   return {
     id: row.id,
     name: row.name,
     role: row.role,
     state: row.state,
     reason: row.reason ?? null,
-    createdAt: row.created_at instanceof Date ? row.created_at.toISOString() : String(row.created_at),
+    createdAt: (fromDbTime(row.created_at) ?? new Date(0)).toISOString(),
     scopes: scopesFromColumn(row.scopes),
   };
 }

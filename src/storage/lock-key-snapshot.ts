@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
-import { hashApiKey, scopesFromColumn, type ApiKeyRecord } from './api-keys';
-import { fromDbTime } from './db-time';
+import { hashApiKey, toRecord, type ApiKeyRecord } from './api-keys';
 import { toDatabaseProblem } from './boundary';
 import type { Engine } from './database';
 
@@ -119,16 +118,6 @@ export class LockKeySnapshot {
 async function readKeys(db: Knex, readAtMs = performance.now()): Promise<KeyRead> {
   const rows = await db('apikey').select('id', 'key_hash', 'name', 'role', 'state', 'reason', 'created_at', 'scopes');
   const keys = new Map<string, ApiKeyRecord>();
-  for (const row of rows) {
-    keys.set(String(row.key_hash), {
-      id: row.id,
-      name: row.name,
-      role: row.role,
-      state: row.state,
-      reason: row.reason ?? null,
-      createdAt: (fromDbTime(row.created_at) ?? new Date(0)).toISOString(),
-      scopes: scopesFromColumn(row.scopes),
-    });
-  }
+  for (const row of rows) keys.set(String(row.key_hash), toRecord(row));
   return { keys, readAtMs };
 }

@@ -17,7 +17,7 @@ import { StatementBatch } from '../../storage/statement-batch';
 import type { PostingContext, PostingHooks, ReadAhead } from './context';
 import type { InstalledColumns } from '../../catalog/installed';
 import { resultFieldsUnavailable } from './needs';
-import { unreadableChangeProblem } from './records/unreadable-change';
+import { refusedChangeProblem } from './records/refused-change';
 
 /**
  * The rules every write shares, built once (spec, Writes). The runner composes a write:
@@ -250,10 +250,10 @@ export class WriteRunner {
         { deadlineAt, what: def.what, ...(attempt ? { onLate: (late: Settled<Rendered>) => this.settleNamed(late, () => posting, attempt.settleLate) } : {}), ...(fence ? { begin: fence } : {}) },
       );
     } catch (err) {
-      // A stored value a computed change of the posting changes holds no decimal (another
-      // program's value: a ledger balance, a received total, a quantity on order): the statement
-      // refused it, the transaction rolled back; named here for every write and dry run.
-      throw (await unreadableChangeProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
+      // A computed change of the posting was refused (a ledger balance, a received total, a
+      // quantity on order holding another program's non-decimal value, or pushed past its
+      // column): the transaction rolled back; named here for every write and dry run.
+      throw await this.named(err, posting);
     }
   }
 
@@ -264,10 +264,19 @@ export class WriteRunner {
    */
   private settleNamed(late: Settled<Rendered>, posting: () => Knex.Transaction | undefined, settle: (outcome: Settled<Rendered>) => void): void {
     if (late.ok) return settle(late);
-    unreadableChangeProblem(late.error, this.deps.boundary, this.deps.dialect, posting()).then(
-      (named) => settle(named ? { ok: false, error: named } : late),
+    this.named(late.error, posting()).then(
+      (error) => settle({ ok: false, error }),
       () => settle(late),
     );
+  }
+
+  /**
+   * A posting's failure as it is answered: a computed change the database refused (a stored value
+   * that is no decimal, a total pushed past its column) named by its cell (records/refused-change.ts);
+   * any other failure as it is.
+   */
+  private async named(err: unknown, posting: Knex.Transaction | undefined): Promise<unknown> {
+    return (await refusedChangeProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
   }
 
   /**
@@ -300,7 +309,7 @@ export class WriteRunner {
           { deadlineAt, what: def.what, ...(fence && attempt === 1 ? { begin: fence } : {}) },
         );
       } catch (err) {
-        if (!(err instanceof DryRunRollback)) throw (await unreadableChangeProblem(err, this.deps.boundary, this.deps.dialect, posting)) ?? err;
+        if (!(err instanceof DryRunRollback)) throw await this.named(err, posting);
         rendered = err.rendered;
       }
       assert(rendered, 'a dry run always rolls back');

@@ -24,7 +24,7 @@ import { fieldOf, shapeOf, type RecordShape } from './shapes';
  * it, on this failure path only. undefined for any other failure, or when no cell is so any more
  * (the refusal then keeps its own answer).
  */
-export async function unreadableChangeProblem(err: unknown, boundary: Boundary, dialect: Dialect, trx: Knex.Transaction | undefined): Promise<ApiProblem | undefined> {
+export async function refusedChangeProblem(err: unknown, boundary: Boundary, dialect: Dialect, trx: Knex.Transaction | undefined): Promise<ApiProblem | undefined> {
   const refused = trx ? refusedChange(err, boundary.engine, trx) : undefined;
   if (!refused) return undefined;
   let cells: UnstorableCell[];
