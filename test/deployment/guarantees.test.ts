@@ -661,8 +661,8 @@ test('maintenance lock, no window: reads and writes to every process in a loop w
     const last = top.instances.at(-1)!;
     const reports: string[] = [];
     for (let round = 0; round < 3; round += 1) {
-      // Fresh keys each round, one a lane: the topology's rate limit (set low for its own check)
-      // must not answer 429 here, whatever pace the machine allows.
+      // Fresh keys each round, the requests taking turns over them: the topology's rate limit (set
+      // low for its own check) must not answer 429 here, whatever pace the machine allows.
       const keys = await Promise.all(Array.from({ length: 8 }, (_, i) => top.newKey(`dp lock window ${round}.${i}`)));
       const traffic = trafficLoop({ ports: top.everyProcess().map((i) => i.port), apiKeys: keys, concurrency: 8, tag: `DLW${Date.now() % 100_000}-${round}` });
       let sent: Sent[];
