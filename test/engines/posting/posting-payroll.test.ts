@@ -176,7 +176,7 @@ test('wages without job or equipment on a department account that keeps job cost
   }
 });
 
-test('a check date after the open period is 422 PERIOD_CLOSED, an explicit later period too', async () => {
+test('a check date after the open period is 422 PERIOD_CLOSED naming recordNumbers (checkDate is no request field), an explicit later period too', async () => {
   const batch = await computedBatch();
   const r = batch.records[0]!;
   const before = await footprint();
@@ -187,7 +187,8 @@ test('a check date after the open period is 422 PERIOD_CLOSED, an explicit later
   try {
     const res = await t.post(PATH, { recordNumbers: [r.recnum] });
     const problem = assertProblem(res, 'PERIOD_CLOSED');
-    assert.match(problem.detail, /2026-12-04/);
+    assert.deepEqual(problem.errors.map((e: any) => e.field), ['recordNumbers'], 'the request field that chose the records');
+    assert.match(problem.detail, /the records' checkDate 2026-12-04/);
     assert.match(problem.detail, /period 12 of 2026.*period 11 of 2026/);
   } finally {
     await t.knex('payrec').where({ recnum: r.recnum }).update({ chkdte: CHECK_DATE });

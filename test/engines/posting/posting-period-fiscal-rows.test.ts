@@ -30,14 +30,17 @@ function fields(problem: Record<string, any>): Array<[string, string]> {
   return (problem.errors ?? []).map((e: { field: string; code: string }) => [e.field, e.code]);
 }
 
-/** Posts `body`, expects 422 PERIOD_INVALID naming `dateField` only, and that nothing was written. */
-async function refusedNaming(path: string, body: Record<string, unknown>, dateField: string, date: string): Promise<void> {
+/**
+ * Posts `body`, expects 422 PERIOD_INVALID naming `dateField` only, its detail naming `dateLabel`
+ * (default: the field) and the date, and that nothing was written.
+ */
+async function refusedNaming(path: string, body: Record<string, unknown>, dateField: string, date: string, dateLabel = dateField): Promise<void> {
   const before = await footprint();
   const res = await t.post(path, body).set('Idempotency-Key', `period-${randomUUID()}`);
   assert.equal(res.headers['x-error-code'], 'PERIOD_INVALID', res.text);
   const problem = assertProblem(res, 'PERIOD_INVALID');
   assert.deepEqual(fields(problem), [[dateField, 'period_invalid']], res.text);
-  assert.ok(problem.detail.includes(`${dateField} ${date}`), `the detail names ${dateField} ${date}: ${problem.detail}`);
+  assert.ok(problem.detail.includes(`${dateLabel} ${date}`), `the detail names ${dateLabel} ${date}: ${problem.detail}`);
   assert.match(problem.detail, /no such fiscal period/);
   assert.deepEqual(await footprint(), before, `${path}: nothing written`);
 }
@@ -128,13 +131,13 @@ test('a service work order invoiced on a date without fiscal periods is 422 PERI
   assert.deepEqual(await header(), before, 'the work order is not invoiced');
 });
 
-test("a payroll batch whose records' check date has no fiscal period is 422 PERIOD_INVALID naming checkDate", async () => {
+test("a payroll batch whose records' check date has no fiscal period is 422 PERIOD_INVALID naming the request field that chose them (periodEndDate), its detail the records' checkDate", async () => {
   const PERIOD_END = '2026-11-22';
   const records = await t.knex('payrec').where({ prdend: PERIOD_END, status: 2 }).orderBy('recnum').select('recnum', 'chkdte', 'status');
   assert.ok(records.length > 0, 'the seed leaves the batch ending 2026-11-22 Computed');
   await t.knex('payrec').where({ prdend: PERIOD_END, status: 2 }).update({ chkdte: OLD_DATE });
   try {
-    await refusedNaming('/api/v3/payroll-records/post', { periodEndDate: PERIOD_END, bankAccountNumber: 2 }, 'checkDate', OLD_DATE);
+    await refusedNaming('/api/v3/payroll-records/post', { periodEndDate: PERIOD_END, bankAccountNumber: 2 }, 'periodEndDate', OLD_DATE, "the records' checkDate");
     const statuses = await t.knex('payrec').whereIn('recnum', records.map((r) => r.recnum)).orderBy('recnum').select('recnum', 'status');
     assert.deepEqual(statuses.map((r) => Number(r.status)), records.map(() => 2), 'the records stay Computed');
   } finally {

@@ -46,8 +46,13 @@ export interface PostingPeriod {
 export interface PeriodRequest {
   /** The document date that drives the period (YYYY-MM-DD). */
   date: string;
-  /** Its JSON field name, for error messages (transactionDate, invoiceDate, ...). */
+  /** The request field a refusal names (transactionDate, invoiceDate, ...). */
   dateField: string;
+  /**
+   * What the date is, for messages, when it is not the named field's own value (payroll: the
+   * records' check date, chosen by periodEndDate or recordNumbers). Defaults to dateField.
+   */
+  dateLabel?: string;
   period?: number | null;
   year?: number | null;
 }
@@ -203,7 +208,7 @@ export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: L
   } else resolved = open;
 
   if (comparePeriods(resolved, open) > 0) {
-    const source = explicit ? 'the explicit period and year' : `${request.dateField} ${request.date}`;
+    const source = explicit ? 'the explicit period and year' : `${request.dateLabel ?? request.dateField} ${request.date}`;
     throw new ApiProblem(
       'PERIOD_CLOSED',
       `The posting period resolved from ${source} is ${describe(resolved)}, later than the open period, ${describe(open)}.`,
@@ -226,7 +231,7 @@ export async function resolvePostingPeriod(db: Knex | Knex.Transaction, setup: L
     if (!row && !(resolved.period === 0 && ofYear.length > 0)) {
       if (explicit) throw periodInvalid(`${describe(resolved)} is not a period of the ledger setup (no such fiscal period).`, ['period', 'year']);
       throw periodInvalid(
-        `The posting period resolved from ${request.dateField} ${request.date} is ${describe(resolved)}, which is not a period of the ledger setup (no such fiscal period).`,
+        `The posting period resolved from ${request.dateLabel ?? request.dateField} ${request.date} is ${describe(resolved)}, which is not a period of the ledger setup (no such fiscal period).`,
         [request.dateField],
       );
     } else if (row && row.status === 3) {

@@ -63,7 +63,10 @@ export const payrollPostWrite: WriteDefinition<PayrollPostInput, LedgerRecordNum
     checkStatuses(batch);
     const checkDate = batch[0]!.checkDate;
 
-    const periodRequest = { date: checkDate, dateField: 'checkDate', period: input.period ?? null, year: input.year ?? null };
+    // The period derives from the records' check date; a refusal names the request field that
+    // chose the records, since checkDate is no field of the request.
+    const selector = input.periodEndDate !== undefined ? 'periodEndDate' : 'recordNumbers';
+    const periodRequest = { date: checkDate, dateField: selector, dateLabel: "the records' checkDate", period: input.period ?? null, year: input.year ?? null };
     const { setup: ledgerSetup, fiscal } = await loadPostingSetup(trx, periodRequest, ctx.references);
     const { period, year } = await resolvePostingPeriod(trx, ledgerSetup, periodRequest, fiscal);
 
