@@ -1,6 +1,6 @@
 /**
- * Interleaved A/B of the workers' heap sizing: `HEAP_LIMIT_MB=1024` against V8's own sizing
- * (`HEAP_LIMIT_MB=0`, the default; `--other N` for another limit), on the bench/query.ts data
+ * Interleaved A/B of the workers' heap sizing: `HEAP_LIMIT_MB=1024` (the server's default) against
+ * V8's own sizing (`HEAP_LIMIT_MB=0`; `--other N` compares another limit), on the bench/query.ts data
  * (SQLite, built by bench/query.ts first).
  * Per scenario and repeat, both configurations run back to back in alternating order (ABBA...), each
  * in a fresh production server (`node dist/src/main.js`, the default WORKERS), 2 s warm-up then the
