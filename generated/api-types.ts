@@ -5715,7 +5715,11 @@ export interface components {
             match?: components["schemas"]["MatchCondition"];
             or?: components["schemas"]["FilterNode"][];
         };
-        /** @description A string, number (exact decimal) or boolean; dates as YYYY-MM-DD strings. */
+        /**
+         * @description A string, number (exact decimal) or boolean; dates as YYYY-MM-DD strings. A string is at most
+         *     2,000 characters: a `LIKE` / `NOT LIKE` pattern at most that (decision 0462), a value compared
+         *     with a text field also at most that field's length (400 VALIDATION_FAILED naming the value).
+         */
         FilterValue: string | number | boolean;
         /**
          * @description A posting period of a fiscal year (0 = prior-year adjustments, 1 to 12) with its dates and whether it is open for posting.
