@@ -6,6 +6,7 @@
  *        every job cost: 112,000 at scale 25, 1.1 million at 250)
  *   Ljn  the same with NOT LIKE
  *   Lp   parts, partName LIKE '<prefix>%', page 1 of 100 by partCode with totalCount
+ *   Lju  Lj with an accented pattern (its `e`s as `é`): on SQLite the path of a non-ASCII pattern
  *
  * Every request has a pattern of its own (fragments of the stored text in three cases), so no
  * count is reused. The app is built as production builds it (responses not validated) and served
@@ -95,6 +96,12 @@ async function main(): Promise<void> {
     const scenarios = [
       { id: 'Lj', path: '/api/v3/job-costs/query', patterns: fragments(descriptions, requests, 'anywhere'), body: jobCosts('LIKE') },
       { id: 'Ljn', path: '/api/v3/job-costs/query', patterns: fragments(descriptions, requests, 'anywhere'), body: jobCosts('NOT LIKE') },
+      {
+        id: 'Lju',
+        path: '/api/v3/job-costs/query',
+        patterns: fragments(descriptions, requests, 'anywhere').map((p) => (p.includes('e') ? p.replace(/e/g, 'é') : `${p}é`)),
+        body: jobCosts('LIKE'),
+      },
       {
         id: 'Lp',
         path: '/api/v3/parts/query',

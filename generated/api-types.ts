@@ -7148,6 +7148,13 @@ export interface components {
          *     `inPairs` takes `fields` and `pairs` (each pair an object with a key for every name in
          *     `fields`) and has no `field` or `value`. Values are checked against the field's type: dates as
          *     YYYY-MM-DD, numbers, strings.
+         *
+         *     `LIKE` / `NOT LIKE` on text: `%` is the only wildcard (`_`, `[` and every other character stand
+         *     for themselves) and letter case is ignored for every alphabet, each character lower-cased on its
+         *     own as PostgreSQL's `lower()` does (`émile%` finds `Émile`, `istanbul%` finds `İstanbul`); accents
+         *     and other characters are compared as stored (`emile%` does not find `Émile`, `ß` is not `ss`).
+         *     The same on every database engine (decision 0463). A field that is null matches no comparison,
+         *     `!=` and `NOT LIKE` included.
          */
         MatchCondition: {
             field?: string;

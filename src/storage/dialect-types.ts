@@ -82,7 +82,11 @@ export interface QueryDialect {
    * `(a, b) IN ((..), ..)`, which SQL Server rejects.
    */
   inTuples(columns: ListColumn[], encoded: unknown[][]): SqlFragment;
-  /** LIKE with `%` as the only wildcard, case-insensitive on every engine. */
+  /**
+   * LIKE with `%` as the only wildcard, case-insensitive on every engine for all of Unicode
+   * (PostgreSQL's ILIKE; SQL Server's CI collation; on SQLite a function of the service that folds
+   * as ILIKE does: sqlite-like.ts, decision 0463).
+   */
   like(column: string, pattern: string, negate: boolean): SqlFragment;
   /** Runs `fn` in one read-only snapshot: every statement read through the reader sees the same data. */
   readSnapshot<T>(knex: Knex, fn: (reader: SnapshotReader) => Promise<T>): Promise<T>;

@@ -11,6 +11,7 @@ import type { TestApp } from '../../support/app';
 import { useTestApp } from '../../support/use-test-app';
 import { postFails, postOk } from '../../support/http';
 import { LIKE_PATTERN_MAX_CHARACTERS } from '../../../src/catalog/bounds';
+import { evaluate, type Node } from '../../support/filter-eval';
 
 let t: TestApp;
 useTestApp((app) => (t = app));
@@ -57,5 +58,122 @@ describe('the length of a LIKE pattern (decision 0462)', () => {
       assert.equal(res.headers['x-error-code'], 'VALIDATION_FAILED', res.text.slice(0, 300));
       assert.match(res.text, /at most 2000 characters/);
     }
+  });
+});
+
+/**
+ * Vendor names set in the database (recordNumber: name), the awkward text of the audit: accents
+ * in NFC and (23) NFD, case, ß, İ, a ligature, Greek, `%` and `_` in the text, spaces.
+ */
+const NAMES: Record<number, string> = {
+  1: 'Émile Bâtiment',
+  2: 'émile bâtiment',
+  3: 'EMILE BATIMENT',
+  4: '100% Supply',
+  5: '100_ Supply',
+  6: 'Back\\slash Co',
+  8: ' Leading Space',
+  9: 'Trailing Space ',
+  10: '',
+  11: 'Ångström Ltd',
+  12: 'ÅNGSTRÖM LTD',
+  13: 'straße GmbH',
+  14: 'STRASSE GMBH',
+  15: 'zeta lower',
+  16: 'Zeta lower',
+  17: 'İstanbul Tiles',
+  18: 'ﬁne Fixtures',
+  19: 'Mixed [bracket] Co',
+  22: 'Émile Bâtiment',
+  23: 'e\u0301mile ba\u0302timent',
+  24: 'αβγ Greek',
+  25: 'ΑΒΓ GREEK',
+  26: 'ΟΔΟΣ Paving',
+};
+
+/**
+ * Pattern -> the records LIKE finds, as PostgreSQL's ILIKE found them (C.UTF-8) in the audit and
+ * SQL Server's CI collation would: case folded for every letter, accents and canonical forms kept
+ * apart (23 is NFD), ß not ss, the ligature not fi.
+ */
+const FOUND: Array<[string, number[]]> = [
+  ['émile%', [1, 2, 22]],
+  ['ÉMILE%', [1, 2, 22]],
+  ['%BÂTIMENT', [1, 2, 22]],
+  ['emile%', [3]],
+  ['ångström%', [11, 12]],
+  ['%ÅNGSTRÖM%', [11, 12]],
+  ['αβγ%', [24, 25]],
+  ['%greek', [24, 25]],
+  ['istanbul%', [17]],
+  ['İSTANBUL%', [17]],
+  ['straße%', [13]],
+  ['STRASSE%', [14]],
+  ['ﬁne%', [18]],
+  ['fine%', []],
+  ['οδοσ%', [26]],
+  ['%ΟΔΟΣ%', [26]],
+  ['οδος%', []],
+  ['100%', [4, 5]],
+  ['%_ supply', [5]],
+  ['%[bracket]%', [19]],
+  ['%\\%', [6]],
+  ['% ', [9]],
+  ['', [10]],
+];
+
+describe('LIKE folds case for all of Unicode, on every engine (decision 0463)', () => {
+  const ids = (env: { data: Array<{ recordNumber: number }> }) => env.data.map((r) => r.recordNumber).sort((a, b) => a - b);
+
+  /** The stored vendors, read from the database (recordNumber, vendorName). */
+  async function stored(): Promise<Array<{ recordNumber: number; vendorName: string | null }>> {
+    const rows = (await t.knex('actpay').select({ recordNumber: 'recnum', vendorName: 'vndnme' })) as Array<{ recordNumber: number; vendorName: string | null }>;
+    return rows.map((r) => ({ recordNumber: Number(r.recordNumber), vendorName: r.vendorName }));
+  }
+
+  test('the text is stored as given', async () => {
+    for (const [recnum, name] of Object.entries(NAMES)) await t.knex('actpay').where({ recnum: Number(recnum) }).update({ vndnme: name });
+    await t.knex('actpay').whereIn('recnum', [2, 27]).update({ cntnme: null });
+    const rows = await stored();
+    for (const [recnum, name] of Object.entries(NAMES)) assert.equal(rows.find((r) => r.recordNumber === Number(recnum))?.vendorName, name);
+  });
+
+  test('LIKE and NOT LIKE on /query: the records PostgreSQL finds, the oracle over the stored rows agreeing', async () => {
+    const rows = await stored();
+    for (const [pattern, found] of FOUND) {
+      for (const operator of ['LIKE', 'not like']) {
+        const filters: Node = { match: { field: 'vendorName', operator, value: pattern } };
+        const env = await postOk(t, '/api/v3/vendors/query', { select: ['recordNumber'], filters, page: { pageSize: 1000 } });
+        const expected = operator === 'LIKE' ? found : rows.filter((r) => r.vendorName !== null && !found.includes(r.recordNumber)).map((r) => r.recordNumber).sort((a, b) => a - b);
+        assert.deepEqual(ids(env), expected, `${operator} ${JSON.stringify(pattern)}`);
+        assert.equal(env.page.totalCount, expected.length, `${operator} ${JSON.stringify(pattern)} totalCount`);
+        const oracle = rows.filter((r) => evaluate(filters, r)).map((r) => r.recordNumber).sort((a, b) => a - b);
+        assert.deepEqual(oracle, expected, `the oracle: ${operator} ${JSON.stringify(pattern)}`);
+      }
+    }
+  });
+
+  test('a null field matches neither LIKE nor NOT LIKE', async () => {
+    const nulls = (await t.knex('actpay').whereNull('cntnme').pluck('recnum')).map(Number).sort((a, b) => a - b);
+    assert.deepEqual(nulls.filter((n) => n === 2 || n === 27), [2, 27]);
+    const total = Number((await t.knex('actpay').count({ n: '*' }))[0]!.n);
+    for (const operator of ['LIKE', 'NOT LIKE']) {
+      const env = await postOk(t, '/api/v3/vendors/query', { select: ['recordNumber'], filters: { match: { field: 'contactName', operator, value: operator === 'LIKE' ? '%' : 'zzz%' } }, page: { pageSize: 1000 } });
+      assert.equal(env.page.totalCount, total - nulls.length, operator);
+      for (const n of nulls) assert.ok(!ids(env).includes(n), `${operator}: ${n}`);
+    }
+  });
+
+  test("match's filters pre-filter folds the same way", async () => {
+    const env = await postOk(t, '/api/v3/vendors/match', {
+      matchString: 'emile batiment',
+      matchFields: ['vendorName'],
+      select: ['recordNumber'],
+      maxDistance: 1,
+      filters: { match: { field: 'vendorName', operator: 'LIKE', value: 'ÉMILE%' } },
+    });
+    assert.deepEqual(ids(env), [1, 2, 22]);
+    const without = await postOk(t, '/api/v3/vendors/match', { matchString: 'emile batiment', matchFields: ['vendorName'], select: ['recordNumber'], maxDistance: 1, filters: { match: { field: 'vendorName', operator: 'NOT LIKE', value: 'émile%' } } });
+    assert.deepEqual(ids(without), [3, 23]);
   });
 });
