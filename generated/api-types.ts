@@ -7153,8 +7153,10 @@ export interface components {
          *     for themselves) and letter case is ignored for every alphabet, each character lower-cased on its
          *     own as PostgreSQL's `lower()` does (`émile%` finds `Émile`, `istanbul%` finds `İstanbul`); accents
          *     and other characters are compared as stored (`emile%` does not find `Émile`, `ß` is not `ss`).
-         *     The same on every database engine (decision 0463). A field that is null matches no comparison,
-         *     `!=` and `NOT LIKE` included.
+         *     The same on every database engine (decision 0463). `=`, `!=`, `IN` and `inPairs` compare text
+         *     exactly on every engine: case, accents and trailing spaces count (`Trailing Space` is not
+         *     `Trailing Space `; decision 0464). A field that is null matches no comparison, `!=` and
+         *     `NOT LIKE` included.
          */
         MatchCondition: {
             field?: string;

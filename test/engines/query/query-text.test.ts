@@ -1,9 +1,10 @@
 /**
- * LIKE and NOT LIKE through HTTP on both engines: the pattern's length bound (decision 0462) on
- * /query, on match's `filters` pre-filter and on /api/v2 (which the contract validator does not
- * check); and the case folding every engine applies (decision 0463), on awkward stored text set in
- * the database, cross-checked against the rows read from the database and the suite's oracle
- * (test/support/filter-eval.ts).
+ * Text filters through HTTP on both engines. LIKE and NOT LIKE: the pattern's length bound
+ * (decision 0462) on /query, on match's `filters` pre-filter and on /api/v2 (which the contract
+ * validator does not check), and the case folding every engine applies (decision 0463). `=`, `!=`,
+ * IN and inPairs: exact (decision 0464; SQL Server's T-SQL is proven in query-mssql.test.ts). On
+ * awkward stored text set in the database, cross-checked against the rows read from the database
+ * and the suite's oracle (test/support/filter-eval.ts).
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -175,5 +176,53 @@ describe('LIKE folds case for all of Unicode, on every engine (decision 0463)', 
     assert.deepEqual(ids(env), [1, 2, 22]);
     const without = await postOk(t, '/api/v3/vendors/match', { matchString: 'emile batiment', matchFields: ['vendorName'], select: ['recordNumber'], maxDistance: 1, filters: { match: { field: 'vendorName', operator: 'NOT LIKE', value: 'émile%' } } });
     assert.deepEqual(ids(without), [3, 23]);
+  });
+});
+
+describe('=, !=, IN and inPairs compare text exactly: case, accents, canonical forms, spaces (decision 0464)', () => {
+  const ids = (env: { data: Array<{ recordNumber: number }> }) => env.data.map((r) => r.recordNumber).sort((a, b) => a - b);
+  const EQUAL: Array<[string, number[]]> = [
+    ['EMILE BATIMENT', [3]],
+    ['emile batiment', []],
+    ['émile bâtiment', [2]],
+    ['e\u0301mile ba\u0302timent', [23]],
+    ['Émile Bâtiment', [1, 22]],
+    ['Trailing Space', []],
+    ['Trailing Space ', [9]],
+    [' Leading Space', [8]],
+    ['Leading Space', []],
+    ['', [10]],
+    [' ', []],
+    ['STRASSE GMBH', [14]],
+    ['strasse gmbh', []],
+  ];
+
+  test('the text is stored as the LIKE tests left it', async () => {
+    const names = (await t.knex('actpay').whereIn('recnum', [3, 9, 10, 23]).orderBy('recnum').pluck('vndnme')) as string[];
+    assert.deepEqual(names, ['EMILE BATIMENT', 'Trailing Space ', '', 'e\u0301mile ba\u0302timent']);
+  });
+
+  test('= and != on /query: only the very text, the oracle over the stored rows agreeing', async () => {
+    const rows = (await t.knex('actpay').select({ recordNumber: 'recnum', vendorName: 'vndnme' })).map((r: { recordNumber: number; vendorName: string }) => ({ recordNumber: Number(r.recordNumber), vendorName: r.vendorName }));
+    for (const [value, found] of EQUAL) {
+      for (const operator of ['=', '!=']) {
+        const filters: Node = { match: { field: 'vendorName', operator, value } };
+        const env = await postOk(t, '/api/v3/vendors/query', { select: ['recordNumber'], filters, page: { pageSize: 1000 } });
+        const expected = operator === '=' ? found : rows.filter((r) => !found.includes(r.recordNumber)).map((r) => r.recordNumber).sort((a, b) => a - b);
+        assert.deepEqual(ids(env), expected, `${operator} ${JSON.stringify(value)}`);
+        assert.deepEqual(rows.filter((r) => evaluate(filters, r)).map((r) => r.recordNumber).sort((a, b) => a - b), expected, `the oracle: ${operator} ${JSON.stringify(value)}`);
+      }
+    }
+  });
+
+  test('IN and inPairs, inlined and as one JSON list', async () => {
+    const padding = Array.from({ length: 70 }, (_, i) => `no such vendor ${i}`);
+    for (const extra of [[], padding]) {
+      const inList = await postOk(t, '/api/v3/vendors/query', { select: ['recordNumber'], filters: { match: { field: 'vendorName', operator: 'IN', values: ['émile bâtiment', 'Trailing Space', 'emile batiment', ...extra] } } });
+      assert.deepEqual(ids(inList), [2], `IN with ${extra.length} more`);
+      const pairs = [{ vendorName: 'Émile Bâtiment', recordNumber: 1 }, { vendorName: 'trailing space ', recordNumber: 9 }, { vendorName: 'Emile Bâtiment', recordNumber: 22 }, ...extra.map((v, i) => ({ vendorName: v, recordNumber: 100 + i }))];
+      const inPairs = await postOk(t, '/api/v3/vendors/query', { select: ['recordNumber'], filters: { match: { operator: 'inPairs', fields: ['vendorName', 'recordNumber'], pairs } } });
+      assert.deepEqual(ids(inPairs), [1], `inPairs with ${extra.length} more`);
+    }
   });
 });
