@@ -7223,6 +7223,13 @@ export interface components {
         };
         /**
          * @description Each clause is `field ASC` or `field DESC` (direction case-insensitive). A clause without a direction (`field`) is ascending, `field ASC`, as the published 3.0.0 contract accepts it (decision 0401). The server appends a unique tiebreak so paging is stable.
+         *
+         *     The order is the accounting database's own, so it can differ between database engines for the same data (decision 0465):
+         *     - Text sorts by the database's collation: on SQL Server the column's collation (case-insensitive, language order: `Ångström` beside `ANGSTROM`), on PostgreSQL the database's (by code point under `C.UTF-8`: upper case before lower case, accented letters after `z`; language order under an ICU or language locale), on the embedded SQLite database by code point.
+         *     - Nulls sort lowest on SQL Server and SQLite (first in `ASC`, last in `DESC`) and highest on PostgreSQL (last in `ASC`, first in `DESC`).
+         *     - The tiebreak is the record's key (`id`), in the engine's order of it (SQL Server's uniqueidentifier order differs from text order); without `orderBy` records come in that order.
+         *
+         *     On each engine the order is the same from one request to the next, and pages neither overlap nor skip records.
          * @example [
          *       "partCode ASC"
          *     ]

@@ -226,3 +226,22 @@ describe('=, !=, IN and inPairs compare text exactly: case, accents, canonical f
     }
   });
 });
+
+describe('the order of text and nulls follows the engine, as openapi.yaml OrderBy says (decision 0465)', () => {
+  test('the published document says it, and nulls sort where it says for this engine', async () => {
+    const doc = await t.http.get('/openapi.json');
+    assert.equal(doc.status, 200);
+    const description = String(doc.body.components.schemas.OrderBy.description);
+    assert.match(description, /Text sorts by the database's collation/);
+    assert.match(description, /Nulls sort lowest on SQL Server and SQLite \(first in `ASC`, last in `DESC`\) and highest on PostgreSQL \(last in `ASC`, first in `DESC`\)/);
+    const nulls = (await t.knex('actpay').whereNull('cntnme').pluck('recnum')).map(Number);
+    assert.ok(nulls.length >= 2, 'the LIKE tests left null contact names');
+    for (const direction of ['ASC', 'DESC']) {
+      const env = await postOk(t, '/api/v3/vendors/query', { select: ['recordNumber', 'contactName'], orderBy: [`contactName ${direction}`], page: { pageSize: 1000 } });
+      const firstNulls = (direction === 'ASC') === (t.engine !== 'postgres');
+      const head = env.data.slice(0, nulls.length).map((r: { contactName: string | null }) => r.contactName);
+      const tail = env.data.slice(-nulls.length).map((r: { contactName: string | null }) => r.contactName);
+      assert.deepEqual(firstNulls ? head : tail, nulls.map(() => null), `${t.engine} ${direction}`);
+    }
+  });
+});
