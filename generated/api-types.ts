@@ -5715,7 +5715,11 @@ export interface components {
             match?: components["schemas"]["MatchCondition"];
             or?: components["schemas"]["FilterNode"][];
         };
-        /** @description A string, number (exact decimal) or boolean; dates as YYYY-MM-DD strings. */
+        /**
+         * @description A string, number (exact decimal) or boolean; dates as YYYY-MM-DD strings. A string is at most
+         *     2,000 characters: a `LIKE` / `NOT LIKE` pattern at most that (decision 0462), a value compared
+         *     with a text field also at most that field's length (400 VALIDATION_FAILED naming the value).
+         */
         FilterValue: string | number | boolean;
         /**
          * @description A posting period of a fiscal year (0 = prior-year adjustments, 1 to 12) with its dates and whether it is open for posting.
@@ -7144,6 +7148,15 @@ export interface components {
          *     `inPairs` takes `fields` and `pairs` (each pair an object with a key for every name in
          *     `fields`) and has no `field` or `value`. Values are checked against the field's type: dates as
          *     YYYY-MM-DD, numbers, strings.
+         *
+         *     `LIKE` / `NOT LIKE` on text: `%` is the only wildcard (`_`, `[` and every other character stand
+         *     for themselves) and letter case is ignored for every alphabet, each character lower-cased on its
+         *     own as PostgreSQL's `lower()` does (`émile%` finds `Émile`, `istanbul%` finds `İstanbul`); accents
+         *     and other characters are compared as stored (`emile%` does not find `Émile`, `ß` is not `ss`).
+         *     The same on every database engine (decision 0463). `=`, `!=`, `IN` and `inPairs` compare text
+         *     exactly on every engine: case, accents and trailing spaces count (`Trailing Space` is not
+         *     `Trailing Space `; decision 0464). A field that is null matches no comparison, `!=` and
+         *     `NOT LIKE` included.
          */
         MatchCondition: {
             field?: string;
@@ -7210,6 +7223,13 @@ export interface components {
         };
         /**
          * @description Each clause is `field ASC` or `field DESC` (direction case-insensitive). A clause without a direction (`field`) is ascending, `field ASC`, as the published 3.0.0 contract accepts it (decision 0401). The server appends a unique tiebreak so paging is stable.
+         *
+         *     The order is the accounting database's own, so it can differ between database engines for the same data (decision 0465):
+         *     - Text sorts by the database's collation: on SQL Server the column's collation (case-insensitive, language order: `Ångström` beside `ANGSTROM`), on PostgreSQL the database's (by code point under `C.UTF-8`: upper case before lower case, accented letters after `z`; language order under an ICU or language locale), on the embedded SQLite database by code point.
+         *     - Nulls sort lowest on SQL Server and SQLite (first in `ASC`, last in `DESC`) and highest on PostgreSQL (last in `ASC`, first in `DESC`).
+         *     - The tiebreak is the record's key (`id`), in the engine's order of it (SQL Server's uniqueidentifier order differs from text order); without `orderBy` records come in that order.
+         *
+         *     On each engine the order is the same from one request to the next, and pages neither overlap nor skip records.
          * @example [
          *       "partCode ASC"
          *     ]

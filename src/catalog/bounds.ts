@@ -38,6 +38,19 @@ const DATE_MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
  */
 export const TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
 
+/**
+ * The longest LIKE / NOT LIKE pattern, in characters (code points, as JSON Schema's maxLength
+ * counts them; openapi.yaml FilterValue declares the same number). A pattern is not a stored
+ * value, so its column's length does not bound it (`%` may stand anywhere, repeated), but every
+ * engine bounds it: SQL Server refuses a pattern over 8,000 bytes (4,000 UTF-16 code units of
+ * nvarchar), SQLite's built-in LIKE one over 50,000 bytes. The query dialects escape `_`, `[`, `]`
+ * and `!` with one character more each, and a character outside the Basic Multilingual Plane is
+ * two code units: 2,000 characters are at most 4,000 code units once escaped, on every engine.
+ * That is 20 times the longest bounded text column (nvarchar(100)): every pattern that can match a
+ * value of such a column fits (docs/decisions/0462).
+ */
+export const LIKE_PATTERN_MAX_CHARACTERS = 2000;
+
 export type ColumnType =
   | { kind: 'integer'; sql: string; min: number; max: number }
   | { kind: 'decimal'; sql: string; precision: number; scale: number }
@@ -169,8 +182,8 @@ export function decimalPlaces(n: number): number {
 
 /**
  * Why `value` (already of the right JSON type for the field) does not fit `type`, or undefined
- * when it does. `likePattern`: a LIKE pattern is not a stored value, so its length is not
- * bounded by the column; it must still be storable text.
+ * when it does. `likePattern`: a LIKE pattern is not a stored value, so its length is bounded by
+ * LIKE_PATTERN_MAX_CHARACTERS rather than by the column; it must still be storable text.
  */
 export function checkValue(type: ColumnType, value: unknown, options: { likePattern?: boolean } = {}): string | undefined {
   switch (type.kind) {
@@ -190,7 +203,12 @@ export function checkValue(type: ColumnType, value: unknown, options: { likePatt
     case 'string':
       if (typeof value !== 'string') return undefined;
       if (!isStorableText(value)) return 'must not contain NUL characters or unpaired UTF-16 surrogates';
-      if (!options.likePattern && type.maxLength !== undefined && textLength(value) > type.maxLength) {
+      if (options.likePattern) {
+        // value.length counts UTF-16 code units, never fewer than the code points.
+        if (value.length > LIKE_PATTERN_MAX_CHARACTERS && textLength(value) > LIKE_PATTERN_MAX_CHARACTERS) {
+          return `must be a LIKE pattern of at most ${LIKE_PATTERN_MAX_CHARACTERS} characters`;
+        }
+      } else if (type.maxLength !== undefined && textLength(value) > type.maxLength) {
         return `must be at most ${type.maxLength} characters (${type.sql} column)`;
       }
       return undefined;

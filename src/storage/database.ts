@@ -4,6 +4,7 @@ import knexFactory, { type Knex } from 'knex';
 import { currentTraceId } from '../telemetry/tracing';
 import { WAL_BACKSTOP_PAGES } from './wal-checkpointer';
 import { disposeCancelledConnections } from './mssql-cancelled';
+import { registerSqliteIlike } from './sqlite-like';
 
 export type Engine = 'sqlite' | 'postgres' | 'mssql';
 
@@ -110,6 +111,8 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
               conn.pragma(`cache_size = -${SQLITE_PAGE_CACHE_KB}`);
               if (options.checkpointsElsewhere) conn.pragma(`wal_autocheckpoint = ${WAL_BACKSTOP_PAGES}`);
               reusePreparedStatements(conn);
+              // LIKE as on PostgreSQL: case folded for all of Unicode (the SQLite query dialect's like).
+              registerSqliteIlike(conn);
               done(null, conn);
             } catch (err) {
               done(err as Error, conn);

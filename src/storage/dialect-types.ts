@@ -75,6 +75,14 @@ export interface QueryDialect {
    * lies within its column's published bounds is src/catalog/bounds.ts's (fitsRead).
    */
   decodeValue(kind: ValueKind, raw: unknown, scale?: number): DecodedValue;
+  /**
+   * Text compared exactly (`=`, `!=`, `IN`, `inPairs` on text: the spec's "exact") where the
+   * engine's own comparison is not: SQL Server's, under the database's case-insensitive collation
+   * with trailing spaces padded (decision 0464). Absent where `=` on text is exact already
+   * (PostgreSQL, SQLite: binary comparison), and the query engine then compiles the plain
+   * comparison. `inList` and `inTuples` compare text exactly on every engine by themselves.
+   */
+  readonly exactText?: ExactText;
   /** `column IN (list)` with the whole list as ONE parameter (JSON), for lists of any length. */
   inList(column: ListColumn, encoded: unknown[]): SqlFragment;
   /**
@@ -82,7 +90,11 @@ export interface QueryDialect {
    * `(a, b) IN ((..), ..)`, which SQL Server rejects.
    */
   inTuples(columns: ListColumn[], encoded: unknown[][]): SqlFragment;
-  /** LIKE with `%` as the only wildcard, case-insensitive on every engine. */
+  /**
+   * LIKE with `%` as the only wildcard, case-insensitive on every engine for all of Unicode
+   * (PostgreSQL's ILIKE; SQL Server's CI collation; on SQLite a function of the service that folds
+   * as ILIKE does: sqlite-like.ts, decision 0463).
+   */
   like(column: string, pattern: string, negate: boolean): SqlFragment;
   /** Runs `fn` in one read-only snapshot: every statement read through the reader sees the same data. */
   readSnapshot<T>(knex: Knex, fn: (reader: SnapshotReader) => Promise<T>): Promise<T>;
@@ -92,6 +104,23 @@ export interface QueryDialect {
    * An empty page answers no row, so neither a token nor a count (run.ts knows what that means).
    */
   readPageAtOnce?(knex: Knex, read: PageAtOnce): Promise<PageRead>;
+}
+
+/** Exact text comparisons of an engine whose own are not (QueryDialect.exactText). */
+export interface ExactText {
+  /**
+   * Parameters `equals` and `inValues` take a value beyond the one of a plain comparison: the
+   * query engine counts them against the budget of inlined lists (and past it compares through
+   * `inList`, one parameter), so a statement stays under SQL Server's 2,100 parameters whatever
+   * its filter (src/storage/parameter-budget.ts).
+   */
+  readonly extraParametersPerValue: number;
+  /** `column = value`, exact; a null column does not match, as in SQL. */
+  equals(column: string, value: string): SqlFragment;
+  /** `column <> value`, exact, one parameter; a null column does not match, as in SQL. */
+  differs(column: string, value: string): SqlFragment;
+  /** `column IN (values)`, exact, the values inlined as parameters. */
+  inValues(column: string, values: string[]): SqlFragment;
 }
 
 export interface PageAtOnce {

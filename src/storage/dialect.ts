@@ -14,7 +14,7 @@ import { mssqlQueryDialect } from './query-dialect-mssql';
  * here. Add to these modules rather than branching on the engine elsewhere.
  */
 export { UNREADABLE } from './dialect-types';
-export type { DecodedValue, Dialect, PageRead, QueryDialect, SnapshotReader, SqlFragment } from './dialect-types';
+export type { DecodedValue, Dialect, ExactText, ListColumn, PageRead, QueryDialect, SnapshotReader, SqlFragment } from './dialect-types';
 
 /** 10^0 .. 10^22 as Decs, built once (building 10^scale cost more than the product it scales by). */
 const POW10_DECS: readonly Dec[] = Array.from({ length: 23 }, (_, i) => new Dec(10).pow(i));

@@ -12,7 +12,9 @@ export function rowsPerInsert(columns: number): number {
 }
 
 /**
- * Parameters a read may spend on inlined filter lists (src/engines/query/sql.ts): longer lists
- * travel as one JSON parameter, so a read never nears the budget whatever its filters.
+ * Parameters a read may spend on inlined filter lists (src/engines/query/sql.ts) and on the second
+ * parameter of SQL Server's exact text `=` (decision 0464): past it lists travel as one JSON
+ * parameter and `=` takes one, so a read's filter takes at most one parameter a match condition
+ * (at most 1,000) plus this budget, whatever its filters.
  */
 export const INLINE_PARAM_BUDGET = 900;

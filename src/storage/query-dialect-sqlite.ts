@@ -2,6 +2,7 @@ import type { Dec } from './decimal';
 import { DATA_TOKEN_SQL } from './data-change-log';
 import { UNREADABLE, type Dialect, type QueryDialect, type Row, type SnapshotReader } from './dialect-types';
 import { decodeCommon, escapeLike, jsonScalar, scaledToNumber, tokenOf } from './query-dialect-common';
+import { foldCase, SQLITE_ILIKE_FUNCTION } from './sqlite-like';
 
 /**
  * SQLite's query dialect: reads through the connection's own prepared statements (rows built by
@@ -115,6 +116,9 @@ function prepared(conn: SqliteConnection, sql: string): PreparedRead {
   return stmt;
 }
 
+/** Text of ASCII characters only. */
+const ASCII_TEXT = /^[\x00-\x7f]*$/;
+
 /** knex's binding conversions for better-sqlite3 (Dates as epoch ms, booleans as 0/1). */
 function sqliteBinding(v: unknown): unknown {
   if (v instanceof Date) return v.valueOf();
@@ -168,8 +172,20 @@ export const sqliteQueryDialect = (base: Dialect): QueryDialect => ({
     };
   },
   like(column, pattern, negate) {
-    // SQLite's LIKE is case-insensitive (ASCII) unless case_sensitive_like is set.
-    return { sql: `?? ${negate ? 'NOT LIKE' : 'LIKE'} ? ESCAPE '!'`, bindings: [column, escapeLike(pattern)] };
+    // SQLite's own LIKE folds ASCII only; the service's function (sqlite-like.ts) folds all of
+    // Unicode as PostgreSQL's ILIKE does, and takes the pattern as sent (`%` its only wildcard).
+    // Its call into JavaScript costs a scan twice the time, so it runs only for text that is not
+    // ASCII (as many characters as bytes; length stops at a NUL, so text holding one is not). ASCII
+    // text folds to ASCII: under a pattern that folds to ASCII SQLite's LIKE, given the folded
+    // pattern, answers as the function would; under one that keeps a character that is not ASCII it
+    // cannot match.
+    // NULL gives NULL either way, so NOT of it too (decision 0463).
+    const folded = foldCase(pattern);
+    const asciiText = ASCII_TEXT.test(folded);
+    return {
+      sql: `${negate ? 'NOT ' : ''}(CASE WHEN length(??) = octet_length(??) THEN ${asciiText ? "?? LIKE ? ESCAPE '!'" : '0'} ELSE ${SQLITE_ILIKE_FUNCTION}(??, ?) END)`,
+      bindings: [column, column, ...(asciiText ? [column, escapeLike(folded)] : []), column, pattern],
+    };
   },
   async readSnapshot(knex, fn) {
     // The pool's only connection, held for the whole read: a deferred transaction reads one

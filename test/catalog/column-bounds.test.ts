@@ -13,7 +13,7 @@ import knexFactory from 'knex';
 import YAML from 'yaml';
 import { CATALOG } from '../../generated/catalog';
 import { columnTypes, parseCreateTable } from '../../scripts/lib/column-types';
-import { checkValue, decimalMax, INTEGER_RANGES, isStorableDate, isStorableDateTime, isStorableText, parseColumnType, TEXT_PATTERN } from '../../src/catalog/bounds';
+import { checkValue, decimalMax, INTEGER_RANGES, isStorableDate, isStorableDateTime, isStorableText, LIKE_PATTERN_MAX_CHARACTERS, parseColumnType, TEXT_PATTERN } from '../../src/catalog/bounds';
 import type { TestApp } from '../support/app';
 import { useTestApp } from '../support/use-test-app';
 
@@ -94,7 +94,15 @@ test('the rule: dates and timestamps SQL Server stores, text PostgreSQL stores, 
   assert.equal(checkValue(parseColumnType('decimal(14, 2)'), -999999999999.99), undefined);
   assert.match(String(checkValue(parseColumnType('nvarchar(20)'), 'x'.repeat(21))), /20 characters/);
   assert.equal(checkValue(parseColumnType('nvarchar(20)'), 'x'.repeat(21), { likePattern: true }), undefined);
+  // A LIKE pattern: at most LIKE_PATTERN_MAX_CHARACTERS code points, whatever the column (decision 0462).
+  assert.equal(checkValue(parseColumnType('nvarchar(20)'), '\u{1F527}'.repeat(LIKE_PATTERN_MAX_CHARACTERS), { likePattern: true }), undefined);
+  assert.match(String(checkValue(parseColumnType('nvarchar(max)'), 'x'.repeat(LIKE_PATTERN_MAX_CHARACTERS + 1), { likePattern: true })), /at most 2000 characters/);
+  assert.match(String(checkValue(parseColumnType('nvarchar(20)'), '\u{1F527}'.repeat(LIKE_PATTERN_MAX_CHARACTERS + 1), { likePattern: true })), /at most 2000 characters/);
   assert.equal(checkValue(parseColumnType('nvarchar(max)'), 'x'.repeat(100_000)), undefined);
+});
+
+test('the public document bounds every filter value by the LIKE pattern bound (decision 0462)', () => {
+  assert.equal(PUBLIC.components.schemas.FilterValue.maxLength, LIKE_PATTERN_MAX_CHARACTERS);
 });
 
 let t: TestApp;

@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { OPERATIONS } from '../../generated/operations';
 import { CATALOG } from '../../generated/catalog';
 import type { EntityDef, FieldDef, OperationInfo } from '../../src/catalog/types';
-import { parseColumnType } from '../../src/catalog/bounds';
+import { LIKE_PATTERN_MAX_CHARACTERS, parseColumnType } from '../../src/catalog/bounds';
 import { contractDocument } from '../../src/http/openapi-document';
 import { apInvoice, journal } from './posting-fixture';
 
@@ -63,6 +63,8 @@ export interface BadValue {
   /** The value is outside the schema (or the column): the answer must be 4xx. */
   mustFail: boolean;
   label: string;
+  /** A filter value for this operator rather than `=` (a LIKE pattern). */
+  operator?: string;
 }
 
 const NUMBERS: Array<[number, string]> = [
@@ -173,6 +175,7 @@ export function badFilterValues(field: FieldDef): BadValue[] {
         must('a\u0000b', 'NUL'),
         must('\ud800', 'lone surrogate'),
         ...(column.maxLength !== undefined ? [must('x'.repeat(column.maxLength + 1), `${column.sql} +1`)] : []),
+        { ...must(`%${'x'.repeat(LIKE_PATTERN_MAX_CHARACTERS)}`, `LIKE pattern of ${LIKE_PATTERN_MAX_CHARACTERS + 1} characters`), operator: 'LIKE' },
       ];
     case 'date':
       return ['2026-02-30', '0000-01-01', '10000-01-01'].map((d) => must(d, `date ${d}`));
@@ -203,15 +206,18 @@ const QUERY_ENTITY = new Map<string, EntityDef>(Object.values(CATALOG).map((e) =
 
 function filterCase(entity: EntityDef, field: FieldDef, bad: BadValue, shape: number): { body: Json; field: string } {
   const good = (f: FieldDef) => (f.kind === 'string' ? 'a' : f.kind === 'date' ? '2026-01-01' : f.kind === 'datetime' ? '2026-01-01' : f.kind === 'boolean' ? true : f.kind === 'uuid' ? '00000000-0000-4000-8000-000000000000' : 1);
-  switch (shape % 4) {
+  const operator = bad.operator ?? '=';
+  // An operator of its own (LIKE) has no list form: the two shapes with a single value.
+  const s = shape % 4;
+  switch (bad.operator === undefined ? s : s === 1 ? 0 : s === 2 ? 3 : s) {
     case 0:
-      return { body: { filters: { match: { field: field.name, operator: '=', value: bad.value } } }, field: 'filters.match.value' };
+      return { body: { filters: { match: { field: field.name, operator, value: bad.value } } }, field: 'filters.match.value' };
     case 1:
       return { body: { filters: { match: { field: field.name, operator: 'IN', values: [good(field), bad.value] } } }, field: 'filters.match.values[1]' };
     case 2:
       return { body: { filters: { match: { fields: [field.name], operator: 'inPairs', pairs: [{ [field.name]: good(field) }, { [field.name]: bad.value }] } } }, field: `filters.match.pairs[1].${field.name}` };
     default:
-      return { body: { filters: { and: [{ match: { field: 'recordNumber', operator: '>', value: 0 } }, { match: { field: field.name, operator: '=', value: bad.value } }] } }, field: 'filters.and[1].match.value' };
+      return { body: { filters: { and: [{ match: { field: 'recordNumber', operator: '>', value: 0 } }, { match: { field: field.name, operator, value: bad.value } }] } }, field: 'filters.and[1].match.value' };
   }
 }
 

@@ -2,7 +2,9 @@
  * In-memory evaluation of a filter tree over published records (JSON values), independent of
  * the SQL the engine generates: the oracle of the query tests.
  *   - a comparison with a null field value is false (SQL semantics, also for != and NOT LIKE)
- *   - LIKE: `%` is the only wildcard, case-insensitive (ASCII)
+ *   - LIKE: `%` is the only wildcard, case-insensitive for all of Unicode as PostgreSQL's ILIKE
+ *     folds it: each code point lower-cased on its own (Unicode's simple mapping: İ is i, a final Σ
+ *     is σ), then compared exactly (decision 0463)
  *   - dates compare as YYYY-MM-DD text, numbers as numbers
  */
 export type Json = string | number | boolean | null;
@@ -27,11 +29,15 @@ function likeRegex(pattern: string): RegExp {
     .split('%')
     .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
     .join('.*');
-  return new RegExp(`^${body}$`, 'is');
+  // No `i` flag: the text is folded first (foldCase), then compared exactly.
+  return new RegExp(`^${body}$`, 'su');
 }
 
-function lowerAscii(s: string): string {
-  return s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+/** Each code point lower-cased alone (so no context rule applies), İ to i: PostgreSQL's lower(). */
+export function foldCase(s: string): string {
+  let out = '';
+  for (const ch of s) out += ch === '\u0130' ? 'i' : ch.toLowerCase();
+  return out;
 }
 
 function same(a: Json | undefined, b: Json | undefined): boolean {
@@ -65,9 +71,9 @@ export function evaluate(node: Node, record: Record<string, unknown>): boolean {
     case '<=':
       return (v as number | string) <= (m.value as number | string);
     case 'LIKE':
-      return likeRegex(lowerAscii(String(m.value))).test(lowerAscii(String(v)));
+      return likeRegex(foldCase(String(m.value))).test(foldCase(String(v)));
     case 'NOT LIKE':
-      return !likeRegex(lowerAscii(String(m.value))).test(lowerAscii(String(v)));
+      return !likeRegex(foldCase(String(m.value))).test(foldCase(String(v)));
     case 'IN':
       return m.values!.some((x) => same(v, x));
     default:

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import type { EntityDef, FieldDef } from '../../src/catalog/types';
 import { dialectFor } from '../../src/storage/dialect';
-import type { Engine } from '../../src/storage/database';
+import { parseDatabaseUrl, type Engine } from '../../src/storage/database';
 import { Dec } from '../../src/storage/decimal';
 import { installDataCounter } from '../../db/migrations/20261125000001_data_change_counter';
 import { createThrowawayDatabase } from './pg-throwaway';
@@ -114,7 +114,8 @@ export interface FixtureDatabase {
 
 async function emptyDatabase(): Promise<FixtureDatabase> {
   if (FIXTURE_ENGINE === 'sqlite') {
-    const knex = knexFactory({ client: 'better-sqlite3', connection: { filename: ':memory:' }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
+    // The connection as the service opens one: its pragmas and the SQLite dialect's LIKE function (decision 0463).
+    const knex = knexFactory(parseDatabaseUrl('sqlite://:memory:').config);
     return { knex, engine: 'sqlite', destroy: () => knex.destroy() };
   }
   const db = await createThrowawayDatabase(process.env.TEST_POSTGRES_URL!, 'ais_qfx');

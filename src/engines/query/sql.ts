@@ -9,7 +9,7 @@
  */
 import type { Knex } from 'knex';
 import type { ChildDef, FieldDef } from '../../catalog/types';
-import type { QueryDialect, SqlFragment } from '../../storage/dialect';
+import type { ExactText, ListColumn, QueryDialect, SqlFragment } from '../../storage/dialect';
 import { INLINE_PARAM_BUDGET } from '../../storage/parameter-budget';
 import type { Condition, QueryPlan, TypedValue } from './types';
 
@@ -29,7 +29,11 @@ export interface SqlContext {
   qd: QueryDialect;
   /** Table alias qualifying columns. */
   alias: string;
-  /** Parameters still available for inlined lists in this statement. */
+  /**
+   * Parameters still available for inlined lists in this statement; the extra parameter of an
+   * exact text comparison (QueryDialect.exactText) is taken from it too, and past it such a
+   * comparison takes one parameter (a list of one).
+   */
   budget: number;
 }
 
@@ -43,9 +47,26 @@ export function encode(qd: QueryDialect, field: FieldDef, v: TypedValue): unknow
 
 type Mode = 'and' | 'or';
 
+function rawOf(f: SqlFragment): [string, Knex.RawBinding[]] {
+  return [f.sql, f.bindings as Knex.RawBinding[]];
+}
+
 function raw(qb: Knex.QueryBuilder, mode: Mode, f: SqlFragment): void {
-  if (mode === 'and') qb.whereRaw(f.sql, f.bindings as Knex.RawBinding[]);
-  else qb.orWhereRaw(f.sql, f.bindings as Knex.RawBinding[]);
+  if (mode === 'and') qb.whereRaw(...rawOf(f));
+  else qb.orWhereRaw(...rawOf(f));
+}
+
+/** A field's column as a list compares it (`inList`, `inTuples`). */
+function listColumn(field: FieldDef, column: string): ListColumn {
+  return { column, kind: field.kind, ...(field.scale !== undefined ? { scale: field.scale } : {}) };
+}
+
+/**
+ * The dialect's exact text comparison for a text field, where the engine's own `=` is not exact
+ * (SQL Server: QueryDialect.exactText); undefined otherwise: the plain comparison is exact.
+ */
+function exactTextOf(ctx: SqlContext, field: FieldDef): ExactText | undefined {
+  return field.kind === 'string' ? ctx.qd.exactText : undefined;
 }
 
 /** Adds `cond` to `qb`, joined with AND or OR to what is already there. */
@@ -60,39 +81,57 @@ export function applyCondition(qb: Knex.QueryBuilder, cond: Condition, ctx: SqlC
       });
       return;
     }
-    case 'compare':
-      qb[where](col(ctx.alias, cond.field.column), cond.op, encode(ctx.qd, cond.field, cond.value) as Knex.Value);
+    case 'compare': {
+      const exact = exactTextOf(ctx, cond.field);
+      const column = col(ctx.alias, cond.field.column);
+      const value = encode(ctx.qd, cond.field, cond.value);
+      if (exact && cond.op === '<>') raw(qb, mode, exact.differs(column, value as string));
+      else if (exact && cond.op === '=') {
+        if (exact.extraParametersPerValue <= ctx.budget) {
+          ctx.budget -= exact.extraParametersPerValue;
+          raw(qb, mode, exact.equals(column, value as string));
+        } else raw(qb, mode, ctx.qd.inList(listColumn(cond.field, column), [value])); // one parameter
+      } else qb[where](column, cond.op, value as Knex.Value);
       return;
+    }
     case 'like':
       raw(qb, mode, ctx.qd.like(col(ctx.alias, cond.field.column), cond.pattern, cond.negate));
       return;
     case 'in': {
       const values = cond.values.map((v) => encode(ctx.qd, cond.field, v));
       const column = col(ctx.alias, cond.field.column);
-      if (values.length <= INLINE_LIST_MAX && values.length <= ctx.budget) {
-        ctx.budget -= values.length;
-        if (mode === 'and') qb.whereIn(column, values as Knex.Value[]);
+      const exact = exactTextOf(ctx, cond.field);
+      const size = values.length * (1 + (exact?.extraParametersPerValue ?? 0));
+      if (values.length <= INLINE_LIST_MAX && size <= ctx.budget) {
+        ctx.budget -= size;
+        if (exact) raw(qb, mode, exact.inValues(column, values as string[]));
+        else if (mode === 'and') qb.whereIn(column, values as Knex.Value[]);
         else qb.orWhereIn(column, values as Knex.Value[]);
       } else {
-        raw(qb, mode, ctx.qd.inList({ column, kind: cond.field.kind, ...(cond.field.scale !== undefined ? { scale: cond.field.scale } : {}) }, values));
+        raw(qb, mode, ctx.qd.inList(listColumn(cond.field, column), values));
       }
       return;
     }
     case 'inPairs': {
       const tuples = cond.pairs.map((t) => t.map((v, i) => encode(ctx.qd, cond.fields[i]!, v)));
-      const size = tuples.length * cond.fields.length;
+      const exact = cond.fields.map((f) => exactTextOf(ctx, f));
+      const size = tuples.length * cond.fields.reduce((n, _, i) => n + 1 + (exact[i]?.extraParametersPerValue ?? 0), 0);
       if (tuples.length <= INLINE_LIST_MAX && size <= ctx.budget) {
         // An OR of ANDs: portable (no row values), fine for short lists.
         ctx.budget -= size;
         qb[where](function pairs(this: Knex.QueryBuilder) {
           for (const t of tuples) {
             this.orWhere(function pair(this: Knex.QueryBuilder) {
-              cond.fields.forEach((f, i) => this.where(col(ctx.alias, f.column), t[i] as Knex.Value));
+              cond.fields.forEach((f, i) => {
+                const e = exact[i];
+                if (e) this.whereRaw(...rawOf(e.equals(col(ctx.alias, f.column), t[i] as string)));
+                else this.where(col(ctx.alias, f.column), t[i] as Knex.Value);
+              });
             });
           }
         });
       } else {
-        const columns = cond.fields.map((f) => ({ column: col(ctx.alias, f.column), kind: f.kind, ...(f.scale !== undefined ? { scale: f.scale } : {}) }));
+        const columns = cond.fields.map((f) => listColumn(f, col(ctx.alias, f.column)));
         raw(qb, mode, ctx.qd.inTuples(columns, tuples));
       }
       return;

@@ -41,7 +41,7 @@ export type Typed = { ok: true; value: TypedValue } | { ok: false; code: 'type' 
  * Types `raw` for `field` and checks it against the field's column bounds (range of int/smallint,
  * DECIMAL(p,s) digits, text length, NUL and unpaired surrogates, storable dates), so a value no
  * engine could bind is a 400 here rather than a driver error. `likePattern`: the value is a LIKE
- * pattern (text rule only, no length bound).
+ * pattern (the text rule, and LIKE_PATTERN_MAX_CHARACTERS instead of the column's length).
  */
 export function typeValue(field: Pick<FieldDef, 'kind' | 'sqlType'>, raw: unknown, options: { likePattern?: boolean } = {}): Typed {
   const typed = typeKind(field.kind, raw);

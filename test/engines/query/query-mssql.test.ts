@@ -96,6 +96,86 @@ describe('SQL Server statements', () => {
   });
 });
 
+describe('SQL Server: text compared exactly (decision 0464)', () => {
+  const vendors = CATALOG.vendors!;
+  /** The exact check of a column: binary code points, a sentinel after it so trailing spaces count. */
+  const exact = (column: string) => `([b].[${column}] + N'~') COLLATE Latin1_General_100_BIN2`;
+  const where = (sql: string) => sql.slice(sql.indexOf(' where ') + 7);
+
+  test("= keeps the column's own comparison (an index seek) and ANDs the exact one: the value twice, the second with the sentinel", () => {
+    const { count, page } = statements(vendors, { filters: { match: { field: 'vendorName', operator: '=', value: 'Trailing Space' } }, orderBy: ['vendorName ASC'] });
+    assert.equal(where(count.sql), `([b].[vndnme] = @p0 AND ${exact('vndnme')} = @p1)`);
+    assert.deepEqual(count.bindings, ['Trailing Space', 'Trailing Space~']);
+    assert.ok(page.sql.includes(`where ([b].[vndnme] = @p1 AND ${exact('vndnme')} = @p2) order by [b].[vndnme] asc`), page.sql);
+  });
+
+  test('!= is the exact negation, one parameter; a null column stays out (NULL + the sentinel is NULL), no IS NULL added', () => {
+    for (const operator of ['!=', '<>']) {
+      const { count } = statements(vendors, { filters: { match: { field: 'vendorName', operator, value: 'EMILE' } } });
+      assert.equal(where(count.sql), `${exact('vndnme')} <> @p0`);
+      assert.deepEqual(count.bindings, ['EMILE~']);
+      assert.doesNotMatch(count.sql, /is null/i);
+    }
+  });
+
+  test('IN: a short list inlined twice (the seek, the exact check), a long one as one JSON list checked exactly per entry', () => {
+    const short = statements(vendors, { filters: { match: { field: 'vendorName', operator: 'IN', values: ['a', 'B '] } } }).count;
+    assert.equal(where(short.sql), `([b].[vndnme] IN (@p0, @p1) AND ${exact('vndnme')} IN (@p2, @p3))`);
+    assert.deepEqual(short.bindings, ['a', 'B ', 'a~', 'B ~']);
+    const values = Array.from({ length: 100 }, (_, i) => `V${i}`);
+    const long = statements(vendors, { filters: { match: { field: 'vendorName', operator: 'IN', values } } }).count;
+    assert.equal(
+      where(long.sql),
+      `[b].[vndnme] IN (SELECT [l].[v] FROM OPENJSON(@p0) WITH ([v] nvarchar(4000) '$') AS [l] WHERE ([l].[v] + N'~') COLLATE Latin1_General_100_BIN2 = ${exact('vndnme')})`,
+    );
+    assert.deepEqual(JSON.parse(String(long.bindings[0])), values);
+  });
+
+  test('inPairs: text members exact, inlined or through OPENJSON; other kinds as they were', () => {
+    const short = statements(parts, { filters: { match: { operator: 'inPairs', fields: ['partCode', 'recordNumber'], pairs: [{ partCode: 'pl-1', recordNumber: 1 }, { partCode: 'PL-2 ', recordNumber: 2 }] } } }).count;
+    assert.equal(
+      where(short.sql),
+      `((([b].[prtcde] = @p0 AND ${exact('prtcde')} = @p1) and [b].[recnum] = @p2) or (([b].[prtcde] = @p3 AND ${exact('prtcde')} = @p4) and [b].[recnum] = @p5))`,
+    );
+    assert.deepEqual(short.bindings, ['pl-1', 'pl-1~', 1, 'PL-2 ', 'PL-2 ~', 2]);
+    const pairs = Array.from({ length: 100 }, (_, i) => ({ partCode: `P-${i}`, recordNumber: i }));
+    const long = statements(parts, { filters: { match: { operator: 'inPairs', fields: ['partCode', 'recordNumber'], pairs } } }).count;
+    assert.ok(where(long.sql).endsWith(`AS [p] WHERE [b].[prtcde] = [p].[c0] AND ${exact('prtcde')} = ([p].[c0] + N'~') AND [b].[recnum] = [p].[c1])`), long.sql);
+    assert.equal(long.bindings.length, 1);
+  });
+
+  test('numbers, dates, uuids and LIKE compile as before; PostgreSQL and SQLite keep the plain = (exact there already)', () => {
+    const { count } = statements(vendors, { filters: { and: [{ match: { field: 'recordNumber', operator: '=', value: 5 } }, { match: { field: 'id', operator: '!=', value: '00000000-0000-4000-8000-000000000000' } }] } });
+    assert.equal(where(count.sql), '([b].[recnum] = @p0 and [b].[_idnum] <> @p1)');
+    const like = statements(vendors, { filters: { match: { field: 'vendorName', operator: 'LIKE', value: 'a%' } } }).count;
+    assert.equal(where(like.sql), "[b].[vndnme] LIKE @p0 ESCAPE '!'");
+    for (const engine of ['postgres', 'sqlite'] as const) {
+      const knex = knexFactory({ client: engine === 'postgres' ? 'pg' : 'better-sqlite3', useNullAsDefault: true });
+      const plan = planQuery(vendors, { filters: { or: [{ match: { field: 'vendorName', operator: '=', value: 'a' } }, { match: { field: 'vendorName', operator: '!=', value: 'd' } }, { match: { field: 'vendorName', operator: 'IN', values: ['b', 'c'] } }] } }, { maxFilterDepth: 32 });
+      const sql = countQuery(knex, queryDialectFor(engine), plan).toSQL().toNative();
+      assert.doesNotMatch(sql.sql, /COLLATE|~/i, engine);
+      assert.deepEqual(sql.bindings, ['a', 'd', 'b', 'c'], engine);
+    }
+  });
+
+  test('a thousand exact = and inlined lists in one tree stay below 2,100 parameters, every = exact', () => {
+    const lists = Array.from({ length: 14 }, (_, i) => ({ match: { field: 'partCode', operator: 'IN', values: Array.from({ length: 64 }, (_, j) => `L${i}-${j}`) } }));
+    const equals = Array.from({ length: 986 }, (_, i) => ({ match: { field: 'partCode', operator: '=', value: `E${i}` } }));
+    for (const or of [[...lists, ...equals], [...equals, ...lists], [...equals, ...equals.slice(0, 14)]]) {
+      const { count, page } = statements(parts, { filters: { or }, orderBy: ['partCode ASC'], page: { pageNumber: 3, pageSize: 10 } });
+      for (const s of [count, page]) assert.ok(s.bindings.length < LIMIT - 100, `${s.bindings.length} parameters`);
+      // The two-parameter form while the budget lasts, then a list of one (one parameter, exact too); no bare =.
+      const leaves = or.filter((n) => n.match.operator === '=').length;
+      const twoParameters = (count.sql.match(/\[b\]\.\[prtcde\] = @p\d+ AND \(\[b\]\.\[prtcde\] \+ N'~'\)/g) ?? []).length;
+      const bare = (count.sql.match(/\[b\]\.\[prtcde\] = @p\d+/g) ?? []).length;
+      const listsOfOne = count.bindings.filter((b) => typeof b === 'string' && b.startsWith('[') && (JSON.parse(b) as unknown[]).length === 1).length;
+      assert.equal(bare, twoParameters);
+      assert.equal(twoParameters + listsOfOne, leaves, `${twoParameters} + ${listsOfOne}`);
+      assert.ok(twoParameters > 0 && listsOfOne > 0);
+    }
+  });
+});
+
 describe('SQL Server statements of the events wing', () => {
   test('detection reads headers and lines, payroll journals left out of both', () => {
     const from = new Date('2026-11-27T10:00:00Z');
