@@ -11,6 +11,7 @@ import { ApiProblem } from '../errors/problem';
 import { Detector } from './detector';
 import { DeliveryWorker, httpSender, type Sender } from './delivery';
 import { EVENT_TYPES, kindOfType, TEST_EVENT_TYPE } from './kinds';
+import { openWritesFor, type OpenWrites } from '../storage/open-writes';
 import { newSecret, ROTATION_OVERLAP_MS } from './signing';
 import { DELIVERY_LOG_RETENTION_MS } from './schedule';
 import { EventStore, type DeliveryRow, type EndpointRow, type WebhookChange } from './store';
@@ -48,6 +49,8 @@ export interface EventsOptions {
   holder?: string;
   /** Whether the process holding the detection lease is gone (src/storage/instance-heartbeat.ts, bootGone). */
   holderGone?: (holder: string) => Promise<boolean>;
+  /** The oldest transaction still writing (default: storage/open-writes.ts for the engine). */
+  openWrites?: OpenWrites;
 }
 
 /**
@@ -91,6 +94,7 @@ export class Events {
       logger: o.logger,
       clock: this.clock,
       lagMs: o.config.eventDetectionLagSeconds * 1000,
+      openWrites: o.openWrites ?? openWritesFor(o.knex, o.engine, o.logger),
       leaseMs: Math.max(2 * intervalMs, 60_000),
       holder: this.holder,
       feed: this.feed,
