@@ -948,7 +948,8 @@ export interface paths {
          * @description Changes the event types or the description, or pauses (`paused: true`) and resumes
          *     (`paused: false`) the feed. Resuming counts as a read (the 30-day pause starts again); a feed
          *     paused because its owner key was switched off is paused again at the next detection if the
-         *     owner still may not read. Types no active feed or endpoint subscribes to are no longer detected.
+         *     owner still may not read. Types no active feed or endpoint subscribes to are no longer detected;
+         *     when an added type or a resume subscribes to them again, detection starts from now (no history is sent).
          *     Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the audit log.
          */
         post: operations["updateEventFeed"];
@@ -2856,7 +2857,9 @@ export interface paths {
          * @description Changes the url, the event types, the description, or pauses (`paused: true`) and resumes
          *     (`paused: false`) the endpoint. Resuming also re-enables an endpoint disabled by a 410 answer or
          *     paused because its owner key was switched off (it is paused again at the next detection if the
-         *     owner still may not read). Deliveries queued while paused are sent on resume. Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
+         *     owner still may not read). Deliveries queued while paused are sent on resume; changes made while
+         *     it was paused are not. A document kind that an added event type or a resume subscribes to, and
+         *     that no other active endpoint or feed subscribes to, is detected from now on (no history is sent). Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
          */
         post: operations["updateWebhookEndpoint"];
         delete?: never;

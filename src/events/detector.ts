@@ -7,7 +7,7 @@ import { readRecordsById } from '../engines/query/read-records';
 import { unreadableFieldsOf } from '../engines/query/envelope';
 import { EVENT_KINDS, kindOfType, type ChangeType, type EventKind } from './kinds';
 import { eventDocument, type EventDocument } from './document';
-import type { EndpointRow, EventStore } from './store';
+import { CursorMoved, type EndpointRow, type EventStore } from './store';
 import type { OpenWrites } from '../storage/open-writes';
 import { ownerMayReceive, visibleFieldNames, visibleRecord } from './visibility';
 import { CATALOG } from '../../generated/catalog';
@@ -169,14 +169,20 @@ export class Detector {
       result.kinds.push(kind);
       const cursor = cursors.get(kind);
       if (!cursor) {
-        // First subscription to this kind: detection starts now (no history is sent).
+        // First subscription to this kind (its subscription sets the cursor; this is the fallback): no history is sent.
         await store.ensureCursor(kind, upper ?? new Date(at.getTime() - this.o.lagMs));
         continue;
       }
       if (upper === null || upper <= cursor) continue;
-      const { changes, queued } = await this.detectKind(kind, cursor, upper, subscribers, owners, at, feedTypes);
-      result.changes += changes;
-      result.queued += queued;
+      try {
+        const { changes, queued } = await this.detectKind(kind, cursor, upper, subscribers, owners, at, feedTypes);
+        result.changes += changes;
+        result.queued += queued;
+      } catch (err) {
+        // A first subscriber of the kind moved its cursor meanwhile: the window was rolled back, the next cycle reads from there.
+        if (!(err instanceof CursorMoved)) throw err;
+        this.o.logger.info({ kind }, 'change-event detection: the cursor moved during the cycle (a new subscription); the window is read again next cycle');
+      }
     }
     return result;
   }
@@ -226,7 +232,8 @@ export class Detector {
         }
         if (logged.length > 0) await this.o.feed!.append(trx, logged);
       }
-      await store.setCursor(trx, kind, upper, at);
+      // Only from the cursor this window was read from: a subscription that moved it meanwhile wins (CursorMoved rolls back).
+      await store.setCursor(trx, kind, cursor, upper, at);
       return { changes: changes.length, queued };
     });
   }

@@ -19,6 +19,14 @@ import { liveRow, liveRows } from './live-rows';
  */
 
 export type EndpointState = 'active' | 'paused' | 'disabled' | 'deleted';
+
+/** The detection cursor of a kind moved while a window was read from it (a first subscriber advanced it). */
+export class CursorMoved extends Error {
+  constructor(readonly kind: string) {
+    super(`the detection cursor of ${kind} moved`);
+    this.name = 'CursorMoved';
+  }
+}
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
 export interface EndpointRow {
@@ -239,13 +247,24 @@ export class EventStore {
     return new Map(rows.map((r: any) => [r.kind as string, fromDbTime(r.cursor)!]));
   }
 
-  /** Starts detection of `kind` at `at` unless it already has a cursor (a new subscription sees changes from now on). */
+  /** Starts detection of `kind` at `at` unless it already has a cursor. */
   async ensureCursor(kind: string, at: Date): Promise<void> {
     await insertUnlessExists(this.knex, 'whkcur', { kind, cursor: this.t(at), updated_at: this.t(at) }, ['kind'], 'kind');
   }
 
-  async setCursor(db: Knex | Knex.Transaction, kind: string, cursor: Date, at: Date): Promise<void> {
-    await db('whkcur').where({ kind }).update({ cursor: this.t(cursor), updated_at: this.t(at) });
+  /**
+   * Moves detection of `kind` forward to `to` (never back), or starts it there: a kind that gains
+   * its first active subscriber sends nothing older (no history).
+   */
+  async advanceCursor(kind: string, to: Date, at: Date): Promise<void> {
+    if (await insertUnlessExists(this.knex, 'whkcur', { kind, cursor: this.t(to), updated_at: this.t(at) }, ['kind'], 'kind')) return;
+    await this.knex('whkcur').where({ kind }).andWhere('cursor', '<', this.t(to)).update({ cursor: this.t(to), updated_at: this.t(at) });
+  }
+
+  /** Moves the cursor of `kind` from `from` to `to`; throws CursorMoved when it is no longer at `from`. */
+  async setCursor(db: Knex | Knex.Transaction, kind: string, from: Date, to: Date, at: Date): Promise<void> {
+    const n = await db('whkcur').where({ kind, cursor: this.t(from) }).update({ cursor: this.t(to), updated_at: this.t(at) });
+    if (Number(n) !== 1) throw new CursorMoved(kind);
   }
 
   /**
