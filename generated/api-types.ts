@@ -2695,7 +2695,8 @@ export interface paths {
         /**
          * Resend a delivery
          * @description Queues the delivery again now, with the same event id (`webhook-id`) and body, and a new
-         *     three-day retry window. Admin API keys only (403 FORBIDDEN for other keys); the resend is logged.
+         *     three-day retry window. A delivery whose endpoint was deleted cannot be sent: 404
+         *     WEBHOOK_ENDPOINT_NOT_FOUND, as `resend-failed` naming that endpoint answers. Admin API keys only (403 FORBIDDEN for other keys); the resend is logged.
          */
         post: operations["resendWebhookDelivery"];
         delete?: never;
@@ -2717,7 +2718,7 @@ export interface paths {
          * Read the delivery log
          * @description The delivery log (kept 30 days) in the read envelope (`asOf`, `page`, `data`): one row per event
          *     and endpoint with its status (`pending` while attempts remain, `succeeded`, `failed` after the
-         *     last attempt or a 410) and every attempt made (time, HTTP status, error). The query language of
+         *     last attempt, a 410, or the deletion of its endpoint: `lastError` `endpoint deleted`) and every attempt made (time, HTTP status, error). The query language of
          *     every `/query`: `select`, `filters`, `orderBy` and `page` over the fields of WebhookDelivery
          *     (`attemptLog`, a list, can be selected but not filtered or ordered). Shorthands, AND-ed with
          *     `filters`: `endpointId`, `status` and creation time (`since` inclusive, `until` exclusive).
@@ -2743,7 +2744,8 @@ export interface paths {
         /**
          * Resend every failed delivery since a time
          * @description Queues again every failed delivery created at or after `since` (of one endpoint when
-         *     `endpointId` is given), each with a new three-day retry window. Admin API keys only (403 FORBIDDEN for other keys).
+         *     `endpointId` is given), each with a new three-day retry window. Deliveries of deleted endpoints
+         *     are not queued nor counted (naming a deleted endpoint is 404 WEBHOOK_ENDPOINT_NOT_FOUND). Admin API keys only (403 FORBIDDEN for other keys).
          */
         post: operations["resendFailedWebhookDeliveries"];
         delete?: never;
@@ -2790,7 +2792,8 @@ export interface paths {
         put?: never;
         /**
          * Delete a webhook endpoint
-         * @description Deletes the endpoint: nothing more is detected or sent for it. Its delivery log stays readable
+         * @description Deletes the endpoint: nothing more is detected or sent for it. Its pending deliveries fail at once
+         *     (`status` `failed`, `lastError` `endpoint deleted`) and cannot be resent. Its delivery log stays readable
          *     until it is purged (30 days). Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
          */
         post: operations["deleteWebhookEndpoint"];

@@ -265,8 +265,9 @@ export class Events {
   async deleteEndpoint(by: AuditActor, id: string): Promise<EndpointRow> {
     const e = await this.endpointOrProblem(id);
     const at = this.clock();
-    await this.store.updateEndpoint(e.id, { state: 'deleted', stateReason: 'deleted' }, at);
-    await this.audit(e.id, by, 'deleted', {}, at);
+    // Its pending deliveries fail with it (decision 0468): the delivery log says what will happen.
+    const failedDeliveries = await this.store.deleteEndpoint(e.id, at);
+    await this.audit(e.id, by, 'deleted', { failedDeliveries }, at);
     return { ...e, state: 'deleted' };
   }
 
@@ -300,7 +301,8 @@ export class Events {
   async resend(by: AuditActor, id: string): Promise<DeliveryRow> {
     const d = await this.deliveryOrProblem(id);
     const at = this.clock();
-    await this.store.resend(d.id, at);
+    // A deleted endpoint is not found, as resend-failed naming it answers (decision 0468).
+    if (!(await this.store.resend(d.id, at))) throw new ApiProblem('WEBHOOK_ENDPOINT_NOT_FOUND', `The webhook endpoint ${d.endpointId} of delivery ${d.id} was deleted: nothing can be sent to it.`);
     await this.audit(d.endpointId, by, 'delivery-resent', { deliveryId: d.id, eventId: d.eventId }, at);
     return (await this.store.delivery(d.id))!;
   }
