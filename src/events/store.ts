@@ -19,6 +19,7 @@ import { liveRow, liveRows } from './live-rows';
  */
 
 export type EndpointState = 'active' | 'paused' | 'disabled' | 'deleted';
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
 /** `lastError` of the deliveries that failed because their endpoint was deleted (decision 0468). */
 export const ENDPOINT_DELETED = 'endpoint deleted';
@@ -30,7 +31,6 @@ export class CursorMoved extends Error {
     this.name = 'CursorMoved';
   }
 }
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
 export interface EndpointRow {
   id: string;
