@@ -25,6 +25,7 @@ import * as m016 from './migrations/20261127000240_event_line_indexes';
 import * as m017 from './migrations/20261127000261_sealed_webhook_secrets';
 import * as m018 from './migrations/20261127000262_audit_log';
 import * as m019 from './migrations/20261127000428_delivery_window_attempts';
+import * as m020 from './migrations/20261127000466_write_stamps';
 
 export interface MigrationModule {
   up(knex: Knex): Promise<void>;
@@ -52,6 +53,7 @@ export const MIGRATIONS: ReadonlyArray<readonly [string, MigrationModule]> = [
   ['20261127000261_sealed_webhook_secrets', m017],
   ['20261127000262_audit_log', m018],
   ['20261127000428_delivery_window_attempts', m019],
+  ['20261127000466_write_stamps', m020],
 ];
 
 type Entry = readonly [string, MigrationModule];

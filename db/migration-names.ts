@@ -27,4 +27,5 @@ export const MIGRATION_NAMES: readonly string[] = [
   '20261127000261_sealed_webhook_secrets',
   '20261127000262_audit_log',
   '20261127000428_delivery_window_attempts',
+  '20261127000466_write_stamps',
 ];

@@ -948,7 +948,8 @@ export interface paths {
          * @description Changes the event types or the description, or pauses (`paused: true`) and resumes
          *     (`paused: false`) the feed. Resuming counts as a read (the 30-day pause starts again); a feed
          *     paused because its owner key was switched off is paused again at the next detection if the
-         *     owner still may not read. Types no active feed or endpoint subscribes to are no longer detected.
+         *     owner still may not read. Types no active feed or endpoint subscribes to are no longer detected;
+         *     when an added type or a resume subscribes to them again, detection starts from now (no history is sent).
          *     Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the audit log.
          */
         post: operations["updateEventFeed"];
@@ -2694,7 +2695,8 @@ export interface paths {
         /**
          * Resend a delivery
          * @description Queues the delivery again now, with the same event id (`webhook-id`) and body, and a new
-         *     three-day retry window. Admin API keys only (403 FORBIDDEN for other keys); the resend is logged.
+         *     three-day retry window. A delivery whose endpoint was deleted cannot be sent: 404
+         *     WEBHOOK_ENDPOINT_NOT_FOUND, as `resend-failed` naming that endpoint answers. Admin API keys only (403 FORBIDDEN for other keys); the resend is logged.
          */
         post: operations["resendWebhookDelivery"];
         delete?: never;
@@ -2716,7 +2718,7 @@ export interface paths {
          * Read the delivery log
          * @description The delivery log (kept 30 days) in the read envelope (`asOf`, `page`, `data`): one row per event
          *     and endpoint with its status (`pending` while attempts remain, `succeeded`, `failed` after the
-         *     last attempt or a 410) and every attempt made (time, HTTP status, error). The query language of
+         *     last attempt, a 410, or the deletion of its endpoint: `lastError` `endpoint deleted`) and every attempt made (time, HTTP status, error). The query language of
          *     every `/query`: `select`, `filters`, `orderBy` and `page` over the fields of WebhookDelivery
          *     (`attemptLog`, a list, can be selected but not filtered or ordered). Shorthands, AND-ed with
          *     `filters`: `endpointId`, `status` and creation time (`since` inclusive, `until` exclusive).
@@ -2742,7 +2744,8 @@ export interface paths {
         /**
          * Resend every failed delivery since a time
          * @description Queues again every failed delivery created at or after `since` (of one endpoint when
-         *     `endpointId` is given), each with a new three-day retry window. Admin API keys only (403 FORBIDDEN for other keys).
+         *     `endpointId` is given), each with a new three-day retry window. Deliveries of deleted endpoints
+         *     are not queued nor counted (naming a deleted endpoint is 404 WEBHOOK_ENDPOINT_NOT_FOUND). Admin API keys only (403 FORBIDDEN for other keys).
          */
         post: operations["resendFailedWebhookDeliveries"];
         delete?: never;
@@ -2789,7 +2792,8 @@ export interface paths {
         put?: never;
         /**
          * Delete a webhook endpoint
-         * @description Deletes the endpoint: nothing more is detected or sent for it. Its delivery log stays readable
+         * @description Deletes the endpoint: nothing more is detected or sent for it. Its pending deliveries fail at once
+         *     (`status` `failed`, `lastError` `endpoint deleted`) and cannot be resent. Its delivery log stays readable
          *     until it is purged (30 days). Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
          */
         post: operations["deleteWebhookEndpoint"];
@@ -2856,7 +2860,9 @@ export interface paths {
          * @description Changes the url, the event types, the description, or pauses (`paused: true`) and resumes
          *     (`paused: false`) the endpoint. Resuming also re-enables an endpoint disabled by a 410 answer or
          *     paused because its owner key was switched off (it is paused again at the next detection if the
-         *     owner still may not read). Deliveries queued while paused are sent on resume. Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
+         *     owner still may not read). Deliveries queued while paused are sent on resume; changes made while
+         *     it was paused are not. A document kind that an added event type or a resume subscribes to, and
+         *     that no other active endpoint or feed subscribes to, is detected from now on (no history is sent). Admin API keys only (403 FORBIDDEN for other keys). Every change is written to the endpoint's audit log.
          */
         post: operations["updateWebhookEndpoint"];
         delete?: never;

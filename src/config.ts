@@ -170,7 +170,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     lockAdminOnly: bool(env, 'LOCK_ADMIN_ONLY', false),
     v2RejectUnknownFields: bool(env, 'V2_REJECT_UNKNOWN_FIELDS', false),
     eventDetectionIntervalSeconds: int(env, 'EVENT_DETECTION_INTERVAL_SECONDS', 300, 1, 86_400),
-    eventDetectionLagSeconds: int(env, 'EVENT_DETECTION_LAG_SECONDS', 30, 0, 3_600),
+    // At least 1 s: SQLite stamps whole seconds, so a row stamped after a window's bound may carry a stamp below it (decision 0466).
+    eventDetectionLagSeconds: int(env, 'EVENT_DETECTION_LAG_SECONDS', 30, 1, 3_600),
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     eventFeedPollMs: int(env, 'EVENT_FEED_POLL_MS', 500, 50, 5_000),

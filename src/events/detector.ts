@@ -7,7 +7,8 @@ import { readRecordsById } from '../engines/query/read-records';
 import { unreadableFieldsOf } from '../engines/query/envelope';
 import { EVENT_KINDS, kindOfType, type ChangeType, type EventKind } from './kinds';
 import { eventDocument, type EventDocument } from './document';
-import type { EndpointRow, EventStore } from './store';
+import { CursorMoved, type EndpointRow, type EventStore } from './store';
+import type { OpenWrites } from '../storage/open-writes';
 import { ownerMayReceive, visibleFieldNames, visibleRecord } from './visibility';
 import { CATALOG } from '../../generated/catalog';
 
@@ -28,9 +29,14 @@ function columnOf(entity: string, field: string): string {
  * transaction: a restart neither loses nor repeats a window.
  *
  * `upddte` is kept by triggers on every engine (db/migrations/20261122000004_upddte_triggers.ts),
- * so changes made directly in the database are found as well as the API's. The lag covers
- * transactions that stamp a row before they commit (PostgreSQL's now() is the transaction's
- * start): a row becomes visible to detection only once such a transaction must have ended.
+ * so changes made directly in the database are found as well as the API's. A row is stamped
+ * before its transaction commits, so a window never ends after the start of the oldest
+ * transaction still writing (storage/open-writes.ts, asked once per cycle before any window is
+ * read): every row stamped in a window has committed (or is gone) when the window is read, however
+ * long its transaction ran (a posting past its 504, a long transaction of the accounting system;
+ * docs/decisions/0466-detection-waits-for-open-writes.md). The lag is taken off that bound as well
+ * as off the clock: it covers the difference between the clocks that stamp rows (the database's,
+ * each instance's) and the detector's.
  *
  * One detector runs at a time across processes: a lease row in the database (`whklse`), renewed by
  * each cycle of its holder. When the holder's process is gone (killed, restarted: `holderGone`, from
@@ -45,6 +51,8 @@ export interface DetectorOptions {
   logger: Logger;
   clock: () => Date;
   lagMs: number;
+  /** The start of the oldest transaction still writing (storage/open-writes.ts): no window ends after it. */
+  openWrites: OpenWrites;
   leaseMs: number;
   holder: string;
   /** Whether the process holding the lease is gone (without it, a lease is taken only once it has run out). */
@@ -154,22 +162,40 @@ export class Detector {
       const kind = kindOfType(type);
       if (kind && !byKind.has(kind)) byKind.set(kind, []);
     }
-    const upper = new Date(at.getTime() - this.o.lagMs);
+    // Fixed before any window is read: what is stamped at or before it has committed by then.
+    const upper = await this.upperBound(at);
     const cursors = await store.cursors();
     for (const [kind, subscribers] of byKind) {
       result.kinds.push(kind);
       const cursor = cursors.get(kind);
       if (!cursor) {
-        // First subscription to this kind: detection starts now (no history is sent).
-        await store.ensureCursor(kind, upper);
+        // First subscription to this kind (its subscription sets the cursor; this is the fallback): no history is sent.
+        await store.ensureCursor(kind, upper ?? new Date(at.getTime() - this.o.lagMs));
         continue;
       }
-      if (upper <= cursor) continue;
-      const { changes, queued } = await this.detectKind(kind, cursor, upper, subscribers, owners, at, feedTypes);
-      result.changes += changes;
-      result.queued += queued;
+      if (upper === null || upper <= cursor) continue;
+      try {
+        const { changes, queued } = await this.detectKind(kind, cursor, upper, subscribers, owners, at, feedTypes);
+        result.changes += changes;
+        result.queued += queued;
+      } catch (err) {
+        // A first subscriber of the kind moved its cursor meanwhile: the window was rolled back, the next cycle reads from there.
+        if (!(err instanceof CursorMoved)) throw err;
+        this.o.logger.info({ kind }, 'change-event detection: the cursor moved during the cycle (a new subscription); the window is read again next cycle');
+      }
     }
     return result;
+  }
+
+  /**
+   * Where a window read now may end: `at` less the lag, and no later than the start of the oldest
+   * transaction still writing less the lag. null when that start cannot be known at this look
+   * (storage/open-writes.ts: another role's transaction on PostgreSQL, this process's first look).
+   */
+  async upperBound(at: Date = this.o.clock()): Promise<Date | null> {
+    const open = await this.o.openWrites.safeUpperBound(this.o.clock);
+    if (open === null) return null;
+    return new Date(Math.min(at.getTime(), open.getTime()) - this.o.lagMs);
   }
 
   private async detectKind(kind: EventKind, cursor: Date, upper: Date, subscribers: EndpointRow[], owners: Map<string, ApiKeyRecord>, at: Date, feedTypes: ReadonlySet<string>): Promise<{ changes: number; queued: number }> {
@@ -206,7 +232,8 @@ export class Detector {
         }
         if (logged.length > 0) await this.o.feed!.append(trx, logged);
       }
-      await store.setCursor(trx, kind, upper, at);
+      // Only from the cursor this window was read from: a subscription that moved it meanwhile wins (CursorMoved rolls back).
+      await store.setCursor(trx, kind, cursor, upper, at);
       return { changes: changes.length, queued };
     });
   }

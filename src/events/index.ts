@@ -10,7 +10,8 @@ import type { AuditActor, AuditLog } from '../audit';
 import { ApiProblem } from '../errors/problem';
 import { Detector } from './detector';
 import { DeliveryWorker, httpSender, type Sender } from './delivery';
-import { EVENT_TYPES, kindOfType, TEST_EVENT_TYPE } from './kinds';
+import { EVENT_TYPES, kindOfType, TEST_EVENT_TYPE, type EventKind } from './kinds';
+import { openWritesFor, type OpenWrites } from '../storage/open-writes';
 import { newSecret, ROTATION_OVERLAP_MS } from './signing';
 import { DELIVERY_LOG_RETENTION_MS } from './schedule';
 import { EventStore, type DeliveryRow, type EndpointRow, type WebhookChange } from './store';
@@ -48,6 +49,24 @@ export interface EventsOptions {
   holder?: string;
   /** Whether the process holding the detection lease is gone (src/storage/instance-heartbeat.ts, bootGone). */
   holderGone?: (holder: string) => Promise<boolean>;
+  /** The oldest transaction still writing (default: storage/open-writes.ts for the engine). */
+  openWrites?: OpenWrites;
+}
+
+/** A subscriber (webhook endpoint or event feed) whose active event types change. */
+interface Subscriber {
+  endpointId?: string;
+  feedId?: string;
+}
+
+/** The document kinds of a list of event types. */
+function kindsOf(types: readonly string[]): Set<EventKind> {
+  const kinds = new Set<EventKind>();
+  for (const t of types) {
+    const kind = kindOfType(t);
+    if (kind) kinds.add(kind);
+  }
+  return kinds;
 }
 
 /**
@@ -81,7 +100,7 @@ export class Events {
       logger: o.logger,
       clock: this.clock,
       pollMs: o.config.eventFeedPollMs ?? DEFAULT_FEED_POLL_MS,
-      startDetection: (types) => this.startCursors([...types]),
+      startDetection: (feed, before, after) => this.startDetection(feed, before, after),
       audit: o.audit,
       ...(o.isLocked ? { isLocked: o.isLocked } : {}),
     });
@@ -91,6 +110,7 @@ export class Events {
       logger: o.logger,
       clock: this.clock,
       lagMs: o.config.eventDetectionLagSeconds * 1000,
+      openWrites: o.openWrites ?? openWritesFor(o.knex, o.engine, o.logger),
       leaseMs: Math.max(2 * intervalMs, 60_000),
       holder: this.holder,
       feed: this.feed,
@@ -183,20 +203,37 @@ export class Events {
     return [...new Set(types)];
   }
 
-  /** Starts detection of newly subscribed kinds from now (minus the lag), not from the beginning of time. */
-  private async startCursors(types: string[]): Promise<void> {
-    const from = new Date(this.clock().getTime() - this.o.config.eventDetectionLagSeconds * 1000);
-    for (const kind of new Set(types.map(kindOfType))) if (kind) await this.store.ensureCursor(kind, from);
+  /**
+   * A subscriber's active event types change from `before` to `after` (none while it is not active):
+   * called BEFORE the change is saved, so no detection cycle reads for it from an old cursor. A kind
+   * it gains that no other active endpoint or feed has starts detection now: its cursor moves
+   * forward to where a window read now ends (Detector.upperBound), so a change made while nobody
+   * subscribed to the kind is never sent (no history: docs/decisions/0467-no-history-for-a-first-subscriber.md).
+   * A kind others subscribe to keeps its cursor: they are owed what lies after it.
+   */
+  private async startDetection(subscriber: Subscriber, before: readonly string[], after: readonly string[]): Promise<void> {
+    const had = kindsOf(before);
+    const gained = [...kindsOf(after)].filter((k) => !had.has(k));
+    if (gained.length === 0) return;
+    const others = new Set<EventKind>();
+    for (const e of (await this.store.endpoints({ states: ['active'] })).rows) if (e.id !== subscriber.endpointId) for (const k of kindsOf(e.eventTypes)) others.add(k);
+    for (const f of (await this.feed.store.feeds({ states: ['active'] })).rows) if (f.id !== subscriber.feedId) for (const k of kindsOf(f.eventTypes)) others.add(k);
+    const at = this.clock();
+    const from = (await this.detector.upperBound(at)) ?? new Date(at.getTime() - this.o.config.eventDetectionLagSeconds * 1000);
+    for (const kind of gained) {
+      if (others.has(kind)) await this.store.ensureCursor(kind, from);
+      else await this.store.advanceCursor(kind, from, at);
+    }
   }
 
   /** The new endpoint and its secret, in plain text this once (stored encrypted). */
   async createEndpoint(by: AuditActor & { keyId: string }, input: { url: string; eventTypes: string[]; description?: string | null }): Promise<EndpointRow & { secret: string }> {
     const url = await this.targetOrProblem(input.url);
     const eventTypes = this.eventTypesOrProblem(input.eventTypes);
+    await this.startDetection({}, [], eventTypes);
     const at = this.clock();
     const secret = newSecret();
     const e = await this.store.createEndpoint({ url, description: input.description ?? null, eventTypes, ownerKeyId: by.keyId, secret }, at);
-    await this.startCursors(eventTypes);
     await this.audit(e.id, by, 'created', { url, eventTypes, description: e.description }, at);
     return { ...e, secret };
   }
@@ -217,9 +254,10 @@ export class Events {
     // Resuming (also a 410-disabled or owner-paused endpoint) makes it active again; resuming
     // an endpoint whose owner still may not read pauses it again at the next cycle.
     if (input.paused === false) Object.assign(change, { state: 'active', stateReason: null });
+    const after = change.state ?? e.state;
+    await this.startDetection({ endpointId: e.id }, e.state === 'active' ? e.eventTypes : [], after === 'active' ? (change.eventTypes ?? e.eventTypes) : []);
     const at = this.clock();
     await this.store.updateEndpoint(e.id, change, at);
-    if (change.eventTypes) await this.startCursors(change.eventTypes);
     await this.audit(e.id, by, 'updated', { ...input, ...(change.url ? { url: change.url } : {}) }, at);
     return (await this.store.endpoint(e.id))!;
   }
@@ -227,8 +265,9 @@ export class Events {
   async deleteEndpoint(by: AuditActor, id: string): Promise<EndpointRow> {
     const e = await this.endpointOrProblem(id);
     const at = this.clock();
-    await this.store.updateEndpoint(e.id, { state: 'deleted', stateReason: 'deleted' }, at);
-    await this.audit(e.id, by, 'deleted', {}, at);
+    // Its pending deliveries fail with it (decision 0468): the delivery log says what will happen.
+    const failedDeliveries = await this.store.deleteEndpoint(e.id, at);
+    await this.audit(e.id, by, 'deleted', { failedDeliveries }, at);
     return { ...e, state: 'deleted' };
   }
 
@@ -262,7 +301,8 @@ export class Events {
   async resend(by: AuditActor, id: string): Promise<DeliveryRow> {
     const d = await this.deliveryOrProblem(id);
     const at = this.clock();
-    await this.store.resend(d.id, at);
+    // A deleted endpoint is not found, as resend-failed naming it answers (decision 0468).
+    if (!(await this.store.resend(d.id, at))) throw new ApiProblem('WEBHOOK_ENDPOINT_NOT_FOUND', `The webhook endpoint ${d.endpointId} of delivery ${d.id} was deleted: nothing can be sent to it.`);
     await this.audit(d.endpointId, by, 'delivery-resent', { deliveryId: d.id, eventId: d.eventId }, at);
     return (await this.store.delivery(d.id))!;
   }

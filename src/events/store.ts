@@ -21,6 +21,17 @@ import { liveRow, liveRows } from './live-rows';
 export type EndpointState = 'active' | 'paused' | 'disabled' | 'deleted';
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
+/** `lastError` of the deliveries that failed because their endpoint was deleted (decision 0468). */
+export const ENDPOINT_DELETED = 'endpoint deleted';
+
+/** The detection cursor of a kind moved while a window was read from it (a first subscriber advanced it). */
+export class CursorMoved extends Error {
+  constructor(readonly kind: string) {
+    super(`the detection cursor of ${kind} moved`);
+    this.name = 'CursorMoved';
+  }
+}
+
 export interface EndpointRow {
   id: string;
   url: string;
@@ -202,6 +213,30 @@ export class EventStore {
   }
 
   /**
+   * Deletes the endpoint (a state: its delivery log stays) and, in the same transaction, fails its
+   * pending deliveries: nothing will send them. Returns how many failed.
+   */
+  async deleteEndpoint(id: string, at: Date): Promise<number> {
+    return this.knex.transaction(async (trx) => {
+      await trx('whkept').where({ id }).update({ state: 'deleted', state_reason: 'deleted', updated_at: this.t(at) });
+      return this.failDeletedEndpoints(trx, { endpointId: id });
+    });
+  }
+
+  /**
+   * Fails the pending deliveries of deleted endpoints (of one endpoint, or one delivery): a
+   * delivery an attempt in flight, a resend or a resend-all put back in the queue as its endpoint
+   * was being deleted would otherwise stay pending for ever (claimDue claims active endpoints only).
+   * Its own statement, so it sees a deletion committed since the caller's previous one.
+   */
+  private async failDeletedEndpoints(db: Knex | Knex.Transaction, which: { endpointId?: string; deliveryId?: string }): Promise<number> {
+    const q = db('whkdlv').where({ status: 'pending' }).whereIn('endpoint_id', db('whkept').select('id').where({ state: 'deleted' }));
+    if (which.endpointId) q.where({ endpoint_id: which.endpointId });
+    if (which.deliveryId) q.where({ id: which.deliveryId });
+    return Number(await q.update({ status: 'failed', next_attempt_at: null, last_error: ENDPOINT_DELETED, claimed_by: null, claimed_until: null }));
+  }
+
+  /**
    * The secrets an attempt at `at` is signed with: the current one, and the previous one during
    * the overlap after a rotation. Throws SecretUnreadable when a value is under a key this
    * process does not hold.
@@ -239,13 +274,24 @@ export class EventStore {
     return new Map(rows.map((r: any) => [r.kind as string, fromDbTime(r.cursor)!]));
   }
 
-  /** Starts detection of `kind` at `at` unless it already has a cursor (a new subscription sees changes from now on). */
+  /** Starts detection of `kind` at `at` unless it already has a cursor. */
   async ensureCursor(kind: string, at: Date): Promise<void> {
     await insertUnlessExists(this.knex, 'whkcur', { kind, cursor: this.t(at), updated_at: this.t(at) }, ['kind'], 'kind');
   }
 
-  async setCursor(db: Knex | Knex.Transaction, kind: string, cursor: Date, at: Date): Promise<void> {
-    await db('whkcur').where({ kind }).update({ cursor: this.t(cursor), updated_at: this.t(at) });
+  /**
+   * Moves detection of `kind` forward to `to` (never back), or starts it there: a kind that gains
+   * its first active subscriber sends nothing older (no history).
+   */
+  async advanceCursor(kind: string, to: Date, at: Date): Promise<void> {
+    if (await insertUnlessExists(this.knex, 'whkcur', { kind, cursor: this.t(to), updated_at: this.t(at) }, ['kind'], 'kind')) return;
+    await this.knex('whkcur').where({ kind }).andWhere('cursor', '<', this.t(to)).update({ cursor: this.t(to), updated_at: this.t(at) });
+  }
+
+  /** Moves the cursor of `kind` from `from` to `to`; throws CursorMoved when it is no longer at `from`. */
+  async setCursor(db: Knex | Knex.Transaction, kind: string, from: Date, to: Date, at: Date): Promise<void> {
+    const n = await db('whkcur').where({ kind, cursor: this.t(from) }).update({ cursor: this.t(to), updated_at: this.t(at) });
+    if (Number(n) !== 1) throw new CursorMoved(kind);
   }
 
   /**
@@ -410,20 +456,31 @@ export class EventStore {
         .where({ id: deliveryId, window_start: this.t(windowStart) })
         .update({ ...logged, status: next.status, next_attempt_at: next.nextAttemptAt ? this.t(next.nextAttemptAt) : null });
       if (Number(sameWindow) === 0) await trx('whkdlv').where({ id: deliveryId }).update({ ...logged, attempts_at_window_start: attempt.attempt });
+      // Its endpoint deleted while the attempt was in flight: no retry will be sent.
+      await this.failDeletedEndpoints(trx, { deliveryId });
       return true;
     });
   }
 
-  /** Puts a delivery back in the queue now, with a new three-day window (same event id). */
-  async resend(id: string, at: Date): Promise<void> {
-    await this.knex('whkdlv').where({ id }).update(this.newWindow(at));
+  /**
+   * Puts a delivery back in the queue now, with a new three-day window (same event id); false when
+   * its endpoint is deleted (nothing would send it).
+   */
+  async resend(id: string, at: Date): Promise<boolean> {
+    const n = await this.knex('whkdlv').where({ id }).whereNotIn('endpoint_id', this.deletedEndpoints()).update(this.newWindow(at));
+    return Number(n) === 1 && (await this.failDeletedEndpoints(this.knex, { deliveryId: id })) === 0;
   }
 
+  /** Every failed delivery since `since` (of one endpoint) back in the queue, but those of deleted endpoints. */
   async resendFailed(since: Date, endpointId: string | undefined, at: Date): Promise<number> {
-    const q = this.knex('whkdlv').where({ status: 'failed' }).where('created_at', '>=', this.t(since));
+    const q = this.knex('whkdlv').where({ status: 'failed' }).where('created_at', '>=', this.t(since)).whereNotIn('endpoint_id', this.deletedEndpoints());
     if (endpointId) q.where({ endpoint_id: endpointId });
-    const n = await q.update(this.newWindow(at));
-    return Number(n);
+    const n = Number(await q.update(this.newWindow(at)));
+    return n - (await this.failDeletedEndpoints(this.knex, endpointId ? { endpointId } : {}));
+  }
+
+  private deletedEndpoints(): Knex.QueryBuilder {
+    return this.knex('whkept').select('id').where({ state: 'deleted' });
   }
 
   /**

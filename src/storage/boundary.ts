@@ -138,6 +138,8 @@ const MSSQL_NUMBERS: Record<number, DatabaseFailure> = {
   40501: refused('busy'), // service busy (Azure SQL)
   229: refused('permission'),
   230: refused('permission'),
+  297: refused('permission'), // the user does not have permission to perform this action
+  300: refused('permission'), // VIEW SERVER STATE (or another server permission) denied
   262: refused('permission'),
   18456: refused('permission'), // login failed
   // The connection: refused, reset, closed, or the database not (yet) open.

@@ -49,3 +49,13 @@ test('HEAP_LIMIT_MB: 1024 by default, 0 for V8’s own sizing, under 256 refused
   assert.deepEqual(workerExecArgv(['--max-old-space-size=300'], undefined, 1024), ['--max-old-space-size=300'], 'command line wins');
   assert.deepEqual(workerExecArgv([], '--max-old-space-size=512 --trace-warnings', 1024), [], 'NODE_OPTIONS wins (workers inherit it)');
 });
+
+test('EVENT_DETECTION_LAG_SECONDS: 30 by default, 1 to 3600; 0 is refused naming the variable (SQLite stamps whole seconds)', () => {
+  assert.equal(loadConfig({}).eventDetectionLagSeconds, 30);
+  assert.equal(loadConfig({ EVENT_DETECTION_LAG_SECONDS: '1' }).eventDetectionLagSeconds, 1);
+  // Not tied to DB_DEADLINE_MS any more: a transaction still writing holds detection back (decision 0466).
+  assert.equal(loadConfig({ EVENT_DETECTION_LAG_SECONDS: '1', DB_DEADLINE_MS: '15000' }).eventDetectionLagSeconds, 1);
+  for (const bad of ['0', '3601', '-1', '1.5']) {
+    assert.throws(() => loadConfig({ EVENT_DETECTION_LAG_SECONDS: bad }), (err: unknown) => err instanceof ConfigError && /EVENT_DETECTION_LAG_SECONDS/.test(err.message), bad);
+  }
+});

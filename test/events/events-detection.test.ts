@@ -158,3 +158,95 @@ test('every line table detection reads has its (upddte, _idref) index', async ()
   const tables = Object.values(EVENT_KINDS).flatMap((k) => Object.values(CATALOG[k.entity]!.children).map((c) => c.table));
   assert.deepEqual([...EVENT_LINE_TABLES].sort(), [...new Set(tables)].sort());
 });
+
+test('no history for a kind nobody subscribed to for a while: a change made meanwhile is not sent to its next subscriber (endpoint created, feed resumed)', async () => {
+  const f = await fresh();
+  const first = await f.t.post('/api/v3/webhook-endpoints', { url: 'https://hooks.example.com/accounting', eventTypes: ['purchase_order.updated', 'payable_invoice.updated'] }, f.t.adminKey);
+  assert.equal(first.status, 200, first.text);
+  const feedRes = await f.t.post('/api/v3/event-feeds', { eventTypes: ['purchase_order.updated'] }, f.t.adminKey);
+  assert.equal(feedRes.status, 200, feedRes.text);
+  catchUp(f);
+  await f.h.events.detectNow();
+  // Nobody subscribes to purchase orders any more: the endpoint drops the type, the feed is paused.
+  assert.equal((await f.t.post(`/api/v3/webhook-endpoints/${first.body.id}/update`, { eventTypes: ['payable_invoice.updated'] }, f.t.adminKey)).status, 200);
+  assert.equal((await f.t.post(`/api/v3/event-feeds/${feedRes.body.id}/update`, { paused: true }, f.t.adminKey)).status, 200);
+  const stale = (await f.h.events.store.cursors()).get('purchase_order')!;
+  const [before, after] = await f.t.knex('pchord').orderBy('recnum').limit(2).select('_idnum', 'recnum');
+  // Changed in the accounting system while unsubscribed (stamped on the test's clock), then a cycle (purchase orders are not read).
+  const meanwhile = new Date(f.h.clock.now.getTime() + 1_000);
+  await f.t.knex('pchord').where({ _idnum: before._idnum }).update({ dscrpt: 'changed while unsubscribed', updusr: 'JSMITH', upddte: f.h.events.store.t(meanwhile) });
+  f.h.clock.set(new Date(meanwhile.getTime() + 1_000));
+  await f.h.events.detectNow();
+  f.h.clock.advance(60_000);
+  // A new endpoint subscribes: detection of the kind starts now, past the change.
+  const second = await f.t.post('/api/v3/webhook-endpoints', { url: 'https://hooks.example.com/orders', eventTypes: ['purchase_order.updated'] }, f.t.adminKey);
+  assert.equal(second.status, 200, second.text);
+  const moved = (await f.h.events.store.cursors()).get('purchase_order')!;
+  assert.ok(moved > stale, 'the kind\'s cursor moved forward');
+  assert.equal((await f.h.events.detectNow()).queued, 0, 'nothing of before the subscription');
+  // The feed resumed: no kind gained (the endpoint has it), the cursor stays; a change from now on reaches both.
+  assert.equal((await f.t.post(`/api/v3/event-feeds/${feedRes.body.id}/update`, { paused: false }, f.t.adminKey)).status, 200);
+  assert.deepEqual((await f.h.events.store.cursors()).get('purchase_order'), moved);
+  // Stamped on the test's clock (ahead of the real one since the advance).
+  const later = new Date(f.h.clock.now.getTime() + 1_000);
+  await f.t.knex('pchord').where({ _idnum: after._idnum }).update({ dscrpt: 'changed once subscribed', updusr: 'MARY', upddte: f.h.events.store.t(later) });
+  f.h.clock.set(new Date(later.getTime() + 1_000));
+  assert.equal((await f.h.events.detectNow()).queued, 1);
+  const queued = await outbox(f);
+  assert.deepEqual(queued.map((e) => [e.type, e.body.data.record.recordNumber]), [['purchase_order.updated', Number(after.recnum)]]);
+  const events = (await f.t.post('/api/v3/events/query', { page: { pageSize: 100 } })).body.data;
+  assert.deepEqual(events.map((e: any) => [e.type, e.data.record.recordNumber]), [['purchase_order.updated', Number(after.recnum)]]);
+});
+
+test('no history for a feed that is the first to subscribe again (resumed after a pause), nor for an endpoint resumed', async () => {
+  const f = await fresh();
+  const feedRes = await f.t.post('/api/v3/event-feeds', { eventTypes: ['service_invoice.updated'] }, f.t.adminKey);
+  const endpoint = await f.t.post('/api/v3/webhook-endpoints', { url: 'https://hooks.example.com/accounting', eventTypes: ['inventory_allocation.updated'] }, f.t.adminKey);
+  assert.equal(endpoint.status, 200, endpoint.text);
+  catchUp(f);
+  await f.h.events.detectNow();
+  assert.equal((await f.t.post(`/api/v3/event-feeds/${feedRes.body.id}/update`, { paused: true }, f.t.adminKey)).status, 200);
+  assert.equal((await f.t.post(`/api/v3/webhook-endpoints/${endpoint.body.id}/update`, { paused: true }, f.t.adminKey)).status, 200);
+  const invoice = await f.t.knex('srvinv').orderBy('recnum').first('_idnum');
+  const allocation = await f.t.knex('invalc').orderBy('recnum').first('_idnum');
+  // Changed while paused (stamped on the test's clock), then a cycle (neither kind is read).
+  const meanwhile = new Date(f.h.clock.now.getTime() + 1_000);
+  await f.t.knex('srvinv').where({ _idnum: invoice._idnum }).update({ dscrpt: 'changed while paused', updusr: 'JSMITH', upddte: f.h.events.store.t(meanwhile) });
+  await f.t.knex('invalc').where({ _idnum: allocation._idnum }).update({ dscrpt: 'changed while paused', updusr: 'JSMITH', upddte: f.h.events.store.t(meanwhile) });
+  f.h.clock.set(new Date(meanwhile.getTime() + 1_000));
+  await f.h.events.detectNow();
+  f.h.clock.advance(60_000);
+  assert.equal((await f.t.post(`/api/v3/event-feeds/${feedRes.body.id}/update`, { paused: false }, f.t.adminKey)).status, 200);
+  assert.equal((await f.t.post(`/api/v3/webhook-endpoints/${endpoint.body.id}/update`, { paused: false }, f.t.adminKey)).status, 200);
+  const d = await f.h.events.detectNow();
+  assert.equal(d.changes, 0, 'nothing of before the resume');
+  assert.equal(Number((await f.t.knex('whkdlv').count({ n: '*' }))[0]!.n), 0);
+  assert.deepEqual((await f.t.post('/api/v3/events/query', {})).body.data, []);
+});
+
+test('a cycle that read a cursor a first subscriber moved meanwhile rolls its window back: the move wins, nothing of before it is queued', async () => {
+  const f = await fresh();
+  await subscribe(f, ['purchase_order.updated']);
+  catchUp(f);
+  await f.h.events.detectNow();
+  const read = await f.h.events.store.cursors();
+  const po = await f.t.knex('pchord').orderBy('recnum').first('_idnum');
+  const stamp = new Date(f.h.clock.now.getTime() + 1_000);
+  await f.t.knex('pchord').where({ _idnum: po._idnum }).update({ updusr: 'JSMITH', upddte: f.h.events.store.t(stamp) });
+  // The cursor moves (as a first subscriber's would) after this cycle has read it.
+  const movedTo = new Date(stamp.getTime() + 500);
+  await f.t.knex('whkcur').where({ kind: 'purchase_order' }).update({ cursor: f.h.events.store.t(movedTo) });
+  const store = f.h.events.store;
+  const cursors = store.cursors.bind(store);
+  store.cursors = async () => read;
+  try {
+    f.h.clock.set(new Date(stamp.getTime() + 2_000));
+    const d = await f.h.events.detectNow();
+    assert.equal(d.queued, 0);
+  } finally {
+    store.cursors = cursors;
+  }
+  assert.equal(Number((await f.t.knex('whkdlv').count({ n: '*' }))[0]!.n), 0, 'the window was rolled back');
+  assert.deepEqual((await store.cursors()).get('purchase_order'), movedTo, 'the cursor stays where it was moved');
+  assert.ok(f.t.logs.some((l) => /the cursor moved during the cycle/.test(String(l.msg))));
+});

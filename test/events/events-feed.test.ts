@@ -107,9 +107,11 @@ test('feeds are managed like webhook endpoints: admin keys only, every change in
   assert.equal(paused.status, 200, paused.text);
   assert.equal(paused.body.status, 'paused');
   assert.deepEqual(paused.body.eventTypes, ['purchase_order.updated']);
-  assert.ok((await h.events.store.cursors()).has('purchase_order'));
+  // Paused, the feed subscribes to nothing yet: detection of its new kind starts when it is resumed.
+  assert.ok(!(await h.events.store.cursors()).has('purchase_order'));
   const resumed = await t.post(`/api/v3/event-feeds/${f.id}/update`, { paused: false }, t.adminKey);
   assert.equal(resumed.body.status, 'active');
+  assert.ok((await h.events.store.cursors()).has('purchase_order'));
   assert.equal(resumed.body.lastReadAt, h.clock.now.toISOString(), 'resuming counts as a read');
 
   const del = await t.post(`/api/v3/event-feeds/${f.id}/delete`, {}, t.adminKey);

@@ -13,6 +13,7 @@ import { installEvents, type EventsHarness, emptyWebhookTables } from '../suppor
 import type { LoopbackServer } from '../support/net';
 import { startWebhookReceiver, type ReceivedWebhook as Received } from '../support/webhook-receiver';
 import { RETRY_DELAYS_MS, RETRY_WINDOW_MS } from '../../src/events/schedule';
+import { ENDPOINT_DELETED } from '../../src/events/store';
 import { backfill } from '../../db/migrations/20261127000428_delivery_window_attempts';
 
 let t: TestApp;
@@ -254,5 +255,60 @@ test('the migration\'s backfill compiles for SQL Server: one correlated UPDATE',
     );
   } finally {
     await mssql.destroy();
+  }
+});
+
+test('deleting an endpoint fails its pending deliveries; resending one answers 404 WEBHOOK_ENDPOINT_NOT_FOUND, resend-failed counts none of them', async () => {
+  // Another endpoint's delivery failed through its window: resend-failed sends it again.
+  const kept = await queuedDelivery();
+  await failedForGood(kept.endpointId, kept.deliveryId);
+  const gone = await queuedDelivery();
+  assert.equal((await h.events.deliverNow()).claimed, 1);
+  assert.equal((await logged(gone.endpointId, gone.deliveryId)).status, 'pending', 'a retry is due');
+
+  const deleted = await t.post(`/api/v3/webhook-endpoints/${gone.endpointId}/delete`, {}, t.adminKey);
+  assert.equal(deleted.status, 200, deleted.text);
+  const d = await logged(gone.endpointId, gone.deliveryId);
+  assert.deepEqual([d.status, d.lastError, d.nextAttemptAt, d.attempts], ['failed', ENDPOINT_DELETED, null, 1]);
+  assert.equal(d.attemptLog[0].error, 'HTTP 503', 'the attempt log keeps what the attempt got');
+  assert.equal((await stored(gone.deliveryId)).row.status, 'failed');
+  assert.deepEqual((await t.services.audit.flush(), await h.events.store.auditLog(gone.endpointId)).at(-1)!.detail, { failedDeliveries: 1 });
+
+  const resent = await t.post(`/api/v3/webhook-deliveries/${gone.deliveryId}/resend`, {}, t.adminKey);
+  assert.equal(resent.status, 404, resent.text);
+  assert.equal(resent.headers['x-error-code'], 'WEBHOOK_ENDPOINT_NOT_FOUND');
+  const named = await t.post('/api/v3/webhook-deliveries/resend-failed', { since: '2000-01-01T00:00:00Z', endpointId: gone.endpointId }, t.adminKey);
+  assert.equal(named.status, 404);
+  assert.equal(named.headers['x-error-code'], 'WEBHOOK_ENDPOINT_NOT_FOUND');
+  const all = await t.post('/api/v3/webhook-deliveries/resend-failed', { since: '2000-01-01T00:00:00Z' }, t.adminKey);
+  assert.equal(all.status, 200, all.text);
+  assert.deepEqual(all.body, { resent: 1 }, "the other endpoint's delivery only");
+  assert.equal((await stored(gone.deliveryId)).row.status, 'failed');
+  assert.equal((await stored(kept.deliveryId)).row.status, 'pending');
+
+  // Nothing is ever attempted for it again.
+  h.clock.advance(RETRY_WINDOW_MS);
+  while ((await h.events.deliverNow()).claimed > 0);
+  assert.deepEqual((await stored(gone.deliveryId)).attempts, [1]);
+});
+
+test('an attempt in flight when its endpoint is deleted: a failure leaves the delivery failed (not pending for ever), a success succeeded', async () => {
+  for (const outcome of [503, 204]) {
+    await emptyWebhookTables(t);
+    received.length = 0;
+    let release!: (a: { status: number }) => void;
+    answer = new Promise((resolve) => (release = resolve));
+    const { endpointId, deliveryId } = await queuedDelivery();
+    const cycle = h.events.deliverNow();
+    for (let i = 0; i < 200 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(received.length, 1, 'the attempt reached the receiver');
+    assert.equal((await t.post(`/api/v3/webhook-endpoints/${endpointId}/delete`, {}, t.adminKey)).status, 200);
+    release({ status: outcome });
+    await cycle;
+    const d = await logged(endpointId, deliveryId);
+    assert.deepEqual(d.attemptLog.map((a: any) => a.outcome), [outcome === 204 ? 'succeeded' : 'failed']);
+    if (outcome === 204) assert.deepEqual([d.status, d.nextAttemptAt], ['succeeded', null]);
+    else assert.deepEqual([d.status, d.nextAttemptAt, d.lastError], ['failed', null, ENDPOINT_DELETED]);
+    assert.equal((await stored(deliveryId)).row.status, d.status);
   }
 });

@@ -44,8 +44,11 @@ export interface EventFeedOptions {
   clock: () => Date;
   /** How often a process polls the log's high-water mark while requests wait (EVENT_FEED_POLL_MS). */
   pollMs: number;
-  /** Starts detection of a newly subscribed kind from now (the webhook endpoints' rule: no history). */
-  startDetection: (types: readonly string[]) => Promise<void>;
+  /**
+   * A feed's active event types change from `before` to `after` (none while not active), before the
+   * change is saved: a kind no other subscriber has starts detection now (the webhook endpoints' rule: no history).
+   */
+  startDetection: (feed: { feedId?: string }, before: readonly string[], after: readonly string[]) => Promise<void>;
   /** The one audit log of administrative actions: every feed change is an `event-feed.<change>` entry. */
   audit: AuditLog;
   isLocked?: () => boolean;
@@ -94,9 +97,9 @@ export class EventFeed implements DetectedEventSink {
 
   async createFeed(by: AuditActor & { keyId: string }, input: { eventTypes: string[]; description?: string | null }): Promise<FeedRow> {
     const eventTypes = this.eventTypesOrProblem(input.eventTypes);
+    await this.o.startDetection({}, [], eventTypes);
     const at = this.o.clock();
     const f = await this.store.createFeed({ description: input.description ?? null, eventTypes, ownerKeyId: by.keyId }, at);
-    await this.o.startDetection(eventTypes);
     await this.logFeedChange(f.id, by, 'created', { eventTypes, description: f.description }, at);
     return f;
   }
@@ -116,8 +119,9 @@ export class EventFeed implements DetectedEventSink {
     if (input.paused === true) Object.assign(change, { state: 'paused', stateReason: 'paused by an administrator' });
     // Resuming counts as a read, or a feed paused for being unread would be paused again at once.
     if (input.paused === false) Object.assign(change, { state: 'active', stateReason: null, lastReadAt: at });
+    const after = change.state ?? f.state;
+    await this.o.startDetection({ feedId: f.id }, f.state === 'active' ? f.eventTypes : [], after === 'active' ? (change.eventTypes ?? f.eventTypes) : []);
     await this.store.updateFeed(f.id, change, at);
-    if (change.eventTypes) await this.o.startDetection(change.eventTypes);
     await this.logFeedChange(f.id, by, 'updated', { ...input }, at);
     return (await this.store.feed(f.id))!;
   }
