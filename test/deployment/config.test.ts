@@ -49,3 +49,13 @@ test('HEAP_LIMIT_MB: 1024 by default, 0 for V8’s own sizing, under 256 refused
   assert.deepEqual(workerExecArgv(['--max-old-space-size=300'], undefined, 1024), ['--max-old-space-size=300'], 'command line wins');
   assert.deepEqual(workerExecArgv([], '--max-old-space-size=512 --trace-warnings', 1024), [], 'NODE_OPTIONS wins (workers inherit it)');
 });
+
+test('OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT): unset or an http(s) URL; anything else names the variable', () => {
+  assert.doesNotThrow(() => loadConfig({}));
+  assert.doesNotThrow(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }));
+  assert.doesNotThrow(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com/otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' }));
+  for (const bad of ['not-a-url', 'collector:4318', 'ftp://collector', 'http://']) {
+    assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: bad }), (err: unknown) => err instanceof ConfigError && /^OTEL_EXPORTER_OTLP_ENDPOINT must be an http/.test(err.message), bad);
+  }
+  assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not-a-url' }), (err: unknown) => err instanceof ConfigError && /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT/.test(err.message));
+});

@@ -189,6 +189,7 @@ test('a bad configuration value exits 1 with a message naming the variable', () 
     [{ DATABASE_URL: 'mysql://db/books' }, /DATABASE_URL must start with/],
     [{ DEMO_API_KEY: 'not-a-uuid' }, /DEMO_API_KEY must be a UUID/],
     [{ RATE_LIMIT_PER_MINUTE: '-1' }, /RATE_LIMIT_PER_MINUTE/],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'not-a-url' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http/],
   ] as const) {
     const res = spawnSync(process.execPath, [...NODE_TSX, 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
     assert.equal(res.status, 1, JSON.stringify(env));
