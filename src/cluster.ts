@@ -13,8 +13,10 @@
  * database (docs/deployment.md).
  *
  * A worker that dies is replaced (same index, so the same instance name: the new boot frees the
- * dead one's idempotency claims at start). A worker that fails before it is ready stops the whole
- * start (exit 1): the next one would fail the same way.
+ * dead one's idempotency claims at start). Before the port has opened, a worker that fails to start
+ * stops the whole start (exit 1): the next one would fail the same way. Once the instance serves,
+ * a worker that dies before it is ready is replaced too, unless MAX_START_FAILURES_IN_A_ROW workers
+ * did so with none ready in between (a crash loop: exit 1; docs/decisions/0471).
  * SIGTERM / SIGINT to the primary stop the instance: it stops accepting, hands every connection it
  * accepted to a worker, then tells every worker `stop`; each answers what it holds and exits, and
  * the primary exits once all have (a second signal kills them at once). A worker's own SIGTERM
@@ -232,6 +234,13 @@ export function workerConfig(config: Config, setup: WorkerSetup): Config {
   };
 }
 
+/**
+ * Once the instance serves, workers that die before they are ready are replaced; this many in a
+ * row, none ready in between, stop the instance (exit 1): a crash loop (a bad deployment, a
+ * database that refuses every new worker) is not retried for ever.
+ */
+export const MAX_START_FAILURES_IN_A_ROW = 3;
+
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
   const log = logger.child({ role: 'primary' });
   /** Set once the database is prepared: then told to every worker that asked, also to one forked later. */
@@ -263,6 +272,8 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   const dispatcher = new ConnectionDispatcher({ port: config.port, acceptForMs: config.shutdownGraceMs });
   /** Workers that asked to leave while no sibling served: answered `left` once one does (or `stop`). */
   const leaveWhenReplaced = new Set<number>();
+  /** Workers that died before they were ready since the last one was ready (the crash-loop bound). */
+  let startFailuresInARow = 0;
   let announced = false;
   let stopping = false;
   let exitCode = 0;
@@ -291,6 +302,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
 
   /** Worker `index` is prepared: it joins the rotation (the first one opens the port). */
   const join = (index: number, worker: Worker): void => {
+    startFailuresInARow = 0;
     dispatcher.open().then(
       (port) => {
         send(worker, { type: 'serving', port });
@@ -378,11 +390,23 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
         return;
       }
       if (!ready) {
-        log.fatal({ worker: index, code, signal }, 'a worker failed to start; stopping');
-        stop('SIGTERM', 1);
-        return;
+        startFailuresInARow += 1;
+        // Before the port opened nothing serves: the next worker would fail the same way.
+        if (!opened) {
+          log.fatal({ worker: index, code, signal }, 'a worker failed to start; stopping');
+          stop('SIGTERM', 1);
+          return;
+        }
+        // The instance serves: replace it, as one that dies later, unless they keep failing.
+        if (startFailuresInARow >= MAX_START_FAILURES_IN_A_ROW) {
+          log.fatal({ worker: index, code, signal, failures: startFailuresInARow }, 'workers keep failing to start; stopping');
+          stop('SIGTERM', 1);
+          return;
+        }
+        log.error({ worker: index, code, signal, failures: startFailuresInARow }, 'a worker failed to start while the instance serves; starting a new one');
+      } else {
+        log.error({ worker: index, code, signal }, 'worker exited; starting a new one');
       }
-      log.error({ worker: index, code, signal }, 'worker exited; starting a new one');
       setTimeout(() => {
         if (!stopping) fork(index);
       }, 500);
