@@ -303,6 +303,12 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   /** Worker `index` is prepared: it joins the rotation (the first one opens the port). */
   const join = (index: number, worker: Worker): void => {
     startFailuresInARow = 0;
+    if (stopping) {
+      // Too late to serve: its start completes (the port it would have had) and it stops.
+      send(worker, { type: 'serving', port: config.port });
+      send(worker, { type: 'stop' });
+      return;
+    }
     dispatcher.open().then(
       (port) => {
         send(worker, { type: 'serving', port });
@@ -332,9 +338,12 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
         }
       },
       (err: unknown) => {
+        // Nothing serves (the port never opened): the start fails, as when the database cannot be prepared.
         log.fatal({ err, port: config.port }, 'start failed: the port cannot be opened');
         process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
-        stop('SIGTERM', 1);
+        stopping = true;
+        for (const w of workers.values()) w.process.kill('SIGKILL');
+        process.exit(1);
       },
     );
   };

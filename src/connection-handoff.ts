@@ -89,11 +89,11 @@ export function workerHandoff(channel: Channel = process): WorkerHandoff {
   channel.on('message', (message: Partial<HandoffMessage> | undefined, handle?: unknown) => {
     switch (message?.type) {
       case 'connection':
-        if (handle && server) {
-          // Taken before anything is read from it: the primary closes its copy on this answer.
-          server.emit('connection', handle as Socket);
-          send({ type: 'taken' });
-        } else if (handle) (handle as Socket).destroy();
+        if (!handle) return;
+        // Taken before anything is read from it: the primary closes its copy on this answer.
+        if (server) server.emit('connection', handle as Socket);
+        else (handle as Socket).destroy();
+        send({ type: 'taken' });
         return;
       case 'serving':
         servingPort?.(Number(message.port));

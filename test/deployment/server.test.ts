@@ -231,6 +231,26 @@ test('a bad configuration value exits 1 with a message naming the variable', () 
   }
 });
 
+test('WORKERS=2 on a port in use: the start fails at once with exit 1 naming the cause (the primary owns the port)', async () => {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, resolve));
+  const port = (holder.address() as net.AddressInfo).port;
+  try {
+    const started = Date.now();
+    const res = spawnSync(process.execPath, [...NODE_TSX, 'src/main.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: String(port), WORKERS: '2', DATABASE_URL: dbUrl('in-use'), SEED_ON_START: 'false' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(res.status, 1, res.stderr);
+    assert.match(res.stderr, /^start failed: .*EADDRINUSE/m);
+    assert.ok(Date.now() - started < 30_000, 'not after the workers\' grace');
+  } finally {
+    holder.close();
+  }
+});
+
 test('SIGTERM drains an in-flight request (it completes), refuses new connections, closes the pool, exits 0', async () => {
   const demo = randomUUID();
   // One process: with WORKERS > 1 the cluster primary keeps accepting until every worker has
