@@ -52,7 +52,7 @@ interface StopMessage {
   type: 'stop';
 }
 
-export type HandoffMessage = ReadyMessage | ServingMessage | ConnectionMessage | TakenMessage | LeavingMessage | LeftMessage | StopMessage;
+type HandoffMessage = ReadyMessage | ServingMessage | ConnectionMessage | TakenMessage | LeavingMessage | LeftMessage | StopMessage;
 
 /** The worker's side (src/server.ts `handoff`, src/main.ts). */
 export interface WorkerHandoff {
