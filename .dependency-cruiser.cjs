@@ -3,7 +3,7 @@
  * imports only the floors below it:
  *
  *   entry points   main.ts, server.ts, cluster.ts, cli/ (and what only a start runs: boot.ts,
- *                  warm-up.ts, heap-limit.ts)
+ *                  warm-up.ts, heap-limit.ts; connection-handoff.ts, the cluster's port)
  *   surface        app.ts -> v2/ -> http/   (v2 is a wing over http: it reuses http's validator,
  *                  error classification and utility routes; http never imports v2)
  *   services       services.ts (built once at start, handed to the surface)
@@ -19,7 +19,7 @@
  * Type-only imports count (tsPreCompilationDeps): a type is an arrow too.
  */
 
-const ENTRY = '^src/(main|server|cluster|boot|warm-up|heap-limit)\\.ts$|^src/cli/';
+const ENTRY = '^src/(main|server|cluster|connection-handoff|boot|warm-up|heap-limit)\\.ts$|^src/cli/';
 const APP = '^src/app\\.ts$';
 const V2 = '^src/v2/';
 const HTTP = '^src/http/';

@@ -23,7 +23,7 @@ import { resealSecrets } from './events/store';
 export interface BootReport {
   /** A key created on this start (first start of an empty embedded database), shown once. */
   createdKey?: string;
-  /** A key known to work (the created one or DEMO_API_KEY), for the curl line. */
+  /** A key known to work (the created one or DEMO_API_KEY), for the banner (which shows DEMO_API_KEY by its last characters only). */
   usableKey?: string;
   seeded: boolean;
 }
@@ -99,14 +99,26 @@ async function resealWebhookSecrets(knex: Knex, secrets: SecretBox, logger: Logg
   }
 }
 
+/**
+ * The start banner (stderr, for the person at the terminal; never the JSON log). A key appears in
+ * clear only on the start that created it (the first start of an empty embedded database: what
+ * `make run` prints to call the server with); DEMO_API_KEY is named by its last characters and the
+ * curl line reads it from the shell: stderr is kept by log collectors, and it was printed on every
+ * start, PostgreSQL included.
+ */
 export function banner(port: number, report: BootReport): string {
   const base = `http://localhost:${port}`;
-  const key = report.usableKey ?? '$API_KEY';
   const lines = [''];
+  let key: string;
   if (report.createdKey) {
     lines.push('An admin API key was created for this new database. It is shown only now (stored hashed):', '', `    ${report.createdKey}`, '');
-  } else if (!report.usableKey) {
+    key = report.createdKey;
+  } else if (report.usableKey) {
+    lines.push(`DEMO_API_KEY (the admin key ending in ${report.usableKey.slice(-4)}) is active; the command below reads it from your shell.`, '');
+    key = '$DEMO_API_KEY';
+  } else {
     lines.push('Create an API key with:  npm run keys -- create --name me   (set API_KEY to the printed key)', '');
+    key = '$API_KEY';
   }
   lines.push(
     `Accounting Integration API v3 listening on ${base}  (reference: ${base}/docs)`,
@@ -116,4 +128,3 @@ export function banner(port: number, report: BootReport): string {
   );
   return lines.join('\n') + '\n';
 }
-

@@ -3,22 +3,29 @@
  * meanwhile, prepares the database once (migrations, seeding an empty embedded database, the demo
  * key) and closes its connection; it holds no pool while serving. A worker loads its modules while
  * the primary prepares, and touches the database only after the primary's `prepared` message
- * (start-up time: the two overlap instead of adding up). A worker listens as soon as it is
- * prepared (src/server.ts `listenWhenPrepared`): the port opens with the first ready worker and
+ * (start-up time: the two overlap instead of adding up). A worker joins the rotation as soon as it
+ * is prepared (src/server.ts `listenWhenPrepared`): the port opens with the first ready worker and
  * the others join it (docs/decisions/0330-the-port-opens-with-the-first-ready-worker.md).
- * Connections are handed round-robin to the workers that listen.
+ * The primary owns the listening socket and hands the connections round-robin to the workers in
+ * the rotation (src/connection-handoff.ts).
  * Each worker is a whole server (src/server.ts) with its own pool, caches, rate-limit buckets and
  * instance name (`INSTANCE_ID/w<n>`); the state that must agree between them lives in the
  * database (docs/deployment.md).
  *
  * A worker that dies is replaced (same index, so the same instance name: the new boot frees the
- * dead one's idempotency claims at start). A worker that fails before listening stops the whole
- * start (exit 1): the next one would fail the same way. SIGTERM / SIGINT to the primary are
- * relayed as SIGTERM to every worker; each drains its requests, and the primary exits once all
- * have (a second signal kills them at once).
+ * dead one's idempotency claims at start). Before the port has opened, a worker that fails to start
+ * stops the whole start (exit 1): the next one would fail the same way. Once the instance serves,
+ * a worker that dies before it is ready is replaced too, unless MAX_START_FAILURES_IN_A_ROW workers
+ * did so with none ready in between (a crash loop: exit 1; docs/decisions/0471).
+ * SIGTERM / SIGINT to the primary stop the instance: it stops accepting, hands every connection it
+ * accepted to a worker, then tells every worker `stop`; each answers what it holds and exits, and
+ * the primary exits once all have (a second signal kills them at once). A worker's own SIGTERM
+ * (the same signal reaching every process of the group) is the same stop
+ * (docs/decisions/0470-the-primary-owns-the-port-and-drains-it.md).
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
+import { ConnectionDispatcher } from './connection-handoff';
 import type { Config } from './config';
 // Types only: the primary loads the storage layer (knex) after it has forked the workers.
 import type { BootReport } from './boot';
@@ -39,20 +46,7 @@ export interface WorkerSetup {
    * `siblingsServe`): a rehearsal before would hold SQLite's write lock while the sibling serves.
    */
   serviceOpen: () => boolean;
-  /**
-   * Called once this worker has closed its server and drained, before it exits: settles when the
-   * primary has answered (at most LEAVE_WAIT_MS). The primary hands a connection to a worker and
-   * waits for the worker's reply to close its own copy or hand it to another worker; a connection
-   * handed over just before the primary saw this worker's server close is still in the channel, and
-   * a worker that exited without reading it would leave it open in the primary, unanswered, until the
-   * client gives up. The answer comes after every such connection (one channel, in order), each of
-   * which this worker has then refused, so the primary gave it to a sibling.
-   */
-  leave: () => Promise<void>;
 }
-
-/** How long a stopping worker waits for the primary's answer to `leaving` (the primary may be gone). */
-export const LEAVE_WAIT_MS = 1000;
 
 /**
  * The handshake by which a worker learns that the database is migrated and seeded: the worker asks
@@ -69,13 +63,6 @@ interface PreparedMessage {
 /** The first worker listens: the port is open (WorkerSetup.serviceOpen). */
 interface OpenMessage {
   type: 'open';
-}
-/** A stopping worker's server is closed; it exits once the primary has answered `left` (WorkerSetup.leave). */
-interface LeavingMessage {
-  type: 'leaving';
-}
-interface LeftMessage {
-  type: 'left';
 }
 
 /**
@@ -232,26 +219,7 @@ export function workerSetup(env: NodeJS.ProcessEnv, channel: Pick<NodeJS.Process
     channel.on('message', onMessage);
     channel.send?.({ type: 'prepared?' } satisfies AskPreparedMessage);
   });
-  const leave = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      if (!channel.send) return resolve();
-      const done = () => {
-        clearTimeout(timer);
-        channel.off('message', onMessage);
-        resolve();
-      };
-      const onMessage = (message: Partial<LeftMessage> | undefined) => {
-        if (message?.type === 'left') done();
-      };
-      const timer = setTimeout(done, LEAVE_WAIT_MS);
-      channel.on('message', onMessage);
-      try {
-        channel.send({ type: 'leaving' } satisfies LeavingMessage);
-      } catch {
-        done(); // the primary is gone: nothing is waiting in the channel
-      }
-    });
-  return { index, workers, boot, serviceOpen: () => open, leave };
+  return { index, workers, boot, serviceOpen: () => open };
 }
 
 /** A worker's configuration: its own instance name and its share of the rate limit and of the failed-authentication bound. */
@@ -265,6 +233,13 @@ export function workerConfig(config: Config, setup: WorkerSetup): Config {
     authFailuresPerMinute: perWorkerRate(config.authFailuresPerMinute, setup.workers),
   };
 }
+
+/**
+ * Once the instance serves, workers that die before they are ready are replaced; this many in a
+ * row, none ready in between, stop the instance (exit 1): a crash loop (a bad deployment, a
+ * database that refuses every new worker) is not retried for ever.
+ */
+export const MAX_START_FAILURES_IN_A_ROW = 3;
 
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
   const log = logger.child({ role: 'primary' });
@@ -292,50 +267,115 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
 
   const workers = new Map<number, Worker>();
   const lockRelay = new LockRelayHub(() => workers);
+  /** Workers in the rotation (or that were, until they left or died): the banner waits for all. */
   const listening = new Set<number>();
+  const dispatcher = new ConnectionDispatcher({ port: config.port, acceptForMs: config.shutdownGraceMs });
+  /** Workers that asked to leave while no sibling served: answered `left` once one does (or `stop`). */
+  const leaveWhenReplaced = new Set<number>();
+  /** Workers that died before they were ready since the last one was ready (the crash-loop bound). */
+  let startFailuresInARow = 0;
   let announced = false;
   let stopping = false;
   let exitCode = 0;
 
+  const send = (worker: Worker | undefined, message: object): void => {
+    try {
+      worker?.send(message);
+    } catch {
+      // The worker's channel closed (it is exiting).
+    }
+  };
+
+  /** A worker asks to leave (its own SIGTERM): hand it nothing more once a sibling serves. */
+  const leave = (index: number, worker: Worker): void => {
+    // The instance stops too (the same signal reached every process): one stop, `stop` answers it.
+    if (stopping) return;
+    const sibling = [...listening].some((i) => i !== index && dispatcher.has(i) && !leaveWhenReplaced.has(i));
+    if (!dispatcher.has(index) || sibling) {
+      dispatcher.remove(index);
+      // After every connection handed to it so far (one channel, in order).
+      send(worker, { type: 'left' });
+      return;
+    }
+    leaveWhenReplaced.add(index);
+  };
+
+  /** Worker `index` is prepared: it joins the rotation (the first one opens the port). */
+  const join = (index: number, worker: Worker): void => {
+    startFailuresInARow = 0;
+    if (stopping) {
+      // Too late to serve: its start completes (the port it would have had) and it stops.
+      send(worker, { type: 'serving', port: config.port });
+      send(worker, { type: 'stop' });
+      return;
+    }
+    dispatcher.open().then(
+      (port) => {
+        send(worker, { type: 'serving', port });
+        if (stopping || !workers.has(index)) {
+          send(worker, { type: 'stop' });
+          return;
+        }
+        dispatcher.add(index, worker);
+        listening.add(index);
+        for (const i of leaveWhenReplaced) {
+          if (i === index) continue;
+          leaveWhenReplaced.delete(i);
+          dispatcher.remove(i);
+          send(workers.get(i), { type: 'left' });
+        }
+        // The first worker in the rotation opens the port: the service answers from then on,
+        // while its siblings finish starting and join one by one.
+        if (!opened) {
+          opened = true;
+          log.info({ port, worker: index, workers: config.workers }, 'open: the first worker listens, the others join when ready');
+          for (const w of workers.values()) if (w !== worker) tellOpen(w);
+        }
+        if (!announced && listening.size === config.workers && report && banner) {
+          announced = true;
+          log.info({ port, workers: config.workers, database: database?.display, engine: database?.engine }, 'listening');
+          process.stderr.write(banner(port, report));
+        }
+      },
+      (err: unknown) => {
+        // Nothing serves (the port never opened): the start fails, as when the database cannot be prepared.
+        log.fatal({ err, port: config.port }, 'start failed: the port cannot be opened');
+        process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
+        stopping = true;
+        for (const w of workers.values()) w.process.kill('SIGKILL');
+        process.exit(1);
+      },
+    );
+  };
+
   const fork = (index: number): void => {
     const worker = cluster.fork({ WORKER_INDEX: String(index), WORKER_COUNT: String(config.workers) });
     workers.set(index, worker);
-    let listened = false;
+    let ready = false;
     worker.on('message', (message: { type?: string; port?: number; id?: unknown; target?: LockTarget }) => {
-      if (message?.type === 'lock-changed' && typeof message.id === 'number') {
-        lockRelay.changed(index, message.id, message.target);
-        return;
-      }
-      if (message?.type === 'lock-refreshed' && typeof message.id === 'string') {
-        lockRelay.refreshed(index, message.id);
-        return;
-      }
-      if (message?.type === 'prepared?') {
-        asked.add(worker);
-        listeningForMessages.add(worker);
-        tellPrepared(worker);
-        tellOpen(worker);
-        return;
-      }
-      if (message?.type === 'leaving') {
-        // Sent after every connection handed to this worker so far (see WorkerSetup.leave).
-        if (worker.isConnected()) worker.send({ type: 'left' } satisfies LeftMessage);
-        return;
-      }
-      if (message?.type !== 'listening') return;
-      listened = true;
-      listening.add(index);
-      // The first worker that listens opens the port (the primary's handle): the service answers
-      // from then on, while its siblings finish starting and join one by one.
-      if (!opened) {
-        opened = true;
-        log.info({ port: message.port, worker: index, workers: config.workers }, 'open: the first worker listens, the others join when ready');
-        for (const w of workers.values()) if (w !== worker) tellOpen(w);
-      }
-      if (!announced && listening.size === config.workers && report && banner) {
-        announced = true;
-        log.info({ port: message.port, workers: config.workers, database: database?.display, engine: database?.engine }, 'listening');
-        process.stderr.write(banner(message.port ?? config.port, report));
+      switch (message?.type) {
+        case 'taken':
+          dispatcher.taken(index);
+          return;
+        case 'lock-changed':
+          if (typeof message.id === 'number') lockRelay.changed(index, message.id, message.target);
+          return;
+        case 'lock-refreshed':
+          if (typeof message.id === 'string') lockRelay.refreshed(index, message.id);
+          return;
+        case 'prepared?':
+          asked.add(worker);
+          listeningForMessages.add(worker);
+          tellPrepared(worker);
+          tellOpen(worker);
+          return;
+        case 'leaving':
+          leave(index, worker);
+          return;
+        case 'ready':
+          ready = true;
+          join(index, worker);
+          return;
       }
     });
     worker.on('exit', (code, signal) => {
@@ -344,10 +384,13 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       asked.delete(worker);
       listeningForMessages.delete(worker);
       listening.delete(index);
+      leaveWhenReplaced.delete(index);
+      // A connection handed to it and not taken goes to a sibling.
+      dispatcher.died(index);
       if (stopping) {
         log.info({ worker: index, code, signal }, 'worker stopped');
-        // A worker still loading when the SIGTERM came dies by it: it had nothing to drain.
-        const clean = code === 0 || (!listened && signal === 'SIGTERM');
+        // A worker still loading when the stop came dies by the SIGTERM it got then: it had nothing to drain.
+        const clean = code === 0 || (!ready && signal === 'SIGTERM');
         if (!clean) exitCode = 1;
         if (workers.size === 0) {
           log.info({ exitCode }, 'every worker stopped');
@@ -355,12 +398,24 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
         }
         return;
       }
-      if (!listened) {
-        log.fatal({ worker: index, code, signal }, 'a worker failed to start; stopping');
-        stop('SIGTERM', 1);
-        return;
+      if (!ready) {
+        startFailuresInARow += 1;
+        // Before the port opened nothing serves: the next worker would fail the same way.
+        if (!opened) {
+          log.fatal({ worker: index, code, signal }, 'a worker failed to start; stopping');
+          stop('SIGTERM', 1);
+          return;
+        }
+        // The instance serves: replace it, as one that dies later, unless they keep failing.
+        if (startFailuresInARow >= MAX_START_FAILURES_IN_A_ROW) {
+          log.fatal({ worker: index, code, signal, failures: startFailuresInARow }, 'workers keep failing to start; stopping');
+          stop('SIGTERM', 1);
+          return;
+        }
+        log.error({ worker: index, code, signal, failures: startFailuresInARow }, 'a worker failed to start while the instance serves; starting a new one');
+      } else {
+        log.error({ worker: index, code, signal }, 'worker exited; starting a new one');
       }
-      log.error({ worker: index, code, signal }, 'worker exited; starting a new one');
       setTimeout(() => {
         if (!stopping) fork(index);
       }, 500);
@@ -382,7 +437,13 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     exitCode = code;
     log.info({ signal, workers: workers.size }, 'signal received: draining every worker');
     if (workers.size === 0) process.exit(exitCode);
-    for (const w of workers.values()) w.process.kill('SIGTERM');
+    // A worker still loading its modules reads no message yet: the signal stops it.
+    for (const w of workers.values()) if (!listeningForMessages.has(w)) w.process.kill('SIGTERM');
+    // New connections are refused from now on; those accepted go to the workers first, then `stop`
+    // (behind them on each channel): every worker answers what it holds, then exits.
+    void dispatcher.stop().then(() => {
+      for (const w of workers.values()) if (listeningForMessages.has(w)) send(w, { type: 'stop' });
+    });
     // Workers drain within SHUTDOWN_GRACE_MS; a worker stuck past it (plus a margin) is killed.
     setTimeout(() => {
       log.error({ workers: workers.size }, 'workers did not stop in time; killing them');

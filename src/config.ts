@@ -153,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "${logLevel}")`);
   }
   const dbDeadlineMs = int(env, 'DB_DEADLINE_MS', 15_000, 10, 600_000);
+  otlpEndpoints(env);
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     databaseUrl,
@@ -285,6 +286,27 @@ function instanceId(env: NodeJS.ProcessEnv, port: number): string {
   const raw = (env.INSTANCE_ID || `${os.hostname() || 'instance'}:${port}`).trim();
   if (!/^[\w.:@-]{1,80}$/.test(raw)) throw new ConfigError(`INSTANCE_ID must be 1 to 80 letters, digits or . _ : @ - (got "${raw}")`);
   return raw;
+}
+
+/**
+ * OTEL_EXPORTER_OTLP_ENDPOINT (and the traces-only OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, which wins
+ * over it): read by the OTLP exporter itself (src/telemetry/tracing.ts), which took any text and
+ * then exported nothing, silently. Checked here like every other variable: an http(s) URL.
+ */
+function otlpEndpoints(env: NodeJS.ProcessEnv): void {
+  for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    let url: URL | undefined;
+    try {
+      url = new URL(raw.trim());
+    } catch {
+      url = undefined;
+    }
+    if (!url || !['http:', 'https:'].includes(url.protocol) || !url.hostname) {
+      throw new ConfigError(`${name} must be an http:// or https:// URL, e.g. http://collector:4318 (got "${raw}")`);
+    }
+  }
 }
 
 /**

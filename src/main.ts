@@ -1,7 +1,7 @@
 /**
  * Process entry point (`npm start` runs the built copy, dist/src/main.js; `npm run dev` this file).
  * Configuration errors print one line and exit 1. SIGTERM / SIGINT drain in-flight requests,
- * close the database pool and exit 0; a second signal exits at once.
+ * close the database pool and exit 0; a second signal exits at once (a cluster worker: see stop).
  *
  * WORKERS > 1 (default: the number of cores): this process becomes the cluster primary
  * (src/cluster.ts). It prepares the database once and forks that many workers that share the
@@ -14,6 +14,7 @@ import { ConfigError, loadConfig, type Config } from './config';
 // The app (./server) is imported only by a process that serves: a cluster primary never loads it.
 import type { RunningServer, StartServerOptions } from './server';
 import { runPrimary, workerConfig, workerLockRelay, workerSetup, type WorkerSetup } from './cluster';
+import { workerHandoff, type WorkerHandoff } from './connection-handoff';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -35,14 +36,17 @@ async function main(): Promise<void> {
 
   const options: StartServerOptions = { logger };
   let setup: WorkerSetup | undefined;
+  let handoff: WorkerHandoff | undefined;
   let databasePrepared = false;
   if (cluster.isWorker) {
     setup = workerSetup(process.env);
+    handoff = workerHandoff();
     config = workerConfig(config, setup);
     logger = logger.child({ worker: setup.index });
     // The primary prepares the database while this worker loads its modules; startServer waits
-    // for that (setup.boot) before it reads the database.
-    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, siblingsServe: setup.serviceOpen, checkpointsElsewhere: true, lockRelay: workerLockRelay() });
+    // for that (setup.boot) before it reads the database. The primary owns the port and hands
+    // this worker its connections (handoff).
+    Object.assign(options, { logger, prepared: setup.boot, banner: false, listenWhenPrepared: true, siblingsServe: setup.serviceOpen, checkpointsElsewhere: true, lockRelay: workerLockRelay(), handoff });
     void setup.boot.then(() => (databasePrepared = true));
   }
 
@@ -58,21 +62,23 @@ async function main(): Promise<void> {
   // it is still starting (a quick SIGTERM after a deploy) stops cleanly instead of dying by signal.
   let running: RunningServer | undefined;
   let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
+  const stop = (signal: NodeJS.Signals | 'primary') => {
     if (stopping) {
+      // A worker: its own SIGTERM and the primary's stop are one stop (every process of the group
+      // gets SIGTERM at once under systemd's KillMode=control-group, or a process-group kill). The
+      // primary's second signal, or its SIGKILL past the grace, ends a stuck one.
+      if (cluster.isWorker) return void logger.info({ signal }, 'already stopping');
       logger.warn({ signal }, 'second signal: exiting without draining');
       process.exit(1);
     }
     stopping = true;
-    logger.info({ signal }, 'signal received');
+    logger.info({ signal }, signal === 'primary' ? 'the primary stops the instance' : 'signal received');
     // A worker still waiting for the primary's prepared answer has opened nothing: it exits at once
     // (the answer may never come: the primary stops preparing when it is stopped).
     if (!running && setup && !databasePrepared) process.exit(0);
     if (!running) return; // still starting: closed as soon as it has started
     running
       .close()
-      // A worker exits only once the primary can hand it no connection any more (cluster.ts, leave).
-      .then(() => setup?.leave())
       .then(() => stopTracing().catch(() => undefined))
       .then(
         () => process.exit(0),
@@ -83,7 +89,8 @@ async function main(): Promise<void> {
       );
   };
   process.on('SIGTERM', stop);
-  // A worker drains on the primary's SIGTERM; Ctrl-C reaches the whole process group, the primary relays it.
+  handoff?.onStop(() => stop('primary'));
+  // A worker drains on the primary's stop; Ctrl-C reaches the whole process group, the primary relays it.
   if (cluster.isWorker) process.on('SIGINT', () => undefined);
   else process.on('SIGINT', stop);
 
@@ -95,7 +102,6 @@ async function main(): Promise<void> {
     process.stderr.write(`start failed: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   }
-  if (cluster.isWorker) process.send?.({ type: 'listening', port: running.port });
   if (stopping) {
     stopping = false;
     stop('SIGTERM');

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config';
 import { createServices, type Services } from './services';
@@ -11,6 +11,7 @@ import { banner, prepareDatabase, type BootReport } from './boot';
 export { banner, prepareDatabase, type BootReport };
 import type { OpsState } from './http/routes/ops';
 import type { WorkerLockRelay } from './cluster';
+import { acceptWaitingConnections, type WorkerHandoff } from './connection-handoff';
 import { answerClientErrors } from './http/client-error';
 import { BEFORE_READY, BEFORE_READY_OPERATIONS, warmUp, writeExamples } from './warm-up';
 
@@ -83,6 +84,11 @@ export interface StartServerOptions {
   checkpointsElsewhere?: boolean;
   /** A cluster worker: the maintenance lock's relay to and from its siblings (src/cluster.ts). */
   lockRelay?: WorkerLockRelay;
+  /**
+   * A cluster worker: it does not listen; the primary owns the port and hands it connections
+   * (src/connection-handoff.ts), and says when it hands it no more (the drain's first half).
+   */
+  handoff?: WorkerHandoff;
 }
 
 /**
@@ -127,10 +133,28 @@ export async function startServer(config: Config, options: StartServerOptions = 
   server.keepAliveTimeout = 65_000; // above common load-balancer idle timeouts
   answerClientErrors(server, logger);
   const sockets = new Set<Socket>();
+  const whenNoSockets: Array<() => void> = [];
   server.on('connection', (socket) => {
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      sockets.delete(socket);
+      if (sockets.size === 0) for (const fn of whenNoSockets.splice(0)) fn();
+    });
   });
+  const everySocketClosed = (): Promise<void> => (sockets.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => whenNoSockets.push(resolve)));
+  /**
+   * Per connection: requests served, requests in flight, and bytes read when its last answer
+   * ended. A connection that has served a request, has none in flight and has read nothing since
+   * waits idle for the next (keep-alive): a drain closes it. One accepted whose first request has
+   * not arrived (or not been read) yet is not idle: it gets its answer. node's
+   * closeIdleConnections (which http.Server.close calls) destroyed those too: a client whose
+   * connection had been accepted got a reset, its request never answered.
+   */
+  const usage = new WeakMap<Socket, { served: number; active: number; readWhenIdle: number }>();
+  const idleAfterServing = (socket: Socket): boolean => {
+    const u = usage.get(socket);
+    return u !== undefined && u.served > 0 && u.active === 0 && socket.bytesRead === u.readWhenIdle;
+  };
   // Requests in flight and when the last one ended: the validator's background compile runs only
   // while the worker is idle (none in flight, none for QUIET_MS), so a burst of first requests
   // does not queue behind compiles between its requests. The quiet is counted from when the port
@@ -140,11 +164,20 @@ export async function startServer(config: Config, options: StartServerOptions = 
   let inFlight = 0;
   let lastEnded = Number.POSITIVE_INFINITY;
   // While draining, answer the request in flight on each connection with Connection: close.
-  server.on('request', (_req, res) => {
+  // Before the app's own listener: a route that answers synchronously (/healthz) has written its
+  // head by the time a listener after it runs.
+  server.prependListener('request', (req, res) => {
     inFlight += 1;
+    const socket = req.socket;
+    const u = usage.get(socket) ?? { served: 0, active: 0, readWhenIdle: 0 };
+    usage.set(socket, u);
+    u.served += 1;
+    u.active += 1;
     res.once('close', () => {
       inFlight -= 1;
       lastEnded = Date.now();
+      u.active -= 1;
+      u.readWhenIdle = socket.bytesRead;
     });
     const writeHead = res.writeHead;
     res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
@@ -154,14 +187,22 @@ export async function startServer(config: Config, options: StartServerOptions = 
   });
 
   const listen = async (): Promise<number> => {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, options.host, () => {
-        server.off('error', reject);
-        resolve();
+    let port: number;
+    if (options.handoff) {
+      // A cluster worker: the primary owns the port. 'listening' starts what http.Server starts
+      // when it listens: its connection tracking (the headers and request timeouts of slow clients).
+      server.emit('listening');
+      port = await options.handoff.serve(server);
+    } else {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config.port, options.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
-    });
-    const port = (server.address() as AddressInfo).port;
+      port = (server.address() as AddressInfo).port;
+    }
     lastEnded = Math.min(lastEnded, Date.now());
     logger.info({ port, database: target.display, engine: target.engine }, 'listening');
     if (options.banner !== false) process.stderr.write(banner(port, report));
@@ -242,29 +283,48 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // Change detection and webhook delivery (one detector across instances: a lease in the database).
   services.events.start();
 
+  /**
+   * One process stops accepting: once the connections the kernel had completed are accepted
+   * (acceptWaitingConnections), the listening socket closes and new connections are refused. net's
+   * close, not http's: http.Server.close first destroys every connection without a request in
+   * flight, those just accepted included.
+   */
+  const stopListening = async (): Promise<void> => {
+    if (!server.listening) return;
+    await acceptWaitingConnections(server, config.shutdownGraceMs);
+    net.Server.prototype.close.call(server);
+  };
+
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       opsState.draining = true;
       const started = Date.now();
       logger.info({ inFlightConnections: sockets.size, graceMs: config.shutdownGraceMs }, 'shutting down: draining in-flight requests');
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Keep-alive connections become idle once their in-flight request is answered: close them then.
-      const reaper = setInterval(() => server.closeIdleConnections(), 50);
-      server.closeIdleConnections();
+      // Keep-alive connections idle after serving are closed now and as others become idle; every
+      // other accepted connection gets the answer to its request (with Connection: close).
+      const closeIdle = () => {
+        for (const socket of sockets) if (idleAfterServing(socket)) socket.destroy();
+      };
+      const reaper = setInterval(closeIdle, 50);
+      closeIdle();
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), config.shutdownGraceMs);
       });
-      const outcome = await Promise.race([closed.then(() => 'drained' as const), grace]);
+      // No new connection after this: the port is closed (one process), or the primary hands this
+      // worker nothing more (a cluster worker: the connections it accepted before are all here).
+      const noMoreConnections = options.handoff ? options.handoff.over() : stopListening();
+      const outcome = await Promise.race([noMoreConnections.then(everySocketClosed).then(() => 'drained' as const), grace]);
       clearTimeout(timer);
       clearInterval(reaper);
       if (outcome === 'timeout') {
         logger.warn({ openConnections: sockets.size }, 'grace period over: closing the remaining connections');
-        server.closeAllConnections();
         for (const socket of sockets) socket.destroy();
-        await closed;
       }
+      // No connection is left: http's close now only closes the port if it is still open and stops
+      // the slow-client checks.
+      server.close();
       await services.events.stop();
       services.lock.stop();
       services.heartbeat.stop();

@@ -8,16 +8,28 @@
  *   npm run keys -- enable KEY
  *   npm run keys -- revoke KEY                       permanent: requests get 401
  *
- * KEY is the key itself or its id (as `list` shows it). The database is migrated first if needed.
+ * KEY is the key itself or its id (as `list` shows it). The first line names the database
+ * (DATABASE_URL, without its password). The command works on the service's database only: one the
+ * service has migrated and that holds a company; anything else (a mistyped or unset DATABASE_URL:
+ * a file that does not exist, an empty database) is refused with nothing written, not even the
+ * file (--init: a new database, migrated here; docs/sql-server.md). Pending migrations of a
+ * database the service migrated before are applied first.
  * create, disable, enable and revoke are entries of the audit log (who: the operating-system user;
  * the change and its entry commit together), refusals too (a revoked key cannot be enabled).
- * Exit codes: 0 done, 1 the key was not found or the change is not allowed, 2 usage or configuration.
+ * Flags are parsed strictly (node:util parseArgs): an unknown flag, a value given to --admin or
+ * --init, and a flag given twice are usage errors.
+ * Exit codes: 0 done, 1 the key was not found or the change is not allowed, 2 usage or
+ * configuration (a database that is not the service's included).
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { ConfigError, loadConfig } from '../config';
-import { openDatabase, parseDatabaseUrl, type Engine } from '../storage/database';
+import { openDatabase, parseDatabaseUrl, type DatabaseTarget, type Engine } from '../storage/database';
+import { hasNoCompany, pendingMigrations } from '../storage/database-state';
+import { MIGRATION_NAMES } from '../../db/migration-names';
 import type { AuditActor, AuditEntry } from '../audit';
 import { auditRow, insertAuditRows } from '../audit/store';
 import { ApiKeyRepository, type ApiKeyRecord } from '../storage/api-keys';
@@ -33,38 +45,53 @@ const USAGE = `usage: npm run keys -- <command>
   disable KEY --reason "TEXT"     switch the service off for a key (503 with the reason, Retry-After 300)
   enable KEY                      switch it back on
   revoke KEY                      revoke for good (401 from then on)
-KEY is the key or its id. DATABASE_URL selects the database (default sqlite://./data/books.sqlite).`;
+KEY is the key or its id. DATABASE_URL selects the database (default sqlite://./data/books.sqlite):
+one the service has migrated and that holds a company; --init (any command) accepts a new one and
+migrates it first.`;
 
 class UsageError extends Error {}
 class CommandError extends Error {}
+/** DATABASE_URL names a database that is not the service's (exit 2, like any configuration error). */
+class NotTheServiceDatabase extends Error {}
 
 interface Parsed {
   command: string;
   positional: string[];
   flags: Map<string, string | true>;
+  /** --init: the database may be new (migrated here), any command. */
+  init: boolean;
 }
+
+/** Every flag of every command; which command takes which is `allowOnly`'s. Booleans take no value (`--admin=true` is refused). */
+const FLAGS = {
+  name: { type: 'string' },
+  admin: { type: 'boolean' },
+  scopes: { type: 'string' },
+  reason: { type: 'string' },
+  init: { type: 'boolean' },
+} as const;
+
+const parseFlags = (args: string[]) => parseArgs({ args, options: FLAGS, allowPositionals: true, strict: true, tokens: true });
 
 function parse(argv: string[]): Parsed {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') throw new UsageError('');
-  const positional: string[] = [];
-  const flags = new Map<string, string | true>();
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i]!;
-    if (arg.startsWith('--')) {
-      const eq = arg.indexOf('=');
-      const name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
-      if (eq > 0) flags.set(name, arg.slice(eq + 1));
-      else if (name === 'admin') flags.set(name, true);
-      else {
-        const value = rest[i + 1];
-        if (value === undefined || value.startsWith('--')) throw new UsageError(`--${name} needs a value`);
-        flags.set(name, value);
-        i += 1;
-      }
-    } else positional.push(arg);
+  let parsed: ReturnType<typeof parseFlags>;
+  try {
+    parsed = parseFlags(rest);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
-  return { command, positional, flags };
+  // parseArgs keeps the last of a repeated flag: `--name a --name b` would name the key "b" silently.
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once`);
+    seen.add(token.name);
+  }
+  const flags = new Map<string, string | true>();
+  for (const [name, value] of Object.entries(parsed.values)) if (name !== 'init' && value !== undefined && value !== false) flags.set(name, value);
+  return { command, positional: parsed.positionals, flags, init: parsed.values.init === true };
 }
 
 function allowOnly(p: Parsed, flags: string[], positionals: number): void {
@@ -197,6 +224,30 @@ async function run(p: Parsed, a: Audited, out: (line: string) => void): Promise<
   }
 }
 
+const NOT_WRITTEN = 'nothing was written. Check DATABASE_URL; --init sets up a new database here (migrations applied first)';
+
+/** SQLite: opening a file that does not exist creates it; a mistyped path must not. */
+function refuseMissingFile(target: DatabaseTarget): void {
+  if (target.engine !== 'sqlite' || !target.file || target.file === ':memory:' || fs.existsSync(target.file)) return;
+  throw new NotTheServiceDatabase(`${target.display} does not exist: ${NOT_WRITTEN}`);
+}
+
+/**
+ * The keys live in the service's database, which the service migrated on its first start and which
+ * holds the company's books. A database never migrated, or without a company, is not it (a
+ * mistyped or unset DATABASE_URL): refused before anything is written, unless --init says it is
+ * new. Pending migrations of a database the service migrated before are applied (an upgrade: the
+ * new tables the keys may need; docs/sql-server.md applies them this way with the migrator login).
+ */
+async function prepare(knex: Knex, target: DatabaseTarget, init: boolean): Promise<void> {
+  const pending = await pendingMigrations(knex, MIGRATION_NAMES);
+  if (!init) {
+    if (pending === null) throw new NotTheServiceDatabase(`${target.display} was never migrated by this service: it is not the service's database; ${NOT_WRITTEN}`);
+    if (await hasNoCompany(knex)) throw new NotTheServiceDatabase(`${target.display} holds no company (no ledger account): it is not the books the service serves; ${NOT_WRITTEN}`);
+  }
+  if (pending === null || pending.length > 0) await migrateLatest(knex);
+}
+
 async function main(argv: string[]): Promise<number> {
   let parsed: Parsed;
   let databaseUrl: string;
@@ -217,13 +268,20 @@ async function main(argv: string[]): Promise<number> {
   let knex: Knex | undefined;
   try {
     const target = parseDatabaseUrl(databaseUrl, { min: 0, max: 2 });
+    // First, whatever follows: which database this run reads and writes (a wrong one is seen at once).
+    process.stdout.write(`database ${target.display}\n`);
+    if (!parsed.init) refuseMissingFile(target);
     knex = openDatabase(target);
-    await migrateLatest(knex);
+    await prepare(knex, target, parsed.init);
     await run(parsed, { knex, engine: target.engine, actor: operator() }, (line) => process.stdout.write(`${line}\n`));
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`error: ${err.message}\n${USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof NotTheServiceDatabase) {
+      process.stderr.write(`error: ${err.message}\n`);
       return 2;
     }
     if (err instanceof CommandError) {

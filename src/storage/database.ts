@@ -81,6 +81,15 @@ export function statementTimeoutMsFor(dbDeadlineMs: number): number {
   return Math.max(dbDeadlineMs, TEDIOUS_DEFAULT_REQUEST_TIMEOUT_MS);
 }
 
+/**
+ * knex writes a failed statement into its error's message, by default with the bound values filled
+ * in (`compileSqlOnError`): better-sqlite3 and tedious then carried every value (a person's pay,
+ * hours and employee number in a payroll posting) into the JSON log and the trace spans, where
+ * only pg's `$n` placeholders stayed as they were. Off on every engine: the message keeps the
+ * statement with its placeholders and the database's reason.
+ */
+const ERRORS_WITHOUT_VALUES = { compileSqlOnError: false } as const;
+
 export function parseDatabaseUrl(url: string, pool: { min: number; max: number } = { min: 0, max: 10 }, options: ConnectionOptions = {}): DatabaseTarget {
   if (url.startsWith('sqlite://') || url.startsWith('sqlite:')) {
     const file = url.replace(/^sqlite:(\/\/)?/, '');
@@ -92,6 +101,7 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
       display: `sqlite://${resolved}`,
       config: {
         client: 'better-sqlite3',
+        ...ERRORS_WITHOUT_VALUES,
         connection: { filename: resolved },
         useNullAsDefault: true,
         pool: {
@@ -129,6 +139,7 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
       display: `postgres://${u.username}@${u.host}${u.pathname}`,
       config: {
         client: 'pg',
+        ...ERRORS_WITHOUT_VALUES,
         connection: url,
         pool: {
           ...pool,
@@ -148,6 +159,7 @@ export function parseDatabaseUrl(url: string, pool: { min: number; max: number }
       display: `mssql://${u.username}@${u.host}${u.pathname}`,
       config: {
         client: 'mssql',
+        ...ERRORS_WITHOUT_VALUES,
         connection: {
           server: u.hostname,
           port: u.port ? Number(u.port) : 1433,

@@ -1,9 +1,14 @@
 /**
  * The keys command line, spawned as an operator runs it (tsx src/cli/keys.ts, which is what
- * `npm run keys --` runs), against a temporary SQLite DATABASE_URL, and checked through the app.
+ * `npm run keys --` runs), against a copy of the seeded database of TEST_ENGINE (SQLite file or
+ * PostgreSQL), and checked through the app and the database.
  * Most runs load the TypeScript as the tsx command does but without its wrapper process
  * (node --import tsx: a second Node process per run, a fifth of the file's CPU); the bad
  * DATABASE_URL case runs the tsx command itself.
+ * It names the database it works on (without the password) and refuses, writing nothing, a
+ * database that is not the service's: a SQLite file that does not exist, a database never
+ * migrated, one without a company (a mistyped or unset DATABASE_URL); --init accepts a new one.
+ * Flags are strict: `--admin=true` and a repeated flag are usage errors.
  */
 import test, { after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,22 +16,31 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startTestApp, type TestApp } from '../support/app';
+import Database from 'better-sqlite3';
+import knexFactory from 'knex';
+import { createTestDatabase, startTestApp, TEST_ENGINE, type TestApp } from '../support/app';
+import { createThrowawayDatabase } from '../support/pg-throwaway';
 import { UUID_RE, assertProblem } from '../support/http';
+import { openDatabase, parseDatabaseUrl } from '../../src/storage/database';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
 let dir: string;
 let databaseUrl: string;
+let drops: Array<() => unknown> = [];
 
-function keys(...args: string[]): { code: number; stdout: string; stderr: string } {
+function keysOn(url: string, ...args: string[]): { code: number; stdout: string; stderr: string } {
   const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/keys.ts', ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' },
+    env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'silent' },
     encoding: 'utf8',
     timeout: 60_000,
   });
   return { code: res.status ?? -1, stdout: res.stdout, stderr: res.stderr };
+}
+
+function keys(...args: string[]): { code: number; stdout: string; stderr: string } {
+  return keysOn(databaseUrl, ...args);
 }
 
 function lastLine(text: string): string {
@@ -34,11 +48,29 @@ function lastLine(text: string): string {
   return lines[lines.length - 1]!;
 }
 
-before(() => {
+/** The database as the CLI names it: the URL without its password. */
+function displayOf(url: string): string {
+  return parseDatabaseUrl(url).display;
+}
+
+async function keyNames(url: string): Promise<string[]> {
+  const knex = openDatabase(parseDatabaseUrl(url, { min: 0, max: 1 }));
+  try {
+    return (await knex('apikey').select('name')).map((r: { name: string }) => r.name);
+  } finally {
+    await knex.destroy();
+  }
+}
+
+before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keys-cli-'));
-  databaseUrl = `sqlite://${path.join(dir, 'books.sqlite')}`;
+  const db = await createTestDatabase();
+  databaseUrl = db.url;
+  drops.push(db.drop);
 });
-after(() => {
+after(async () => {
+  for (const drop of drops) await drop();
+  drops = [];
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -116,8 +148,18 @@ test('clear errors and exit codes: usage 2, unknown key 1, bad DATABASE_URL 2', 
 
 test('the key is stored hashed by the CLI too', async () => {
   const key = lastLine(keys('create', '--name', 'Hash check').stdout);
-  const raw = fs.readFileSync(path.join(dir, 'books.sqlite'));
-  const wal = fs.existsSync(path.join(dir, 'books.sqlite-wal')) ? fs.readFileSync(path.join(dir, 'books.sqlite-wal')) : Buffer.alloc(0);
+  const knex = openDatabase(parseDatabaseUrl(databaseUrl, { min: 0, max: 1 }));
+  try {
+    const rows = await knex('apikey').select('*');
+    assert.ok(rows.some((r: { name: string }) => r.name === 'Hash check'));
+    assert.ok(!JSON.stringify(rows).includes(key), 'the key is in no column of apikey');
+  } finally {
+    await knex.destroy();
+  }
+  if (TEST_ENGINE !== 'sqlite') return;
+  const file = databaseUrl.replace(/^sqlite:(\/\/)?/, '');
+  const raw = fs.readFileSync(file);
+  const wal = fs.existsSync(`${file}-wal`) ? fs.readFileSync(`${file}-wal`) : Buffer.alloc(0);
   assert.ok(!raw.includes(key) && !wal.includes(key), 'the key is nowhere in the database file');
 });
 
@@ -144,4 +186,82 @@ test('create --scopes stores the scopes with the hashed key; list shows them; th
   } finally {
     await app?.close();
   }
+});
+
+test('strict flags: --admin takes no value (--admin=true would have made an integration key) and a flag given twice is refused; nothing is created', async () => {
+  for (const [args, pattern] of [
+    [['create', '--name', 'adm1', '--admin=true'], /--admin/],
+    [['create', '--name', 'adm2', '--admin=false'], /--admin/],
+    [['create', '--name', 'first', '--name', 'second'], /--name is given more than once/],
+    [['create', '--name', 'twice', '--admin', '--admin'], /--admin is given more than once/],
+    [['disable', '00000000-0000-4000-8000-000000000000', '--reason', 'a', '--reason', 'b'], /--reason is given more than once/],
+    [['create', '--name', 'frob', '--frobnicate'], /frobnicate/],
+    [['list', '--init=yes'], /--init/],
+  ] as const) {
+    const res = keys(...args);
+    assert.equal(res.code, 2, `${args.join(' ')}: ${res.stdout}${res.stderr}`);
+    assert.match(res.stderr, pattern, args.join(' '));
+    assert.match(res.stderr, /usage: npm run keys/);
+  }
+  const names = await keyNames(databaseUrl);
+  for (const name of ['adm1', 'adm2', 'first', 'second', 'twice', 'frob']) assert.ok(!names.includes(name), `no key "${name}" was created`);
+  const admin = keys('create', '--name', 'Bare admin flag', '--admin');
+  assert.equal(admin.code, 0, admin.stderr);
+  assert.match(admin.stdout, /created admin key "Bare admin flag"/);
+});
+
+test('every run names the database first, without its password', () => {
+  const list = keys('list');
+  assert.equal(list.code, 0, list.stderr);
+  assert.equal(list.stdout.split('\n')[0], `database ${displayOf(databaseUrl)}`);
+  const created = keys('create', '--name', 'Named database');
+  assert.equal(created.stdout.split('\n')[0], `database ${displayOf(databaseUrl)}`);
+  const password = new URL(databaseUrl.startsWith('sqlite') ? 'sqlite://x' : databaseUrl).password;
+  if (password) assert.ok(!created.stdout.includes(`:${password}@`) && !created.stderr.includes(password), 'the password is not printed');
+});
+
+test('a database that is not the service\'s (a mistyped or unset DATABASE_URL) is refused with exit 2, named, and nothing is written; --init sets up a new one', async () => {
+  const refusedOn = async (url: string, why: RegExp) => {
+    const res = keysOn(url, 'create', '--name', 'ops', '--admin');
+    assert.equal(res.code, 2, `${url}: ${res.stdout}${res.stderr}`);
+    assert.equal(res.stdout, `database ${displayOf(url)}\n`, 'the database is named, and no key is printed');
+    assert.match(res.stderr, why);
+    assert.match(res.stderr, /nothing was written/);
+    return res;
+  };
+  // SQLite (the default engine of an unset DATABASE_URL): a file that does not exist is not created.
+  const typo = path.join(dir, 'typo-books.sqlite');
+  await refusedOn(`sqlite://${typo}`, /does not exist/);
+  assert.equal(fs.existsSync(typo), false, 'the mistyped file was not created');
+  // An empty database, never migrated: no table is created in it.
+  let neverMigrated: string;
+  if (TEST_ENGINE === 'sqlite') {
+    const empty = path.join(dir, 'empty.sqlite');
+    new Database(empty).close();
+    neverMigrated = `sqlite://${empty}`;
+  } else {
+    const db = await createThrowawayDatabase(process.env.TEST_POSTGRES_URL!, 'ais_cli');
+    drops.push(db.drop);
+    neverMigrated = db.url;
+  }
+  await refusedOn(neverMigrated, /never migrated/);
+  const knex = knexFactory(parseDatabaseUrl(neverMigrated, { min: 0, max: 1 }).config);
+  try {
+    assert.equal(await knex.schema.hasTable('knex_migrations'), false, 'not migrated by the refused run');
+    assert.equal(await knex.schema.hasTable('apikey'), false);
+  } finally {
+    await knex.destroy();
+  }
+  // Migrated, but no company in it (what a mistyped URL became before: 125 tables, no books).
+  const unseeded = await createTestDatabase(false);
+  drops.push(unseeded.drop);
+  await refusedOn(unseeded.url, /holds no company/);
+  assert.deepEqual(await keyNames(unseeded.url), [], 'no key in it');
+
+  // --init: a new database on purpose (first install, docs/sql-server.md): migrated, then the command runs.
+  const fresh = keysOn(neverMigrated, 'create', '--name', 'first install', '--admin', '--init');
+  assert.equal(fresh.code, 0, fresh.stderr);
+  assert.equal(fresh.stdout.split('\n')[0], `database ${displayOf(neverMigrated)}`);
+  assert.match(lastLine(fresh.stdout), UUID_RE);
+  assert.deepEqual(await keyNames(neverMigrated), ['first install']);
 });

@@ -21,7 +21,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory from 'knex';
-import { LEAVE_WAIT_MS, workerSetup } from '../../src/cluster';
+import { workerSetup } from '../../src/cluster';
+import { workerHandoff } from '../../src/connection-handoff';
 import { WRITES } from '../../src/engines/posting/writes';
 import { secretsEnv } from '../support/secrets';
 
@@ -249,21 +250,52 @@ test('what a primary loads before it forks (configuration, cluster) does not loa
   assert.equal(out.trim().split('\n').at(-1), '0');
 });
 
-test('leave: a stopping worker tells the primary and exits on its answer (every connection handed to it before is then handed back), or after LEAVE_WAIT_MS', async () => {
-  const channel = Object.assign(new EventEmitter(), { sent: [] as unknown[], send(m: unknown) { this.sent.push(m); return true; } });
-  const setup = workerSetup({ WORKER_INDEX: '1', WORKER_COUNT: '2' }, channel as unknown as NodeJS.Process);
-  channel.sent.length = 0;
-  let left = false;
-  void setup.leave().then(() => (left = true));
-  assert.deepEqual(channel.sent, [{ type: 'leaving' }]);
-  await sleep(10);
-  assert.equal(left, false, 'not before the answer');
-  channel.emit('message', { type: 'left' });
-  await sleep(10);
-  assert.equal(left, true);
-  assert.equal(channel.listenerCount('message'), 2, 'only the prepared? and open listeners are left');
+test('handoff: a worker serves every connection handed to it, asks to leave when it stops on its own, and is done on `left`, on `stop` (also its stop), or when the primary is gone', async () => {
+  const channel = () => Object.assign(new EventEmitter(), { sent: [] as unknown[], send(m: unknown) { this.sent.push(m); return true; } });
+  const server = new EventEmitter() as unknown as http.Server;
+  const handed: unknown[] = [];
+  server.on('connection', (s: unknown) => handed.push(s));
 
-  const started = Date.now();
-  await setup.leave();
-  assert.ok(Date.now() - started >= LEAVE_WAIT_MS - 5, 'a primary that does not answer is waited for at most LEAVE_WAIT_MS');
+  const a = channel();
+  const handoff = workerHandoff(a as unknown as NodeJS.Process);
+  let port = 0;
+  void handoff.serve(server).then((p) => (port = p));
+  assert.deepEqual(a.sent, [{ type: 'ready' }]);
+  a.emit('message', { type: 'serving', port: 8123 });
+  await sleep(5);
+  assert.equal(port, 8123);
+  const socket = { destroyed: false };
+  a.emit('message', { type: 'connection' }, socket);
+  assert.deepEqual(handed, [socket], 'the connection is served by the server');
+  assert.deepEqual(a.sent.at(-1), { type: 'taken' }, 'and taken at once');
+
+  let over = false;
+  void handoff.over().then(() => (over = true));
+  assert.deepEqual(a.sent.at(-1), { type: 'leaving' });
+  await sleep(5);
+  assert.equal(over, false, 'not before the answer: connections handed before it are still coming');
+  a.emit('message', { type: 'connection' }, { destroyed: false });
+  assert.equal(handed.length, 2, 'one still coming is served too');
+  a.emit('message', { type: 'left' });
+  await sleep(5);
+  assert.equal(over, true);
+
+  // The primary's stop: the same stop as the worker's own (onStop runs once), and nothing more comes.
+  const b = channel();
+  const stopped = workerHandoff(b as unknown as NodeJS.Process);
+  let stops = 0;
+  stopped.onStop(() => (stops += 1));
+  b.emit('message', { type: 'stop' });
+  b.emit('message', { type: 'stop' });
+  assert.equal(stops, 1);
+  await stopped.over();
+  assert.ok(!b.sent.some((m: any) => m.type === 'leaving'), 'stopped by the primary: no need to ask');
+  stopped.onStop(() => (stops += 1));
+  assert.equal(stops, 2, 'a stop handler added later runs at once');
+
+  const c = channel();
+  const orphan = workerHandoff(c as unknown as NodeJS.Process);
+  const waiting = orphan.over();
+  c.emit('disconnect');
+  await waiting;
 });

@@ -59,3 +59,13 @@ test('EVENT_DETECTION_LAG_SECONDS: 30 by default, 1 to 3600; 0 is refused naming
     assert.throws(() => loadConfig({ EVENT_DETECTION_LAG_SECONDS: bad }), (err: unknown) => err instanceof ConfigError && /EVENT_DETECTION_LAG_SECONDS/.test(err.message), bad);
   }
 });
+
+test('OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT): unset or an http(s) URL; anything else names the variable', () => {
+  assert.doesNotThrow(() => loadConfig({}));
+  assert.doesNotThrow(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }));
+  assert.doesNotThrow(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com/otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' }));
+  for (const bad of ['not-a-url', 'collector:4318', 'ftp://collector', 'http://']) {
+    assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: bad }), (err: unknown) => err instanceof ConfigError && /^OTEL_EXPORTER_OTLP_ENDPOINT must be an http/.test(err.message), bad);
+  }
+  assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not-a-url' }), (err: unknown) => err instanceof ConfigError && /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT/.test(err.message));
+});

@@ -167,14 +167,20 @@ test('node --import tsx src/main.ts with PORT=0: logs the port, prints a curl co
   assert.ok(server.lines.some((l) => l.msg === 'stopped'));
 });
 
-test('DEMO_API_KEY is made an active admin key and used in the printed curl', async () => {
+test('DEMO_API_KEY is made an active admin key; the banner names it by its last 4 characters, never in clear, and its curl works with the key in the shell', async () => {
   const demo = randomUUID();
   const server = spawnServer(process.execPath, [...NODE_TSX, 'src/main.ts'], { PORT: '0', DATABASE_URL: dbUrl('demo'), DEMO_API_KEY: demo });
   try {
     const port = await server.port;
     await waitFor(() => /curl /.test(server.stderr()));
-    assert.ok(server.stderr().includes(`x-api-key: ${demo}`));
+    assert.ok(!server.stderr().includes(demo), 'the key is not printed');
+    assert.ok(!server.lines.some((l) => JSON.stringify(l).includes(demo)), 'nor logged');
+    assert.match(server.stderr(), new RegExp(`DEMO_API_KEY \\(the admin key ending in ${demo.slice(-4)}\\)`));
     assert.doesNotMatch(server.stderr(), /was created/);
+    const curl = /curl [^\n]+/.exec(server.stderr())![0];
+    assert.match(curl, /x-api-key: \$DEMO_API_KEY/);
+    const res = spawnSync('sh', ['-c', `${curl} -w '\\n%{http_code}'`], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, DEMO_API_KEY: demo } });
+    assert.equal(res.stdout.slice(res.stdout.lastIndexOf('\n') + 1), '200', `${curl}\n${res.stdout}${res.stderr}`);
     const ping = await fetch(`http://127.0.0.1:${port}/api/v3/utility/ping`, { method: 'POST', headers: { 'x-api-key': demo } });
     assert.equal(ping.status, 200);
   } finally {
@@ -183,18 +189,65 @@ test('DEMO_API_KEY is made an active admin key and used in the printed curl', as
   assert.equal(await server.exit, 0);
 });
 
+test('the created key is printed on the start that created it only: a second start of the same database prints no key', async () => {
+  const env = { PORT: '0', DATABASE_URL: dbUrl('second-start') };
+  const first = spawnServer(process.execPath, [...NODE_TSX, 'src/main.ts'], env);
+  let key: string | undefined;
+  try {
+    await first.port;
+    await waitFor(() => /curl /.test(first.stderr()));
+    key = /x-api-key: ([0-9a-f-]{36})/.exec(first.stderr())?.[1];
+    assert.match(key ?? '', UUID_RE, 'the first start prints the key it created');
+  } finally {
+    first.child.kill('SIGTERM');
+  }
+  assert.equal(await first.exit, 0);
+  const second = spawnServer(process.execPath, [...NODE_TSX, 'src/main.ts'], env);
+  try {
+    await second.port;
+    await waitFor(() => /curl /.test(second.stderr()));
+    assert.ok(!second.stderr().includes(key!), 'not printed again');
+    assert.match(second.stderr(), /x-api-key: \$API_KEY/);
+    assert.match(second.stderr(), /npm run keys -- create/, 'it says how to get a key');
+  } finally {
+    second.child.kill('SIGTERM');
+  }
+  assert.equal(await second.exit, 0);
+});
+
 test('a bad configuration value exits 1 with a message naming the variable', () => {
   for (const [env, pattern] of [
     [{ PORT: 'eighty' }, /PORT must be a whole number/],
     [{ DATABASE_URL: 'mysql://db/books' }, /DATABASE_URL must start with/],
     [{ DEMO_API_KEY: 'not-a-uuid' }, /DEMO_API_KEY must be a UUID/],
     [{ RATE_LIMIT_PER_MINUTE: '-1' }, /RATE_LIMIT_PER_MINUTE/],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'not-a-url' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http/],
   ] as const) {
     const res = spawnSync(process.execPath, [...NODE_TSX, 'src/main.ts'], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
     assert.equal(res.status, 1, JSON.stringify(env));
     assert.match(res.stderr, /^configuration error: /m);
     assert.match(res.stderr, pattern);
     assert.equal(res.stdout, '', 'nothing on stdout');
+  }
+});
+
+test('WORKERS=2 on a port in use: the start fails at once with exit 1 naming the cause (the primary owns the port)', async () => {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, resolve));
+  const port = (holder.address() as net.AddressInfo).port;
+  try {
+    const started = Date.now();
+    const res = spawnSync(process.execPath, [...NODE_TSX, 'src/main.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: String(port), WORKERS: '2', DATABASE_URL: dbUrl('in-use'), SEED_ON_START: 'false' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(res.status, 1, res.stderr);
+    assert.match(res.stderr, /^start failed: .*EADDRINUSE/m);
+    assert.ok(Date.now() - started < 30_000, 'not after the workers\' grace');
+  } finally {
+    holder.close();
   }
 });
 

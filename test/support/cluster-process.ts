@@ -72,12 +72,15 @@ export async function spawnCluster(options: {
   port?: number;
   /** How long the start may take (default 60 s; a start that migrates an empty database takes longer). */
   startupTimeoutMs?: number;
+  /** A process group of its own (its id is the primary's pid): `process.kill(-pid)` signals every process of it, as systemd's KillMode=control-group does. */
+  detached?: boolean;
 }): Promise<SpawnedCluster> {
   const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
     cwd: path.resolve(__dirname, '..', '..'),
     env: { ...process.env, DATABASE_URL: options.databaseUrl, PORT: String(port), WORKERS: String(options.workers), SEED_ON_START: 'false', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached === true,
   });
   let out = '';
   let partial = '';

@@ -1,0 +1,185 @@
+/**
+ * A worker that dies before it is ready while the instance already serves (WORKERS=2, worker 2
+ * held short of the database by test/support/hold-worker.cjs while worker 1 serves the port) is
+ * replaced, as one that dies later is: the primary used to stop everything with exit 1, resetting
+ * the requests in flight through the ready worker although /readyz had answered 200. A crash loop
+ * stays bounded: MAX_START_FAILURES_IN_A_ROW workers dying before ready, none ready in between,
+ * stop the instance with exit 1 (docs/decisions/0471). Real processes, real sockets, TEST_ENGINE.
+ */
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import { createTestDatabase } from '../support/app';
+import { parseDatabaseUrl } from '../../src/storage/database';
+import { ApiKeyRepository } from '../../src/storage/api-keys';
+import { MAX_START_FAILURES_IN_A_ROW } from '../../src/cluster';
+import { readyz, running } from '../support/cluster-process';
+import { countRows, installPostingFixture } from '../support/posting-fixture';
+import { postKeyedJournal, testConnectionUrl } from '../support/lock-window';
+import type { HttpResult } from '../support/server-process';
+import { freePort } from '../support/net';
+
+const apiKey = randomUUID();
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+let db: { url: string; drop: () => Promise<void> };
+let knex: Knex;
+let dir: string;
+const started: ChildProcess[] = [];
+
+before(async () => {
+  db = await createTestDatabase();
+  knex = knexFactory(parseDatabaseUrl(testConnectionUrl(db.url), { min: 0, max: 2 }).config);
+  await installPostingFixture(knex);
+  await new ApiKeyRepository(knex).ensure(apiKey, 'replace test', 'integration');
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ais-cluster-replace-'));
+});
+after(async () => {
+  for (const child of started) {
+    for (const pid of workerPids(child.pid!).values()) if (running(pid)) process.kill(pid, 'SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+  await knex?.destroy();
+  await db?.drop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** The primary's live children by WORKER_INDEX (read from /proc: a held worker has logged nothing with its pid). */
+function workerPids(primary: number): Map<number, number> {
+  const pids = new Map<number, number>();
+  let children: string[] = [];
+  try {
+    children = fs.readFileSync(`/proc/${primary}/task/${primary}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+  } catch {
+    return pids;
+  }
+  for (const child of children) {
+    try {
+      const env = fs.readFileSync(`/proc/${child}/environ`, 'utf8').split('\0');
+      const index = env.find((e) => e.startsWith('WORKER_INDEX='));
+      if (index && running(Number(child))) pids.set(Number(index.slice('WORKER_INDEX='.length)), Number(child));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+interface Held {
+  child: ChildProcess;
+  port: number;
+  release: string;
+  lines: () => Array<Record<string, any>>;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** WORKERS=2 with worker 2 held short of the database until `release` exists; resolves once /readyz answers 200 through worker 1. */
+async function startHeld(name: string): Promise<Held> {
+  const port = await freePort();
+  const release = path.join(dir, `${name}.release`);
+  const preload = path.join(__dirname, '..', 'support', 'hold-worker.cjs');
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'main.ts')], {
+    cwd: path.resolve(__dirname, '..', '..'),
+    env: {
+      ...process.env,
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${preload}`.trim(),
+      HOLD_WORKER_INDEX: '2',
+      HOLD_WORKER_RELEASE: release,
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      WORKERS: '2',
+      INSTANCE_ID: `rp-${name}`,
+      LOG_LEVEL: 'info',
+      SEED_ON_START: 'false',
+      RATE_LIMIT_PER_MINUTE: '0',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const lines = () =>
+    out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .flatMap((l) => {
+        try {
+          return [JSON.parse(l) as Record<string, any>];
+        } catch {
+          return [];
+        }
+      });
+  for (let i = 0; i < 1200 && (await readyz(port)) !== 200; i += 1) {
+    if (child.exitCode !== null) throw new Error(`exited before ready:\n${out}`);
+    await sleep(50);
+  }
+  assert.equal(await readyz(port), 200, `the port opens with worker 1:\n${out}`);
+  return { child, port, release, lines, output: () => out, exited };
+}
+
+/** Waits for the held worker 2 (a new one: not `not`) to run, then SIGKILLs it; returns its pid. */
+async function killHeldWorker2(h: Held, not = new Set<number>()): Promise<number> {
+  let pid: number | undefined;
+  for (let i = 0; i < 600 && pid === undefined; i += 1) {
+    const p = workerPids(h.child.pid!).get(2);
+    if (p !== undefined && !not.has(p)) pid = p;
+    else await sleep(25);
+  }
+  assert.ok(pid, `a worker 2 runs:\n${h.output().slice(-2000)}`);
+  process.kill(pid, 'SIGKILL');
+  return pid;
+}
+
+test('once the instance serves, a worker that dies before it is ready is replaced: nothing in flight is reset, the service goes on, its replacement joins', { timeout: 180_000 }, async () => {
+  const h = await startHeld('once');
+  const tag = `RP${Date.now() % 100000}`;
+  // Postings through the ready worker while its sibling dies.
+  const flight: Array<Promise<HttpResult | Error>> = [];
+  for (let i = 0; i < 24; i += 1) {
+    flight.push(postKeyedJournal(h.port, apiKey, `${tag}-${i}`, `${tag}-${i}`).catch((e: Error) => e));
+    if (i === 8) await killHeldWorker2(h);
+    await sleep(20);
+  }
+  const answers = await Promise.all(flight);
+  assert.deepEqual(answers.map((a) => (a instanceof Error ? a.message : a.status)).filter((s) => s !== 200), [], 'every posting in flight is answered 200');
+  await sleep(1500);
+  assert.equal(h.child.exitCode, null, `the primary goes on:\n${h.output().slice(-2000)}`);
+  const replaced = h.lines().find((l) => l.role === 'primary' && l.worker === 2 && /failed to start while the instance serves; starting a new one/.test(String(l.msg)));
+  assert.ok(replaced, 'the primary logs the replacement');
+  assert.ok(!h.lines().some((l) => l.role === 'primary' && /stopping/.test(String(l.msg))), 'and does not stop');
+  for (let i = 0; i < 5; i += 1) assert.equal(await readyz(h.port), 200);
+
+  // The replacement is held too: released, it joins, and the instance is whole.
+  fs.writeFileSync(h.release, '');
+  let joined = false;
+  for (let i = 0; i < 1200 && !joined; i += 1) {
+    joined = h.lines().some((l) => l.role === 'primary' && l.msg === 'listening');
+    if (!joined) await sleep(50);
+  }
+  assert.ok(joined, `the replacement joins and the instance announces every worker:\n${h.output().slice(-2000)}`);
+  for (let i = 0; i < 24; i += 1) assert.equal(await countRows(knex, 'lgrtrn', { trnnum: `${tag}-${i}` }), 1);
+  h.child.kill('SIGTERM');
+  assert.equal(await h.exited, 0);
+});
+
+test(`a crash loop is bounded: ${MAX_START_FAILURES_IN_A_ROW} workers dying before ready in a row stop the instance with exit 1`, { timeout: 180_000 }, async () => {
+  const h = await startHeld('loop');
+  const killed = new Set<number>();
+  for (let i = 0; i < MAX_START_FAILURES_IN_A_ROW; i += 1) {
+    killed.add(await killHeldWorker2(h, killed));
+    if (i < MAX_START_FAILURES_IN_A_ROW - 1) {
+      await sleep(200);
+      assert.equal(h.child.exitCode, null, `still serving after ${i + 1} failed start(s)`);
+    }
+  }
+  assert.equal(await h.exited, 1, 'exit 1');
+  assert.ok(h.lines().some((l) => l.role === 'primary' && /workers keep failing to start; stopping/.test(String(l.msg)) && l.failures === MAX_START_FAILURES_IN_A_ROW));
+  for (const pid of workerPids(h.child.pid!).values()) assert.equal(running(pid), false);
+});
