@@ -1,5 +1,5 @@
 /**
- * Covering indexes for deep pages of the read engine (docs/decisions.md, "Query and match").
+ * Covering indexes for deep pages of the read engine (docs/decisions/0015-query-and-match.md).
  * A page past the first reads its keys with OFFSET over (ordering columns, key, filter columns)
  * only, then joins back for the page's rows; these indexes let the database answer that key
  * scan from the index alone for the documented hot shapes: parts by code filtered on cost,

@@ -1,6 +1,6 @@
 /**
- * What POST /inventory-allocations needs beyond the entity tables (docs/decisions.md, "Inventory
- * allocations"): the integrator's allocation number (`invalc.alcnum`, looked up to answer a re-sent
+ * What POST /inventory-allocations needs beyond the entity tables (
+ * docs/decisions/0017-inventory-allocations-and-stock-movements.md): the integrator's allocation number (`invalc.alcnum`, looked up to answer a re-sent
  * allocation as a replay or 409 DOCUMENT_NUMBER_CONFLICT; not unique in the schema because rows
  * entered in the accounting system have none and SQL Server's unique index admits one NULL only:
  * writes serialise on the number with a named lock), and the ledger-setup account that losses and

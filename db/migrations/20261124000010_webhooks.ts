@@ -1,5 +1,5 @@
 /**
- * Change events (docs/decisions.md, "Change events"): webhook endpoints, the audit log of their
+ * Change events (docs/decisions/0027-change-events.md): webhook endpoints, the audit log of their
  * changes, the detection cursors and lease, and the outbox of deliveries with one row per attempt.
  * Service tables (not the accounting system's): lower-case English column names, no recnum.
  *

@@ -1,5 +1,5 @@
 /**
- * Scoped API keys (docs/decisions.md, "Integrator's toolkit"): `apikey.scopes` holds the key's
+ * Scoped API keys (docs/decisions/0031-integrators-toolkit-scoped-keys-declared-statuses-typed-client.md): `apikey.scopes` holds the key's
  * scopes as a space-separated list (`read write lock`), stored next to the hashed key. NULL means
  * an unscoped key: everything the spec grants, employee PII included (the spec's behaviour).
  *

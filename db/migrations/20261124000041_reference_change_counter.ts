@@ -4,7 +4,7 @@
  * by this service, another instance, the desktop accounting system or a DBA, adds 1 in the same
  * transaction. The posting engine caches the reference rows and reads only this counter (one
  * primary-key row) in each posting transaction; a different value drops the cache
- * (src/storage/reference-cache.ts, docs/decisions.md "Reference cache").
+ * (src/storage/reference-cache.ts, docs/decisions/0030-start-up-memory-and-the-reference-cache.md).
  *
  * Statement-level where the engine has it (PostgreSQL, SQL Server), so a bulk UPDATE bumps once.
  */

@@ -1,5 +1,5 @@
 /**
- * Claims with an owner (docs/decisions.md, "Several processes and instances on one database"):
+ * Claims with an owner (docs/decisions/0029-several-processes-and-instances-on-one-database.md):
  *   insthb  one row per server process name (INSTANCE_ID, a worker's `/w<n>` appended): the boot
  *           running under that name now and when it last said it was alive (every HEARTBEAT_MS)
  *   idmkey  gains owner_instance / owner_boot: who holds an in-flight claim. A claim whose owner is

@@ -1,6 +1,6 @@
 /**
  * Compiles the storage extensions of openapi.yaml into the entity catalog, and strips them
- * from the public document. Conventions (documented in docs/decisions.md):
+ * from the public document. Conventions (documented in docs/decisions/0002-entities.md):
  *   record schema:  x-entity (path segment), x-table, x-change-stamps {lastUpdated, createdSince},
  *                   x-match-fields [published names], x-admin-only (true: read by admin keys only;
  *                   compiled into ADMIN_CATALOG, apart from the books' entities: the audit log)

@@ -1,5 +1,5 @@
 /**
- * Scoped API keys, beyond the spec and off by default (docs/decisions.md, "Integrator's toolkit").
+ * Scoped API keys, beyond the spec and off by default (docs/decisions/0031-integrators-toolkit-scoped-keys-declared-statuses-typed-client.md).
  *
  * A key created without scopes is the spec's key: it may call every operation and reads employee
  * PII. A key created with scopes may call only the operations whose scope it holds, and reads

@@ -11,7 +11,7 @@
  *  - scripts/generate.ts writes `schemaKeywords(type)` into the generated public document (the
  *    document the request validator loads) for every property that carries `x-column`; a write's
  *    input property opts in with `x-column: table.column` (or a bare column under a schema that
- *    has `x-table`). See docs/decisions.md "Value bounds from the storage columns".
+ *    has `x-table`). See docs/decisions/0021-value-bounds-from-the-storage-columns.md.
  *  - the query engine (values.ts) calls `checkValue(type, value)` for filter values, whose type is
  *    only known at plan time (the field they compare against).
  */
@@ -123,7 +123,7 @@ export function isStorableText(s: string): boolean {
 
 /**
  * Length as JSON Schema's maxLength counts it: code points (an emoji is 1). SQL Server's nvarchar
- * counts UTF-16 code units (an emoji is 2): see docs/decisions.md for that gap.
+ * counts UTF-16 code units (an emoji is 2): see docs/decisions/0021-value-bounds-from-the-storage-columns.md for that gap.
  */
 export function textLength(s: string): number {
   let n = 0;

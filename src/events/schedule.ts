@@ -1,5 +1,5 @@
 /**
- * Retry schedule of a failed delivery (docs/decisions.md, "Change events"; the contract's
+ * Retry schedule of a failed delivery (docs/decisions/0027-change-events.md; the contract's
  * webhooks description carries the same table). Delay after attempt n fails, before attempt n+1:
  * 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 20 h: ten attempts over 71 h 35 min, each
  * delay with +/-10 % jitter, and never later than three days after the window started (creation

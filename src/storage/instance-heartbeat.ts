@@ -8,7 +8,7 @@ import { PeriodicJob } from './periodic-job';
 
 /**
  * Who this server process is among the processes on one database, and that it is alive
- * (docs/decisions.md, "Several processes and instances on one database").
+ * (docs/decisions/0029-several-processes-and-instances-on-one-database.md).
  *
  * `instanceId` is the process's stable name (INSTANCE_ID, a cluster worker's `/w<n>` appended): it
  * survives restarts. `bootId` is new on every start. Table `insthb` holds one row per name: the

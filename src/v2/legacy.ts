@@ -13,7 +13,7 @@ import { ApiProblem, type FieldError } from '../errors/problem';
 /**
  * Statuses that are business outcomes, answered 200 in v2: 404 (v2 had no 404: unknown entity or
  * record), 409 (conflicts: transaction number, lock held by another) and 422 (business rules:
- * closed period, unbalanced journal). docs/decisions.md, "The frozen v2 surface".
+ * closed period, unbalanced journal). docs/decisions/0028-the-frozen-v2-surface-and-the-migration-comparison.md.
  */
 const BUSINESS_STATUSES = new Set([404, 409, 422]);
 

@@ -27,7 +27,7 @@ const journal = (n: string, over: Record<string, unknown> = {}) => ({
 function assertDeprecated(res: { headers: Record<string, any> }): void {
   assert.equal(res.headers.deprecation, '@1793491200');
   assert.match(String(res.headers.link), /<\/openapi\.yaml>; rel="successor-version"/);
-  assert.equal(res.headers.sunset, undefined, 'no Sunset until an operator fixes the date (docs/decisions.md)');
+  assert.equal(res.headers.sunset, undefined, 'no Sunset until an operator fixes the date (docs/decisions/0028-the-frozen-v2-surface-and-the-migration-comparison.md)');
 }
 
 test('query/part: v2 request names, page.count = v3 totalCount, same records as v3', async () => {

@@ -21,7 +21,7 @@ import { ownerGone, readBeat, type InstanceIdentity } from '../../storage/instan
  * gone (its instance runs another boot, or stopped heart-beating: see instance-heartbeat.ts) is
  * taken over at once instead of after the lease. That is safe for the same reason as the lease:
  * taking over changes the token, and the old owner's completion is conditional on the token, in
- * the same transaction as its posting (docs/decisions.md, "Several processes and instances").
+ * the same transaction as its posting (docs/decisions/0029-several-processes-and-instances-on-one-database.md).
  */
 
 export interface StoredResponse {

@@ -1,5 +1,5 @@
 /**
- * Normalisation applied to both sides of a fuzzy match (docs/decisions.md, "Query and match"):
+ * Normalisation applied to both sides of a fuzzy match (docs/decisions/0015-query-and-match.md):
  *   1. Unicode NFKD (compatibility decomposition: ligatures and full-width forms split, accents
  *      separated from their letters), then lower-case (and NFKD again, for the few lower-case
  *      mappings that produce a combining mark);

@@ -206,8 +206,7 @@ export class WriteRunner {
       } catch (err) {
         // A record number taken by a row another program inserted since this process checked the
         // counter: nothing was written (the transaction rolled back), so re-check that counter and
-        // post again with fresh numbers, once per counter (docs/decisions.md, "Record numbers
-        // taken outside the service"). The key's claim is still this attempt's.
+        // post again with fresh numbers, once per counter (docs/decisions/0041-record-numbers-taken-outside-the-service.md). The key's claim is still this attempt's.
         const counter = collidedCounter(err);
         if (!counter || resynced.has(counter) || resynced.size >= MAX_COUNTER_RESYNCS) throw err;
         resynced.add(counter);

@@ -27,7 +27,7 @@ import { allocateRecordNumbersIn, insertRecords, insertRecordsReturning, rangeVa
  *             INSUFFICIENT_STOCK, naming every such movement (errors[].field = `<field>.quantity`,
  *             `shortages[]` with the part, location, quantity asked and available); a part that
  *             does not exist is 404 REFERENCE_NOT_FOUND (`<field>.partNumber`). Negative stock is
- *             never allowed (docs/decisions.md). Nothing is written before every check passed.
+ *             never allowed (docs/decisions/0017-inventory-allocations-and-stock-movements.md). Nothing is written before every check passed.
  *
  * The value of each movement is what the caller must post to the location's inventory account
  * (the seed invariant "inventory accounts = sum of the history values"). Call it BEFORE

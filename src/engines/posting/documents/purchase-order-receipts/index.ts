@@ -24,7 +24,7 @@ import { readOrder, resolveInvoice } from './references';
  *   journal    source 13: each line's amount debited to the PO line's account (inventory location
  *              account for stock, direct expense / WIP for job lines), AP control credited. The
  *              invoice stays in Review (for approval before payment) yet its journal is posted, as
- *              the accounting system does for receipts (docs/decisions.md)
+ *              the accounting system does for receipts (docs/decisions/0018-purchase-order-receipts.md)
  *   job costs  one per job line (the order has a job and the line is not received into stock)
  *   stock      inventory lines (a part, and the order has an inventory location) go into stock
  *              there, and no longer count as on order at that location
