@@ -215,7 +215,8 @@ export interface paths {
          *     what (`action`), which target (`targetType`, `target`), when (`occurredAt`), the request's
          *     `correlationId` (the `X-Correlation-Id` it was answered with; one per run of the keys command)
          *     and the outcome: `succeeded`, or `refused` (4xx) / `failed` (5xx) with the problem code in
-         *     `outcomeCode`.
+         *     `outcomeCode` (a refusal at the keys command has no problem code: `outcomeCode` is null and
+         *     the reason is in `detail`).
          *
          *     Actions (`targetType` in brackets):
          *     - `api-key.created`, `api-key.disabled`, `api-key.enabled`, `api-key.revoked` (`api-key`, the
@@ -3890,7 +3891,7 @@ export interface components {
             occurredAt?: string;
             /** @enum {string} */
             outcome?: "succeeded" | "refused" | "failed";
-            /** @description The problem code of a refused or failed action. */
+            /** @description The problem code of a refused or failed request; null when it succeeded, and for a refusal at the keys command (its reason is in detail). */
             outcomeCode?: string | null;
             /** @description Ascending in the order entries were written. */
             recordNumber?: number;
