@@ -38,16 +38,22 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(
     `CREATE OR REPLACE FUNCTION ${STAMP_FUNCTION}() RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS $$ ` +
       `DECLARE s text := current_setting('books.write_stamp', true); ` +
-      `BEGIN IF s IS NULL OR s = '' THEN s := statement_timestamp()::text; PERFORM set_config('books.write_stamp', s, true); END IF; ` +
+      // clock_timestamp(): the moment of the first stamped write (a DO block or a procedure that
+      // waits before it writes is not stamped at its start). Kept as UTC ISO 8601 text, which reads
+      // back the same under every DateStyle and TimeZone (the session's own text form does not).
+      `BEGIN IF s IS NULL OR s = '' THEN s := to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'); ` +
+      `PERFORM set_config('books.write_stamp', s, true); END IF; ` +
       `RETURN s::timestamptz; END $$`,
   );
-  await knex.raw(trigger(`${STAMP_FUNCTION}()`));
-  for (const sql of defaults(`${STAMP_FUNCTION}()`)) await knex.raw(sql);
+  // Schema-qualified: a session whose search_path leaves out public still stamps.
+  await knex.raw(trigger(`public.${STAMP_FUNCTION}()`));
+  for (const sql of defaults(`public.${STAMP_FUNCTION}()`)) await knex.raw(sql);
 }
 
 export async function down(knex: Knex): Promise<void> {
   if (engineOf(knex) !== 'postgres') return;
+  // As 20261122000004 made them: the trigger's now(), the columns' CURRENT_TIMESTAMP.
   await knex.raw(trigger('now()'));
-  for (const sql of defaults('now()')) await knex.raw(sql);
+  for (const sql of defaults('CURRENT_TIMESTAMP')) await knex.raw(sql);
   await knex.raw(`DROP FUNCTION IF EXISTS ${STAMP_FUNCTION}()`);
 }

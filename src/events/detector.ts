@@ -101,8 +101,33 @@ export function eventId(kind: string, recordId: string, change: ChangeType, stam
   return 'evt_' + createHash('sha256').update(`${kind}|${recordId.toLowerCase()}|${change}|${stamp.toISOString()}`).digest('hex').slice(0, 32);
 }
 
+/** How far behind the clock (beyond the lag) a transaction still writing may hold every window before a warning says so. */
+export const HELD_BACK_WARN_MS = 60_000;
+/** At most one such warning a minute. */
+const HELD_BACK_WARN_EVERY_MS = 60_000;
+
 export class Detector {
+  private heldBackWarnedAtMs = Number.NEGATIVE_INFINITY;
+
   constructor(private readonly o: DetectorOptions) {}
+
+  /**
+   * A transaction left open while writing holds every kind's window back until it ends (decision
+   * 0466): by design, but silent otherwise, so operators would only see events stop. Warns (at
+   * most once a minute) once the windows end more than HELD_BACK_WARN_MS behind the clock less
+   * the lag, naming the oldest writing session where the engine can.
+   */
+  private warnIfHeldBack(at: Date, upper: Date | null): void {
+    if (upper === null) return; // not known at this look (a first look): the next says more
+    const heldBackMs = at.getTime() - this.o.lagMs - upper.getTime();
+    if (heldBackMs < HELD_BACK_WARN_MS || at.getTime() - this.heldBackWarnedAtMs < HELD_BACK_WARN_EVERY_MS) return;
+    this.heldBackWarnedAtMs = at.getTime();
+    const oldest = this.o.openWrites.oldestWriter?.();
+    this.o.logger.warn(
+      { heldBackSeconds: Math.round(heldBackMs / 1000), ...(oldest ? { writerPid: oldest.pid, writerAgeSeconds: Math.round(oldest.ageMs / 1000) } : {}) },
+      'change-event detection is held back by a transaction still writing: no change after its start is sent (webhooks or feed) until it ends',
+    );
+  }
 
   /** Pauses the endpoints whose owner key may no longer read; returns the endpoints still active. */
   async activeEndpoints(at: Date): Promise<{ endpoints: EndpointRow[]; owners: Map<string, ApiKeyRecord>; paused: number }> {
@@ -164,6 +189,7 @@ export class Detector {
     }
     // Fixed before any window is read: what is stamped at or before it has committed by then.
     const upper = await this.upperBound(at);
+    this.warnIfHeldBack(at, upper);
     const cursors = await store.cursors();
     for (const [kind, subscribers] of byKind) {
       result.kinds.push(kind);

@@ -42,6 +42,11 @@ export interface OpenWrites {
    * the clock's reading when none is open. null: not known at this look (see above).
    */
   safeUpperBound(clock: () => Date): Promise<Date | null>;
+  /**
+   * The oldest writing session the last look saw, for a warning when it holds detection back
+   * (PostgreSQL: its backend pid; undefined where the engine's look cannot name one).
+   */
+  oldestWriter?(): { pid: number; ageMs: number } | undefined;
 }
 
 /**
@@ -111,6 +116,8 @@ export class PostgresOpenWrites implements OpenWrites {
   /** The previous look: when, and the hidden writing sessions it saw. */
   private previous: { at: Date; hidden: Map<number, HiddenWrite> } | undefined;
   private warnedHidden = false;
+  /** The oldest visible writing session of the last look. */
+  private oldest: { pid: number; ageMs: number } | undefined;
 
   constructor(
     private readonly knex: Knex,
@@ -123,12 +130,15 @@ export class PostgresOpenWrites implements OpenWrites {
     const { rows } = (await this.knex.raw(PG_OPEN_WRITES_SQL)) as { rows: PgOpenWrite[] };
     let bound = at;
     let unknown = false;
+    let oldest: { pid: number; ageMs: number } | undefined;
     const hidden = new Map<number, HiddenWrite>();
     for (const r of rows) {
       if (r.visible) {
         // Visible but no start: its transaction ended between the two views; nothing to wait for.
         if (r.age_ms === null) continue;
-        bound = earlier(bound, new Date(at.getTime() - Math.max(0, Number(r.age_ms))));
+        const ageMs = Math.max(0, Number(r.age_ms));
+        if (!oldest || ageMs > oldest.ageMs) oldest = { pid: Number(r.pid), ageMs };
+        bound = earlier(bound, new Date(at.getTime() - ageMs));
         continue;
       }
       // Every hidden session is remembered, so that the next look knows it was writing already.
@@ -145,7 +155,12 @@ export class PostgresOpenWrites implements OpenWrites {
       );
     }
     this.previous = { at, hidden };
+    this.oldest = oldest;
     return unknown ? null : bound;
+  }
+
+  oldestWriter(): { pid: number; ageMs: number } | undefined {
+    return this.oldest;
   }
 
   /**

@@ -199,3 +199,64 @@ test('a row is stamped when its transaction writes, not when it began: PostgreSQ
     other.close();
   }
 });
+
+test("PostgreSQL: a stamp is the moment of the first write whatever the session's DateStyle and TimeZone, and in a DO block that waits before it writes", { skip: ONLY_POSTGRES }, async () => {
+  const [{ recnum }] = await t.knex('pchord').orderBy('recnum').limit(1).select('recnum');
+  const stampOf = async () => new Date((await t.knex('pchord').where({ recnum }).first('upddte')).upddte).getTime();
+  const other = await session();
+  try {
+    // Settings whose own text form of a timestamp reads back as another zone, or not at all.
+    for (const [dateStyle, zone] of [
+      ['SQL, YMD', 'UTC'],
+      ['Postgres, MDY', 'Asia/Kolkata'],
+      ['SQL, DMY', 'Asia/Manila'],
+      ['Postgres, MDY', 'Pacific/Pago_Pago'],
+      ['German', 'Asia/Shanghai'],
+    ] as const) {
+      await other.query(`set datestyle = '${dateStyle}'`);
+      await other.query(`set timezone = '${zone}'`);
+      const sent = Date.now();
+      await other.query("update pchord set updusr = 'JSMITH' where recnum = $1", [recnum]);
+      const done = Date.now();
+      const stamp = await stampOf();
+      // The database runs on this machine: its clock is the test's.
+      assert.ok(stamp >= sent - 1000 && stamp <= done + 1000, `${dateStyle} / ${zone}: stamped ${stamp - sent} ms after the update was sent`);
+    }
+    await other.query('reset datestyle');
+    await other.query('reset timezone');
+    const began = Date.now();
+    await other.query(`do $$ begin perform pg_sleep(0.6); update pchord set updusr = 'MARY' where recnum = ${Number(recnum)}; end $$`);
+    assert.ok((await stampOf()) >= began + 500, 'a statement that waits before it writes is stamped at its write, not at its start');
+  } finally {
+    await other.end();
+  }
+});
+
+test('a transaction that holds detection back past HELD_BACK_WARN_MS is named in a warning, at most once a minute', async () => {
+  const { Detector, HELD_BACK_WARN_MS } = await import('../../src/events/detector');
+  const warnings: Array<Record<string, unknown>> = [];
+  const logger = { warn: (o: Record<string, unknown>) => warnings.push(o), info() {}, debug() {}, error() {} } as unknown as pino.Logger;
+  let now = Date.parse('2026-11-27T10:00:00Z');
+  const writerAgeMs = HELD_BACK_WARN_MS + 30_000;
+  const detector = new Detector({
+    store: undefined as never,
+    keys: undefined as never,
+    logger,
+    clock: () => new Date(now),
+    lagMs: 1000,
+    openWrites: { safeUpperBound: async (clock) => new Date(clock().getTime() - writerAgeMs), oldestWriter: () => ({ pid: 4242, ageMs: writerAgeMs }) },
+    leaseMs: 10_000,
+    holder: 'test',
+  });
+  const look = async () => (detector as unknown as { warnIfHeldBack(at: Date, upper: Date | null): void }).warnIfHeldBack(new Date(now), await detector.upperBound(new Date(now)));
+  await look();
+  assert.equal(warnings.length, 1, 'warned');
+  assert.equal(warnings[0]!.writerPid, 4242);
+  assert.equal(warnings[0]!.heldBackSeconds, Math.round(writerAgeMs / 1000));
+  now += 30_000;
+  await look();
+  assert.equal(warnings.length, 1, 'not again within the minute');
+  now += 31_000;
+  await look();
+  assert.equal(warnings.length, 2, 'again after a minute');
+});
