@@ -126,6 +126,9 @@ before(async () => {
     if (!joined) await sleep(50);
   }
   assert.ok(joined, `worker 2 joins once released:\n${out}`);
+  // The primary logs 'listening' once every worker told it so; a worker's own line may reach the
+  // pipe a moment after (each process writes its own).
+  for (let i = 0; i < 200 && logLines().filter((l) => l.msg === 'listening' && l.worker).length < 2; i += 1) await sleep(25);
 });
 
 after(async () => {
