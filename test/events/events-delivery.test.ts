@@ -5,14 +5,11 @@
  */
 import test, { after, before, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import YAML from 'yaml';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
 import { startTestApp, type TestApp } from '../support/app';
-import { installEvents, type EventsHarness, emptyWebhookTables } from '../support/events';
+import { installEvents, exampleBody, PUBLIC_DOC, type EventsHarness, emptyWebhookTables } from '../support/events';
 import type { LoopbackServer } from '../support/net';
 import { startWebhookReceiver, type ReceivedWebhook as Received } from '../support/webhook-receiver';
 import { RETRY_DELAYS_MS, RETRY_WINDOW_MS } from '../../src/events/schedule';
@@ -67,27 +64,17 @@ function signedWith(secret: string, r: Received): boolean {
   return String(r.headers['webhook-signature']).split(' ').includes(expected);
 }
 
-const DOC = YAML.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'generated', 'openapi.public.yaml'), 'utf8'));
 const ajv = new Ajv2020({ strict: false, validateFormats: true });
 addFormats(ajv);
-ajv.addSchema({ ...DOC, $id: 'contract' });
+ajv.addSchema({ ...PUBLIC_DOC, $id: 'contract' });
 
 /** The body matches the webhooks section of the contract (the payload schema of its type). */
 function assertContractPayload(r: Received): void {
-  const hook = DOC.webhooks[r.json.type];
+  const hook = PUBLIC_DOC.webhooks[r.json.type];
   assert.ok(hook, `the contract documents ${r.json.type}`);
   const ref: string = hook.post.requestBody.content['application/json'].schema.$ref;
   const validate = ajv.getSchema(`contract${ref}`)!;
   assert.ok(validate(r.json), `${r.json.type}: ${ajv.errorsText(validate.errors)}`);
-}
-
-function exampleBody(operationId: string): any {
-  const doc = DOC;
-  for (const item of Object.values<any>(doc.paths)) {
-    const op = item.post;
-    if (op?.operationId === operationId) return Object.values<any>(op.requestBody.content['application/json'].examples)[0].value;
-  }
-  throw new Error(operationId);
 }
 
 test('a row changed directly in the database is delivered signed, as accounting_system, with the user stamp', async () => {

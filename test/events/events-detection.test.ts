@@ -7,25 +7,13 @@
  */
 import test, { after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import YAML from 'yaml';
 import { startTestApp, type TestApp } from '../support/app';
-import { installEvents, type EventsHarness } from '../support/events';
+import { installEvents, exampleBody, type EventsHarness } from '../support/events';
 import { EVENT_TYPES } from '../../src/events';
 import { EVENT_KINDS, type EventKind } from '../../src/events/kinds';
 import { CATALOG } from '../../generated/catalog';
 import { EVENT_LINE_TABLES } from '../../db/migrations/20261127000240_event_line_indexes';
 
-const DOC = YAML.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'generated', 'openapi.public.yaml'), 'utf8'));
-
-function exampleBody(operationId: string): any {
-  for (const item of Object.values<any>(DOC.paths)) {
-    const op = item.post;
-    if (op?.operationId === operationId) return Object.values<any>(op.requestBody.content['application/json'].examples)[0].value;
-  }
-  throw new Error(operationId);
-}
 
 interface Fresh {
   t: TestApp;

@@ -11,26 +11,14 @@
  */
 import test, { after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import YAML from 'yaml';
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { startTestApp, type TestApp } from '../support/app';
-import { installEvents, type EventsHarness } from '../support/events';
+import { installEvents, exampleBody, type EventsHarness } from '../support/events';
 import type { Config } from '../../src/config';
 
-const DOC = YAML.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'generated', 'openapi.public.yaml'), 'utf8'));
 const LAG_SECONDS = 1;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function exampleBody(operationId: string): any {
-  for (const item of Object.values<any>(DOC.paths)) {
-    const op = item.post;
-    if (op?.operationId === operationId) return Object.values<any>(op.requestBody.content['application/json'].examples)[0].value;
-  }
-  throw new Error(operationId);
-}
 
 interface Fresh {
   t: TestApp;

@@ -10,6 +10,9 @@ import { readRecordsById } from '../../src/engines/query/read-records';
 import { eventId, type DetectedEvent } from '../../src/events/detector';
 import { eventDocument } from '../../src/events/document';
 import { fromDbTime } from '../../src/storage/db-time';
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
 
 export interface EventsHarness {
   events: Events;
@@ -152,4 +155,16 @@ export async function seedFeedExamples(t: TestApp, invoices = 3): Promise<void> 
     return { id: eventId('payable_invoice', String(r._idnum), 'updated', stamp), kind: 'payable_invoice', document: eventDocument('payable_invoice', 'updated', now, r.updusr ?? null, stamp, records[i]!) };
   });
   await t.knex.transaction((trx) => feed.append(trx, events));
+}
+
+/** The public contract, as integrators read it. */
+export const PUBLIC_DOC = YAML.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'generated', 'openapi.public.yaml'), 'utf8'));
+
+/** The first request example of a POST operation of the contract (it runs on the demo company). */
+export function exampleBody(operationId: string): any {
+  for (const item of Object.values<any>(PUBLIC_DOC.paths)) {
+    const op = item.post;
+    if (op?.operationId === operationId) return Object.values<any>(op.requestBody.content['application/json'].examples)[0].value;
+  }
+  throw new Error(operationId);
 }
