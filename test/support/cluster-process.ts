@@ -64,7 +64,26 @@ export function running(pid: number): boolean {
   }
 }
 
-export async function spawnCluster(options: {
+type SpawnOptions = Parameters<typeof spawnClusterOn>[0];
+
+/**
+ * Starts a cluster on `options.port`, or on a port freePort() found. Such a port is free only when
+ * it was found: another process (a parallel test file, an outgoing connection's ephemeral port) may
+ * take it before the cluster listens, and the start then fails with EADDRINUSE. Then another port
+ * is tried, up to 3 times; a port the caller chose (a restart on the same port) is not changed.
+ */
+export async function spawnCluster(options: SpawnOptions): Promise<SpawnedCluster> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await spawnClusterOn(options);
+    } catch (err) {
+      const portTaken = err instanceof Error && /EADDRINUSE/.test(err.message);
+      if (!portTaken || options.port !== undefined || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function spawnClusterOn(options: {
   databaseUrl: string;
   workers: number;
   env?: Record<string, string>;
