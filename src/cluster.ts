@@ -25,7 +25,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { ConnectionDispatcher } from './connection-handoff';
+import { ConnectionDispatcher, MAX_HELD_CONNECTIONS } from './connection-handoff';
 import type { Config } from './config';
 // Types only: the primary loads the storage layer (knex) after it has forked the workers.
 import type { BootReport } from './boot';
@@ -269,7 +269,21 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   const lockRelay = new LockRelayHub(() => workers);
   /** Workers in the rotation (or that were, until they left or died): the banner waits for all. */
   const listening = new Set<number>();
-  const dispatcher = new ConnectionDispatcher({ port: config.port, acceptForMs: config.shutdownGraceMs });
+  /** Connections shed since the last warning (logged at most once a second: a flood must not flood the log). */
+  const shed = { full: 0, 'too-old': 0, loggedAt: 0 };
+  const dispatcher = new ConnectionDispatcher({
+    port: config.port,
+    acceptForMs: config.shutdownGraceMs,
+    holdForMs: config.headersTimeoutMs,
+    onShed: (reason, count) => {
+      shed[reason] += count;
+      if (Date.now() - shed.loggedAt < 1000) return;
+      log.warn({ full: shed.full, tooOld: shed['too-old'], serving: dispatcher.servingCount, maxHeld: MAX_HELD_CONNECTIONS, holdForMs: config.headersTimeoutMs }, 'no worker takes connections: closed some unserved');
+      shed.full = 0;
+      shed['too-old'] = 0;
+      shed.loggedAt = Date.now();
+    },
+  });
   /** Workers that asked to leave while no sibling served: answered `left` once one does (or `stop`). */
   const leaveWhenReplaced = new Set<number>();
   /** Workers that died before they were ready since the last one was ready (the crash-loop bound). */
