@@ -16,7 +16,8 @@
  * A worker stopped on its own (SIGTERM to it alone, or to every process of the group at once, as
  * systemd's KillMode=control-group does) asks to leave; the primary hands it nothing more once a
  * sibling serves and answers `left`; the last serving worker keeps serving until another one
- * serves or the primary stops (then `stop`): one stop, not two.
+ * serves, the primary stops (then `stop`): one stop, not two, or half its grace has passed
+ * (src/cluster.ts; docs/decisions/0477).
  */
 import net, { type Socket } from 'node:net';
 import type { Worker } from 'node:cluster';

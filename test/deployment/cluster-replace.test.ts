@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -261,6 +262,66 @@ test(`while no worker takes connections the primary holds at most ${MAX_HELD_CON
   } finally {
     if (running(w1)) process.kill(w1, 'SIGCONT');
   }
+  h.child.kill('SIGTERM');
+  assert.equal(await h.exited, 0);
+});
+
+/** One ping on a fresh connection: its status, or the error's code; never rejects. */
+function ping(port: number): Promise<{ sentAt: number; result: number | string }> {
+  const sentAt = performance.now();
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/api/v3/utility/ping', agent: false, headers: { 'x-api-key': apiKey } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ sentAt, result: res.statusCode! }));
+      res.on('error', (e: NodeJS.ErrnoException) => resolve({ sentAt, result: e.code ?? e.message }));
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => resolve({ sentAt, result: e.code ?? e.message }));
+    req.setTimeout(30_000, () => req.destroy(new Error('client timeout')));
+    req.end();
+  });
+}
+
+test('the last serving worker stopped alone leaves the rotation at half its grace: the connections after that wait in the primary for its replacement, none is reset', { timeout: 180_000 }, async () => {
+  const GRACE = 1000;
+  const h = await startHeld('last', { SHUTDOWN_GRACE_MS: String(GRACE) });
+  let w1: number | undefined;
+  for (let i = 0; i < 200 && w1 === undefined; i += 1) {
+    w1 = workerPids(h.child.pid!).get(1);
+    if (w1 === undefined) await sleep(25);
+  }
+  assert.ok(w1, 'worker 1 runs');
+  const results: Array<{ sentAt: number; result: number | string }> = [];
+  let go = true;
+  const loops = Array.from({ length: 16 }, async () => {
+    while (go) {
+      results.push(await ping(h.port));
+      await sleep(2);
+    }
+  });
+  await sleep(500);
+  const signalledAt = performance.now();
+  // Worker 1 alone: worker 2 is held short of ready, so no sibling serves.
+  process.kill(w1, 'SIGTERM');
+  // Past its grace, until its replacement serves, and a little more.
+  let replaced = false;
+  for (let i = 0; i < 1200 && !replaced; i += 1) {
+    const p = workerPids(h.child.pid!).get(1);
+    replaced = p !== undefined && p !== w1 && performance.now() - signalledAt > GRACE + 500;
+    if (!replaced) await sleep(25);
+  }
+  assert.ok(replaced, 'worker 1 is replaced');
+  // Worker 2 is still held: a 200 here comes from the replacement.
+  for (let i = 0; i < 400 && (await readyz(h.port)) !== 200; i += 1) await sleep(25);
+  await sleep(500);
+  go = false;
+  await Promise.all(loops);
+  const after = results.filter((r) => r.sentAt > signalledAt);
+  const failed = after.filter((r) => r.result !== 200).map((r) => `${r.result} sent ${Math.round(r.sentAt - signalledAt)} ms after the SIGTERM`);
+  assert.ok(after.length > 20, `traffic across the stop (${after.length})`);
+  assert.deepEqual(failed, [], `every ping sent after the SIGTERM is answered 200:\n${h.output().slice(-3000)}`);
+  const stopped = h.lines().filter((l) => l.msg === 'stopped');
+  assert.equal(stopped[0]?.outcome, 'drained', 'worker 1 drained before its grace ended (not cut at it)');
+  assert.ok(h.lines().some((l) => l.role === 'primary' && /the last serving worker leaves/.test(String(l.msg))), 'the primary took it out of the rotation');
   h.child.kill('SIGTERM');
   assert.equal(await h.exited, 0);
 });
