@@ -92,6 +92,10 @@ export function workerHandoff(channel: Channel = process): WorkerHandoff {
       case 'connection':
         if (!handle) return;
         // Taken before anything is read from it: the primary closes its copy on this answer.
+        // `taken` must go in this same callback, never later (after an await, a timer, a check):
+        // the socket reads from here on, and until `taken` the primary treats the connection as
+        // its own, so a worker dying in between would have it handed on to a sibling without the
+        // request bytes this one had already read (ConnectionDispatcher.died).
         if (server) server.emit('connection', handle as Socket);
         else (handle as Socket).destroy();
         send({ type: 'taken' });
