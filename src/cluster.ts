@@ -25,7 +25,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { ConnectionDispatcher } from './connection-handoff';
+import { ConnectionDispatcher, MAX_HELD_CONNECTIONS } from './connection-handoff';
 import type { Config } from './config';
 // Types only: the primary loads the storage layer (knex) after it has forked the workers.
 import type { BootReport } from './boot';
@@ -269,9 +269,35 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   const lockRelay = new LockRelayHub(() => workers);
   /** Workers in the rotation (or that were, until they left or died): the banner waits for all. */
   const listening = new Set<number>();
-  const dispatcher = new ConnectionDispatcher({ port: config.port, acceptForMs: config.shutdownGraceMs });
-  /** Workers that asked to leave while no sibling served: answered `left` once one does (or `stop`). */
-  const leaveWhenReplaced = new Set<number>();
+  /** Connections shed since the last warning (logged at most once a second: a flood must not flood the log). */
+  const shed = { full: 0, 'too-old': 0, loggedAt: 0 };
+  const dispatcher = new ConnectionDispatcher({
+    port: config.port,
+    acceptForMs: config.shutdownGraceMs,
+    holdForMs: config.headersTimeoutMs,
+    onShed: (reason, count) => {
+      shed[reason] += count;
+      if (Date.now() - shed.loggedAt < 1000) return;
+      log.warn({ full: shed.full, tooOld: shed['too-old'], serving: dispatcher.servingCount, maxHeld: MAX_HELD_CONNECTIONS, holdForMs: config.headersTimeoutMs }, 'no worker takes connections: closed some unserved');
+      shed.full = 0;
+      shed['too-old'] = 0;
+      shed.loggedAt = Date.now();
+    },
+  });
+  /**
+   * Workers that asked to leave while no sibling served: answered `left` once one does (or `stop`),
+   * or when their timer fires (half of SHUTDOWN_GRACE_MS): the worker exits when its grace ends, and
+   * a connection handed to it after that would be reset; from then on connections wait in the
+   * primary (within decision 0476's bounds) until a replacement serves.
+   */
+  const leaveWhenReplaced = new Map<number, NodeJS.Timeout>();
+  const leaveNow = (index: number): void => {
+    clearTimeout(leaveWhenReplaced.get(index));
+    leaveWhenReplaced.delete(index);
+    dispatcher.remove(index);
+    // After every connection handed to it so far (one channel, in order).
+    send(workers.get(index), { type: 'left' });
+  };
   /** Workers that died before they were ready since the last one was ready (the crash-loop bound). */
   let startFailuresInARow = 0;
   let announced = false;
@@ -297,7 +323,15 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       send(worker, { type: 'left' });
       return;
     }
-    leaveWhenReplaced.add(index);
+    if (leaveWhenReplaced.has(index)) return;
+    // Half its grace: what it was handed until then is answered within the other half.
+    const timer = setTimeout(() => {
+      if (stopping || !leaveWhenReplaced.has(index)) return;
+      log.warn({ worker: index, afterMs: Math.floor(config.shutdownGraceMs / 2) }, 'the last serving worker leaves: connections wait in the primary until a replacement serves');
+      leaveNow(index);
+    }, Math.floor(config.shutdownGraceMs / 2));
+    timer.unref();
+    leaveWhenReplaced.set(index, timer);
   };
 
   /** Worker `index` is prepared: it joins the rotation (the first one opens the port). */
@@ -318,12 +352,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
         }
         dispatcher.add(index, worker);
         listening.add(index);
-        for (const i of leaveWhenReplaced) {
-          if (i === index) continue;
-          leaveWhenReplaced.delete(i);
-          dispatcher.remove(i);
-          send(workers.get(i), { type: 'left' });
-        }
+        for (const i of [...leaveWhenReplaced.keys()]) if (i !== index) leaveNow(i);
         // The first worker in the rotation opens the port: the service answers from then on,
         // while its siblings finish starting and join one by one.
         if (!opened) {
@@ -384,6 +413,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       asked.delete(worker);
       listeningForMessages.delete(worker);
       listening.delete(index);
+      clearTimeout(leaveWhenReplaced.get(index));
       leaveWhenReplaced.delete(index);
       // A connection handed to it and not taken goes to a sibling.
       dispatcher.died(index);

@@ -16,7 +16,8 @@
  * A worker stopped on its own (SIGTERM to it alone, or to every process of the group at once, as
  * systemd's KillMode=control-group does) asks to leave; the primary hands it nothing more once a
  * sibling serves and answers `left`; the last serving worker keeps serving until another one
- * serves or the primary stops (then `stop`): one stop, not two.
+ * serves, the primary stops (then `stop`): one stop, not two, or half its grace has passed
+ * (src/cluster.ts; docs/decisions/0477).
  */
 import net, { type Socket } from 'node:net';
 import type { Worker } from 'node:cluster';
@@ -91,6 +92,10 @@ export function workerHandoff(channel: Channel = process): WorkerHandoff {
       case 'connection':
         if (!handle) return;
         // Taken before anything is read from it: the primary closes its copy on this answer.
+        // `taken` must go in this same callback, never later (after an await, a timer, a check):
+        // the socket reads from here on, and until `taken` the primary treats the connection as
+        // its own, so a worker dying in between would have it handed on to a sibling without the
+        // request bytes this one had already read (ConnectionDispatcher.died).
         if (server) server.emit('connection', handle as Socket);
         else (handle as Socket).destroy();
         send({ type: 'taken' });
@@ -164,6 +169,14 @@ export async function acceptWaitingConnections(server: net.Server, maxMs: number
   }
 }
 
+/**
+ * Connections the primary holds at most while no worker takes them (each costs it a file
+ * descriptor): one accepted beyond this is closed at once. Enough for a replacement's gap (about
+ * 0.6 to 1.8 s with every worker gone) at a few hundred new connections a second; beyond that the
+ * primary sheds load instead of accumulating it (docs/decisions/0476).
+ */
+export const MAX_HELD_CONNECTIONS = 256;
+
 /** What a `ready` answer needs to know about the listening socket. */
 export interface DispatcherOptions {
   port: number;
@@ -171,6 +184,13 @@ export interface DispatcherOptions {
   host?: string;
   /** How long a stop keeps accepting what the kernel had queued at most (SHUTDOWN_GRACE_MS). */
   acceptForMs: number;
+  /**
+   * How long an accepted connection waits in the primary for a worker at most (HEADERS_TIMEOUT_MS:
+   * a client that cannot send its request head within it would be answered 408 anyway); older, it is closed.
+   */
+  holdForMs: number;
+  /** Connections closed unserved: `full` (MAX_HELD_CONNECTIONS held already) or `too-old` (held holdForMs). */
+  onShed?: (reason: 'full' | 'too-old', count: number) => void;
 }
 
 /**
@@ -191,11 +211,21 @@ export class ConnectionDispatcher {
   private readonly inFlight = new Map<number, Socket>();
   private stopping = false;
   private emptied: Array<() => void> = [];
+  /** When each held connection was accepted (the age bound). */
+  private readonly acceptedAt = new WeakMap<Socket, number>();
+  /** Closes held connections older than holdForMs; runs only while something is held. */
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: DispatcherOptions) {
     this.server.on('connection', (socket) => {
       // Until a worker has taken it, a connection whose client gives up must not break the primary.
       socket.on('error', () => undefined);
+      if (this.queue.length >= MAX_HELD_CONNECTIONS) {
+        socket.destroy();
+        this.options.onShed?.('full', 1);
+        return;
+      }
+      this.acceptedAt.set(socket, Date.now());
       this.queue.push(socket);
       this.dispatch();
     });
@@ -290,6 +320,31 @@ export class ConnectionDispatcher {
       } catch {
         this.died(index);
       }
+    }
+    if (this.queue.length > 0 && !this.sweeper) {
+      // A tenth of the bound, at most every second: a held connection is closed within holdForMs + 10 %.
+      this.sweeper = setInterval(() => this.sweep(), Math.min(1000, Math.max(10, Math.ceil(this.options.holdForMs / 10))));
+      this.sweeper.unref();
+    }
+    this.settle();
+  }
+
+  /** Closes the held connections older than holdForMs (and forgets those their clients closed). */
+  private sweep(): void {
+    const oldest = Date.now() - this.options.holdForMs;
+    let shed = 0;
+    for (let i = this.queue.length - 1; i >= 0; i -= 1) {
+      const socket = this.queue[i]!;
+      if (!socket.destroyed && (this.acceptedAt.get(socket) ?? 0) > oldest) continue;
+      this.queue.splice(i, 1);
+      if (socket.destroyed) continue;
+      socket.destroy();
+      shed += 1;
+    }
+    if (shed > 0) this.options.onShed?.('too-old', shed);
+    if (this.queue.length === 0) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
     }
     this.settle();
   }

@@ -11,6 +11,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
@@ -18,6 +20,7 @@ import { createTestDatabase } from '../support/app';
 import { parseDatabaseUrl } from '../../src/storage/database';
 import { ApiKeyRepository } from '../../src/storage/api-keys';
 import { MAX_START_FAILURES_IN_A_ROW } from '../../src/cluster';
+import { MAX_HELD_CONNECTIONS } from '../../src/connection-handoff';
 import { readyz, running } from '../support/cluster-process';
 import { countRows, installPostingFixture } from '../support/posting-fixture';
 import { postKeyedJournal, testConnectionUrl } from '../support/lock-window';
@@ -79,7 +82,7 @@ interface Held {
 }
 
 /** WORKERS=2 with worker 2 held short of the database until `release` exists; resolves once /readyz answers 200 through worker 1. */
-async function startHeld(name: string): Promise<Held> {
+async function startHeld(name: string, extraEnv: Record<string, string> = {}): Promise<Held> {
   const port = await freePort();
   const release = path.join(dir, `${name}.release`);
   const preload = path.join(__dirname, '..', 'support', 'hold-worker.cjs');
@@ -97,6 +100,7 @@ async function startHeld(name: string): Promise<Held> {
       LOG_LEVEL: 'info',
       SEED_ON_START: 'false',
       RATE_LIMIT_PER_MINUTE: '0',
+      ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -172,7 +176,10 @@ test('once the instance serves, a worker that dies before it is ready is replace
 test(`a crash loop is bounded: ${MAX_START_FAILURES_IN_A_ROW} workers dying before ready in a row stop the instance with exit 1`, { timeout: 180_000 }, async () => {
   const h = await startHeld('loop');
   const killed = new Set<number>();
+  // Collected while the primary lives: once it has exited, /proc no longer lists its children.
+  const seen = new Set<number>();
   for (let i = 0; i < MAX_START_FAILURES_IN_A_ROW; i += 1) {
+    for (const pid of workerPids(h.child.pid!).values()) seen.add(pid);
     killed.add(await killHeldWorker2(h, killed));
     if (i < MAX_START_FAILURES_IN_A_ROW - 1) {
       await sleep(200);
@@ -181,5 +188,140 @@ test(`a crash loop is bounded: ${MAX_START_FAILURES_IN_A_ROW} workers dying befo
   }
   assert.equal(await h.exited, 1, 'exit 1');
   assert.ok(h.lines().some((l) => l.role === 'primary' && /workers keep failing to start; stopping/.test(String(l.msg)) && l.failures === MAX_START_FAILURES_IN_A_ROW));
-  for (const pid of workerPids(h.child.pid!).values()) assert.equal(running(pid), false);
+  const serving = [...seen].filter((pid) => !killed.has(pid));
+  assert.ok(serving.length >= 1, 'the serving worker 1 was seen while the primary ran');
+  for (const pid of seen) assert.equal(running(pid), false, `worker ${pid} stopped with the primary`);
+});
+
+/** A raw connection to `port`: when it was up, when it closed, and what it received. */
+interface Raw {
+  socket: net.Socket;
+  up: Promise<number>;
+  closedAt?: number;
+  text: string;
+}
+function rawConnection(port: number): Raw {
+  const socket = net.connect(port, '127.0.0.1');
+  const raw: Raw = { socket, up: new Promise((resolve) => socket.once('connect', () => resolve(performance.now()))), text: '' };
+  socket.setEncoding('utf8').on('data', (d: string) => (raw.text += d));
+  socket.on('error', () => undefined);
+  socket.once('close', () => (raw.closedAt = performance.now()));
+  return raw;
+}
+const fdCount = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
+
+test(`while no worker takes connections the primary holds at most ${MAX_HELD_CONNECTIONS}, each at most HEADERS_TIMEOUT_MS; one held within it is served once a worker takes again`, { timeout: 180_000 }, async () => {
+  const HOLD_MS = 2000;
+  const h = await startHeld('shed', { HEADERS_TIMEOUT_MS: String(HOLD_MS) });
+  let w1: number | undefined;
+  for (let i = 0; i < 200 && w1 === undefined; i += 1) {
+    w1 = workerPids(h.child.pid!).get(1);
+    if (w1 === undefined) await sleep(25);
+  }
+  assert.ok(w1, 'worker 1 runs');
+  const fdsBefore = fdCount(h.child.pid!);
+  // Worker 1 (the only one serving: worker 2 is held short of ready) takes nothing while stopped.
+  process.kill(w1, 'SIGSTOP');
+  try {
+    // One goes to worker 1 (in flight, answered once it runs again), MAX_HELD_CONNECTIONS wait in the primary, the rest are closed at once.
+    const EXTRA = 20;
+    const first = rawConnection(h.port);
+    await first.up;
+    first.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await sleep(100);
+    const openedAt = performance.now();
+    const held: Raw[] = [];
+    for (let i = 0; i < MAX_HELD_CONNECTIONS + EXTRA; i += 1) held.push(rawConnection(h.port));
+    await Promise.all(held.map((r) => r.up));
+    await sleep(Math.min(1000, HOLD_MS / 2));
+    const shedAtOnce = held.filter((r) => r.closedAt !== undefined);
+    assert.equal(shedAtOnce.length, EXTRA, `the connections beyond ${MAX_HELD_CONNECTIONS} are closed at once`);
+    const peakFds = fdCount(h.child.pid!);
+    assert.ok(peakFds - fdsBefore <= MAX_HELD_CONNECTIONS + 5, `the primary holds at most ${MAX_HELD_CONNECTIONS} descriptors more (${fdsBefore} -> ${peakFds})`);
+    // The rest are closed once HEADERS_TIMEOUT_MS old.
+    for (let i = 0; i < 400 && held.some((r) => r.closedAt === undefined); i += 1) await sleep(25);
+    const kept = held.filter((r) => !shedAtOnce.includes(r));
+    assert.ok(kept.every((r) => r.closedAt !== undefined), 'every held connection is closed after HEADERS_TIMEOUT_MS');
+    const ages = kept.map((r) => r.closedAt! - openedAt);
+    assert.ok(Math.min(...ages) >= HOLD_MS - 100, `not before HEADERS_TIMEOUT_MS (${Math.round(Math.min(...ages))} ms)`);
+    assert.ok(Math.max(...ages) <= HOLD_MS + 3000, `within it and its check (${Math.round(Math.max(...ages))} ms)`);
+    for (let i = 0; i < 100 && fdCount(h.child.pid!) > fdsBefore + 2; i += 1) await sleep(25);
+    assert.ok(fdCount(h.child.pid!) <= fdsBefore + 2, `the primary's descriptors are back (${fdsBefore} -> ${fdCount(h.child.pid!)})`);
+    assert.ok(h.lines().some((l) => l.role === 'primary' && /no worker takes connections/.test(String(l.msg))), 'the primary warns');
+
+    // Held a while (under the bound), then worker 1 takes again: answered.
+    const late = rawConnection(h.port);
+    await late.up;
+    late.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await sleep(HOLD_MS / 4);
+    process.kill(w1, 'SIGCONT');
+    for (let i = 0; i < 400 && !(/\r\n\r\n/.test(late.text) && /\r\n\r\n/.test(first.text)); i += 1) await sleep(25);
+    assert.match(late.text, /^HTTP\/1\.1 200 /, `the connection held ${HOLD_MS / 4} ms is served`);
+    assert.match(first.text, /^HTTP\/1\.1 200 /, 'the connection in flight to the stopped worker is served');
+    first.socket.destroy();
+  } finally {
+    if (running(w1)) process.kill(w1, 'SIGCONT');
+  }
+  h.child.kill('SIGTERM');
+  assert.equal(await h.exited, 0);
+});
+
+/** One ping on a fresh connection: its status, or the error's code; never rejects. */
+function ping(port: number): Promise<{ sentAt: number; result: number | string }> {
+  const sentAt = performance.now();
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/api/v3/utility/ping', agent: false, headers: { 'x-api-key': apiKey } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ sentAt, result: res.statusCode! }));
+      res.on('error', (e: NodeJS.ErrnoException) => resolve({ sentAt, result: e.code ?? e.message }));
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => resolve({ sentAt, result: e.code ?? e.message }));
+    req.setTimeout(30_000, () => req.destroy(new Error('client timeout')));
+    req.end();
+  });
+}
+
+test('the last serving worker stopped alone leaves the rotation at half its grace: the connections after that wait in the primary for its replacement, none is reset', { timeout: 180_000 }, async () => {
+  const GRACE = 1000;
+  const h = await startHeld('last', { SHUTDOWN_GRACE_MS: String(GRACE) });
+  let w1: number | undefined;
+  for (let i = 0; i < 200 && w1 === undefined; i += 1) {
+    w1 = workerPids(h.child.pid!).get(1);
+    if (w1 === undefined) await sleep(25);
+  }
+  assert.ok(w1, 'worker 1 runs');
+  const results: Array<{ sentAt: number; result: number | string }> = [];
+  let go = true;
+  const loops = Array.from({ length: 16 }, async () => {
+    while (go) {
+      results.push(await ping(h.port));
+      await sleep(2);
+    }
+  });
+  await sleep(500);
+  const signalledAt = performance.now();
+  // Worker 1 alone: worker 2 is held short of ready, so no sibling serves.
+  process.kill(w1, 'SIGTERM');
+  // Past its grace, until its replacement serves, and a little more.
+  let replaced = false;
+  for (let i = 0; i < 1200 && !replaced; i += 1) {
+    const p = workerPids(h.child.pid!).get(1);
+    replaced = p !== undefined && p !== w1 && performance.now() - signalledAt > GRACE + 500;
+    if (!replaced) await sleep(25);
+  }
+  assert.ok(replaced, 'worker 1 is replaced');
+  // Worker 2 is still held: a 200 here comes from the replacement.
+  for (let i = 0; i < 400 && (await readyz(h.port)) !== 200; i += 1) await sleep(25);
+  await sleep(500);
+  go = false;
+  await Promise.all(loops);
+  const after = results.filter((r) => r.sentAt > signalledAt);
+  const failed = after.filter((r) => r.result !== 200).map((r) => `${r.result} sent ${Math.round(r.sentAt - signalledAt)} ms after the SIGTERM`);
+  assert.ok(after.length > 20, `traffic across the stop (${after.length})`);
+  assert.deepEqual(failed, [], `every ping sent after the SIGTERM is answered 200:\n${h.output().slice(-3000)}`);
+  const stopped = h.lines().filter((l) => l.msg === 'stopped');
+  assert.equal(stopped[0]?.outcome, 'drained', 'worker 1 drained before its grace ended (not cut at it)');
+  assert.ok(h.lines().some((l) => l.role === 'primary' && /the last serving worker leaves/.test(String(l.msg))), 'the primary took it out of the rotation');
+  h.child.kill('SIGTERM');
+  assert.equal(await h.exited, 0);
 });
