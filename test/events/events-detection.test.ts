@@ -5,42 +5,18 @@
  * test never fall in another's detection window; detection and delivery are driven cycle by cycle
  * under a settable clock, deliveries go to a stub sender.
  */
-import test, { after } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, type TestApp } from '../support/app';
-import { installEvents, exampleBody, type EventsHarness } from '../support/events';
+import { freshEventsApps, exampleBody, type FreshEvents } from '../support/events';
 import { EVENT_TYPES } from '../../src/events';
 import { EVENT_KINDS, type EventKind } from '../../src/events/kinds';
 import { CATALOG } from '../../generated/catalog';
 import { EVENT_LINE_TABLES } from '../../db/migrations/20261127000240_event_line_indexes';
 
 
-interface Fresh {
-  t: TestApp;
-  h: EventsHarness;
-  /** Bodies the stub sender was given, parsed. */
-  sent: any[];
-}
-
-const apps: TestApp[] = [];
-after(async () => {
-  for (const t of apps) await t.close();
-});
-
-async function fresh(): Promise<Fresh> {
-  const t = await startTestApp();
-  apps.push(t);
-  const sent: any[] = [];
-  const h = installEvents(t, {
-    start: new Date(Date.now() - 5_000),
-    sender: async (_url, _headers, body) => {
-      sent.push(JSON.parse(body));
-      return { status: 204, headers: {} };
-    },
-  });
-  h.dns.set('hooks.example.com', ['93.184.215.14']);
-  return { t, h, sent };
-}
+type Fresh = FreshEvents;
+const startFresh = freshEventsApps();
+const fresh = (): Promise<Fresh> => startFresh({ start: new Date(Date.now() - 5_000) });
 
 async function subscribe(f: Fresh, eventTypes: readonly string[]): Promise<void> {
   const res = await f.t.post('/api/v3/webhook-endpoints', { url: 'https://hooks.example.com/accounting', eventTypes }, f.t.adminKey);

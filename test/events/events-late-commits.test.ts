@@ -9,43 +9,20 @@
  * Each test has a database of its own; detection runs on the real clock (the bound is measured
  * by the database), deliveries go to a stub sender, the feed is read through HTTP.
  */
-import test, { after } from 'node:test';
+import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
-import { startTestApp, type TestApp } from '../support/app';
-import { installEvents, exampleBody, type EventsHarness } from '../support/events';
+import type { TestApp } from '../support/app';
+import { freshEventsApps, exampleBody, type FreshEvents } from '../support/events';
 import type { Config } from '../../src/config';
 
 const LAG_SECONDS = 1;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-interface Fresh {
-  t: TestApp;
-  h: EventsHarness;
-  /** Bodies the stub sender was given, parsed. */
-  sent: any[];
-}
-
-const apps: TestApp[] = [];
-after(async () => {
-  for (const t of apps) await t.close();
-});
-
-async function fresh(config: Partial<Config> = {}): Promise<Fresh> {
-  const t = await startTestApp({ config });
-  apps.push(t);
-  const sent: any[] = [];
-  const h = installEvents(t, {
-    lagSeconds: LAG_SECONDS,
-    sender: async (_url, _headers, body) => {
-      sent.push(JSON.parse(body));
-      return { status: 204, headers: {} };
-    },
-  });
-  h.dns.set('hooks.example.com', ['93.184.215.14']);
-  return { t, h, sent };
-}
+type Fresh = FreshEvents;
+const startFresh = freshEventsApps();
+const fresh = (config: Partial<Config> = {}): Promise<Fresh> => startFresh({ config, lagSeconds: LAG_SECONDS });
 
 /** An endpoint and a feed for `eventTypes`, through HTTP. */
 async function subscribe(f: Fresh, eventTypes: string[]): Promise<void> {

@@ -5,7 +5,9 @@
 import { Events } from '../../src/events';
 import type { Sender } from '../../src/events/delivery';
 import type { Resolver } from '../../src/events/targets';
-import type { TestApp } from './app';
+import { after } from 'node:test';
+import { startTestApp, type TestApp } from './app';
+import type { Config } from '../../src/config';
 import { readRecordsById } from '../../src/engines/query/read-records';
 import { eventId, type DetectedEvent } from '../../src/events/detector';
 import { eventDocument } from '../../src/events/document';
@@ -167,4 +169,38 @@ export function exampleBody(operationId: string): any {
     if (op?.operationId === operationId) return Object.values<any>(op.requestBody.content['application/json'].examples)[0].value;
   }
   throw new Error(operationId);
+}
+
+/** A test app with the events wing, and every body its stub sender was given (parsed). */
+export interface FreshEvents {
+  t: TestApp;
+  h: EventsHarness;
+  sent: any[];
+}
+
+/**
+ * For a test file that wants a fresh app per test: registers closing them all after the file, and
+ * returns `fresh`, which starts one with the events wing under a stub sender that answers 204 and
+ * keeps what it was given, hooks.example.com resolving to a public address.
+ */
+export function freshEventsApps(): (options?: { config?: Partial<Config>; lagSeconds?: number; start?: Date }) => Promise<FreshEvents> {
+  const apps: TestApp[] = [];
+  after(async () => {
+    for (const t of apps) await t.close();
+  });
+  return async (options = {}) => {
+    const t = await startTestApp(options.config ? { config: options.config } : {});
+    apps.push(t);
+    const sent: any[] = [];
+    const h = installEvents(t, {
+      ...(options.lagSeconds !== undefined ? { lagSeconds: options.lagSeconds } : {}),
+      ...(options.start ? { start: options.start } : {}),
+      sender: async (_url, _headers, body) => {
+        sent.push(JSON.parse(body));
+        return { status: 204, headers: {} };
+      },
+    });
+    h.dns.set('hooks.example.com', ['93.184.215.14']);
+    return { t, h, sent };
+  };
 }
