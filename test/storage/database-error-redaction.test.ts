@@ -9,26 +9,21 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { trace } from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startTestApp, type TestApp } from '../support/app';
-import { ensureTraceContext } from '../../src/telemetry/tracing';
+import { spanRecorder } from '../support/spans';
 
 const PATH = '/api/v3/payroll-records/post';
 const PERIOD_END = '2026-11-22';
-const exporter = new InMemorySpanExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const recorder = spanRecorder();
 let t: TestApp;
 
 before(async () => {
-  ensureTraceContext();
-  trace.setGlobalTracerProvider(provider);
+  recorder.install();
   t = await startTestApp();
 });
 after(async () => {
   await t?.close();
-  await provider.shutdown();
-  trace.disable();
+  await recorder.uninstall();
 });
 
 /** A job cost written by a payroll posting (source 16) fails in the database, as an unexpected error. */
@@ -61,7 +56,7 @@ test('a database error during a payroll posting: 500, and the log line and the s
   assert.ok(/redaction_test_no_such_function/.test(message), `and the database's reason: ${message.slice(-300)}`);
   assert.ok(/\?|\$\d/.test(message), `with its placeholders: ${message.slice(0, 300)}`);
 
-  const spans = exporter.getFinishedSpans();
+  const spans = recorder.exporter.getFinishedSpans();
   const failedSpans = spans.filter((s) => /jobcst/i.test(s.status.message ?? ''));
   assert.ok(failedSpans.length > 0, `a span records the failure: ${spans.map((s) => `${s.name}:${s.status.message ?? ''}`).join(' | ').slice(0, 500)}`);
 

@@ -7,25 +7,22 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { context, trace, TraceFlags } from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import knexFactory from 'knex';
 import { startTestApp, TEST_ENGINE, type TestApp } from '../support/app';
-import { ensureTraceContext } from '../../src/telemetry/tracing';
+import { spanRecorder } from '../support/spans';
 import { traceSessionStatement } from '../../src/storage/trace-session';
 
-const exporter = new InMemorySpanExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const { exporter, ...spans } = spanRecorder();
 let t: TestApp;
 
 before(async () => {
-  ensureTraceContext();
-  trace.setGlobalTracerProvider(provider);
+  spans.install();
   t = await startTestApp({});
 });
 after(async () => {
   await t.close();
-  await provider.shutdown();
-  trace.disable();
+  await spans.uninstall();
 });
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
